@@ -1,0 +1,1 @@
+"""FastAPI application: a thin HTTP shell over `tracker`."""

@@ -1,0 +1,37 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from sqlalchemy import Engine, text
+
+from api import errors, routes
+from tracker import __version__
+from tracker.config import Settings, get_settings
+from tracker.db import engine_for
+
+
+def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="gpu-price-tracker",
+        version=__version__,
+        description=(
+            "Which GPU, from which provider, is cheapest for this fine-tuning job today — and how has that changed?"
+        ),
+    )
+    app.state.settings = settings
+    app.state.engine = engine or engine_for(settings.resolved_database_url())
+    errors.install(app)
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, Any]:
+        with app.state.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        return {"status": "ok", "version": __version__}
+
+    for router in routes.all_routers():
+        app.include_router(router)
+    return app

@@ -1,0 +1,48 @@
+"""Errors become JSON with the right status; never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+
+from tracker.gpus import AmbiguousGpuName, UnknownGpuName
+
+log = logging.getLogger(__name__)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(UnknownGpuName)
+    async def _unknown_gpu(_: Request, exc: UnknownGpuName) -> JSONResponse:
+        return JSONResponse(
+            status_code=404,
+            content={
+                "detail": str(exc),
+                "field": "gpu",
+                "suggestions": list(getattr(exc, "suggestions", [])),
+            },
+        )
+
+    @app.exception_handler(AmbiguousGpuName)
+    async def _ambiguous_gpu(_: Request, exc: AmbiguousGpuName) -> JSONResponse:
+        return JSONResponse(
+            status_code=422,
+            content={"detail": str(exc), "field": "gpu", "candidates": list(getattr(exc, "candidates", []))},
+        )
+
+    @app.exception_handler(OperationalError)
+    async def _db_down(_: Request, exc: OperationalError) -> JSONResponse:
+        log.error("database unreachable: %s", exc.orig)
+        return JSONResponse(status_code=503, content={"detail": "database unavailable"})
+
+    @app.exception_handler(SQLAlchemyError)
+    async def _db_error(_: Request, exc: SQLAlchemyError) -> JSONResponse:
+        log.exception("database error")
+        return JSONResponse(status_code=503, content={"detail": "database error"})
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error")
+        return JSONResponse(status_code=500, content={"detail": "internal error"})

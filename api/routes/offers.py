@@ -1,0 +1,48 @@
+"""GET /v1/offers: current offers with filters, sort and pagination."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from sqlalchemy.orm import Session
+
+from api.deps import db_session
+from tracker.offers import Pricing
+from tracker.queries import SORTS, OfferFilters, current_offers, offer_row
+
+router = APIRouter(prefix="/v1", tags=["offers"])
+
+
+@router.get("/offers")
+def list_offers(
+    session: Annotated[Session, Depends(db_session)],
+    gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
+    provider: Annotated[list[str] | None, Query(max_length=64)] = None,
+    pricing: Annotated[list[Pricing] | None, Query()] = None,
+    region: Annotated[list[str] | None, Query(max_length=128)] = None,
+    min_gpus: Annotated[Decimal | None, Query(gt=0, le=1024)] = None,
+    available: Annotated[bool, Query(description="Only offers the provider says are available")] = False,
+    include_reference: bool = True,
+    sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> dict[str, Any]:
+    try:
+        filters = OfferFilters(
+            gpu=gpu,
+            providers=provider,
+            pricing=[p.value for p in pricing] if pricing else None,
+            regions=region,
+            min_gpus=min_gpus,
+            available_only=available,
+            include_reference=include_reference,
+            sort=sort,
+            limit=limit,
+            offset=offset,
+        )
+    except ValueError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    rows = [offer_row(o) for o in current_offers(session, filters)]
+    return {"offers": rows, "count": len(rows), "limit": limit, "offset": offset}

@@ -1,0 +1,260 @@
+"""Cassettes: recorded request/response pairs that let any provider run offline.
+
+Format (JSON)::
+
+    {
+      "provider": "vastai",
+      "recorded_at": "2026-11-29T00:00:00Z",
+      "source": "recorded" | "schema-faithful sample from shared/reference/providers.md B.1",
+      "interactions": [
+        {"request":  {"method": "POST", "url": "https://…/path?a=1", "body": {…} | null},
+         "response": {"status": 200, "headers": {"content-type": "application/json"},
+                      "json": {…}  |  "text": "raw body"}}
+      ]
+    }
+
+A request matches an interaction with the same method, scheme/host/path, query parameters (as a
+multiset; a recorded value of "<redacted>" matches anything) and, when the recorded body is not null,
+the same JSON body. Identical requests consume matching interactions in order (so a 429 followed by a
+200 replays as a retry), and the last match repeats once all are used.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+
+REDACTED = "<redacted>"
+SECRET_HEADERS = {
+    "authorization",
+    "api-key",
+    "api_key",
+    "x-api-key",
+    "x-apitoken",
+    "cookie",
+    "x-crusoe-timestamp",
+}
+SECRET_PARAMS = {"key", "api_key", "apikey", "token", "access_token", "client_secret"}
+
+
+class CassetteError(Exception):
+    pass
+
+
+class CassetteMiss(CassetteError):
+    """The provider sent a request the cassette has no answer for."""
+
+
+def _split(url: str) -> tuple[str, list[tuple[str, str]]]:
+    parts = urlsplit(url)
+    base = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
+    return base, sorted(parse_qsl(parts.query, keep_blank_values=True))
+
+
+def _params_match(recorded: list[tuple[str, str]], actual: list[tuple[str, str]]) -> bool:
+    if len(recorded) != len(actual):
+        return False
+    return all(
+        rk == ak and rv in (REDACTED, av) for (rk, rv), (ak, av) in zip(recorded, actual, strict=True)
+    )
+
+
+def _body_of(request: httpx.Request) -> Any:
+    raw = request.content
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+@dataclass
+class Interaction:
+    method: str
+    url: str
+    body: Any
+    status: int
+    headers: dict[str, str]
+    json_body: Any = None
+    text: str | None = None
+    uses: int = 0
+
+    def matches(self, request: httpx.Request) -> bool:
+        if request.method.upper() != self.method.upper():
+            return False
+        rec_base, rec_params = _split(self.url)
+        act_base, act_params = _split(str(request.url))
+        if rec_base != act_base or not _params_match(rec_params, act_params):
+            return False
+        return self.body is None or self.body == _body_of(request)
+
+    def response(self, request: httpx.Request) -> httpx.Response:
+        headers = dict(self.headers)
+        if self.text is not None:
+            return httpx.Response(self.status, headers=headers, text=self.text, request=request)
+        content = json.dumps(self.json_body).encode()
+        headers.setdefault("content-type", "application/json")
+        return httpx.Response(self.status, headers=headers, content=content, request=request)
+
+    def to_json(self) -> dict[str, Any]:
+        response: dict[str, Any] = {"status": self.status, "headers": self.headers}
+        if self.text is not None:
+            response["text"] = self.text
+        else:
+            response["json"] = self.json_body
+        return {"request": {"method": self.method, "url": self.url, "body": self.body}, "response": response}
+
+
+@dataclass
+class Cassette:
+    provider: str
+    interactions: list[Interaction]
+    recorded_at: str = ""
+    source: str = ""
+    path: Path | None = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Cassette:
+        path = Path(path)
+        try:
+            raw = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise CassetteError(f"cassette not found: {path}") from None
+        except ValueError as exc:
+            raise CassetteError(f"cassette {path} is not valid JSON: {exc}") from None
+        return cls.from_json(raw, path)
+
+    @classmethod
+    def from_json(cls, raw: Any, path: Path | None = None) -> Cassette:
+        where = str(path) if path else "cassette"
+        if not isinstance(raw, dict) or not isinstance(raw.get("interactions"), list):
+            raise CassetteError(f"{where}: expected an object with an 'interactions' list")
+        interactions = []
+        for i, item in enumerate(raw["interactions"]):
+            try:
+                req, resp = item["request"], item["response"]
+                interactions.append(
+                    Interaction(
+                        method=req["method"],
+                        url=req["url"],
+                        body=req.get("body"),
+                        status=int(resp.get("status", 200)),
+                        headers={k.lower(): str(v) for k, v in (resp.get("headers") or {}).items()},
+                        json_body=resp.get("json"),
+                        text=resp.get("text"),
+                    )
+                )
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CassetteError(f"{where}: interaction {i} is malformed ({exc})") from None
+        return cls(
+            provider=str(raw.get("provider", "")),
+            interactions=interactions,
+            recorded_at=str(raw.get("recorded_at", "")),
+            source=str(raw.get("source", "")),
+            path=path,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "recorded_at": self.recorded_at,
+            "source": self.source,
+            "interactions": [i.to_json() for i in self.interactions],
+        }
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+
+class ReplayTransport(httpx.AsyncBaseTransport):
+    """Serves a cassette; a request it cannot answer fails the run with a readable reason."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        self.cassette = cassette
+        for interaction in cassette.interactions:
+            interaction.uses = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        matches = [i for i in self.cassette.interactions if i.matches(request)]
+        if not matches:
+            raise CassetteMiss(
+                f"no recorded response for {request.method} {str(request.url).split('?', 1)[0]}"
+                f" in {self.cassette.path or 'cassette'}"
+            )
+        unused = [i for i in matches if i.uses == 0]
+        chosen = unused[0] if unused else matches[-1]
+        chosen.uses += 1
+        return chosen.response(request)
+
+
+@dataclass
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """Passes requests to the network and keeps scrubbed copies of each exchange."""
+
+    inner: httpx.AsyncBaseTransport = field(default_factory=httpx.AsyncHTTPTransport)
+    interactions: list[Interaction] = field(default_factory=list)
+    secrets: Iterable[str] = ()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        body = await response.aread()
+        text = body.decode("utf-8", "replace")
+        json_body: Any = None
+        is_json = "json" in response.headers.get("content-type", "")
+        if is_json:
+            try:
+                json_body = json.loads(text)
+            except ValueError:
+                is_json = False
+        self.interactions.append(
+            Interaction(
+                method=request.method,
+                url=self._scrub_url(str(request.url)),
+                body=self._scrub(_body_of(request)),
+                status=response.status_code,
+                headers={"content-type": response.headers.get("content-type", "")},
+                json_body=self._scrub(json_body) if is_json else None,
+                text=None if is_json else self._scrub(text),
+            )
+        )
+        return httpx.Response(response.status_code, headers=response.headers, content=body, request=request)
+
+    def _scrub_url(self, url: str) -> str:
+        parts = urlsplit(url)
+        params = [(k, REDACTED if k.lower() in SECRET_PARAMS else v) for k, v in parse_qsl(parts.query, True)]
+        query = "&".join(f"{k}={v}" for k, v in params)
+        return f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, str):
+            for secret in self.secrets:
+                if secret:
+                    value = value.replace(secret, REDACTED)
+            return value
+        if isinstance(value, dict):
+            return {k: REDACTED if k.lower() in SECRET_PARAMS else self._scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._scrub(v) for v in value]
+        return value
+
+    def cassette(self, provider: str) -> Cassette:
+        return Cassette(
+            provider=provider,
+            interactions=self.interactions,
+            recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            source="recorded",
+        )
+
+
+def bundled_cassette(provider: str) -> Path:
+    """The cassette shipped inside the package for `--demo` and the tests."""
+    return Path(str(resources.files("providers") / "cassettes" / f"{provider}.json"))

@@ -1,0 +1,100 @@
+"""Vast.ai marketplace: `POST /api/v0/bundles/` lists every rentable machine (providers.md A.2 §1, B.1).
+
+Quirks handled here:
+* a bundle's price covers all of its `num_gpus` GPUs; we take `dph_total` (Vast's hourly total with the
+  default storage allocation) and fall back to `dph_base`;
+* `min_bid` (may be null) is the interruptible floor for the whole machine → a separate spot offer;
+* `geolocation` may be null ("" region); `cpu_cores` may be null (the offer is still a real price);
+* `gpu_ram` is MB per GPU (≈ MiB): passed on as GiB and snapped to the card's size by the catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
+from providers.http import post_json, require
+from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
+
+URL = "https://console.vast.ai/api/v0/bundles/"
+QUERY: dict[str, Any] = {
+    "rentable": {"eq": True},
+    "rented": {"eq": False},
+    "order": [["score", "desc"]],
+    "type": "on-demand",
+    "limit": 10000,
+}
+
+
+def region_of(geolocation: str | None) -> str:
+    """'Texas, US' → 'us-texas'; null → ''."""
+    if not geolocation:
+        return ""
+    parts = [p.strip() for p in geolocation.split(",")]
+    if len(parts) >= 2 and len(parts[-1]) == 2:
+        place = re.sub(r"[^a-z0-9]+", "-", ",".join(parts[:-1]).lower()).strip("-")
+        return f"{parts[-1].lower()}-{place}"
+    return re.sub(r"[^a-z0-9]+", "-", geolocation.lower()).strip("-")
+
+
+def _dec(value: Any) -> Decimal | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float | str):
+        raise ProviderError(f"schema changed: expected a number, got {type(value).__name__}")
+    return Decimal(str(value))
+
+
+def parse(payload: Any) -> ScrapeResult:
+    offers = require(payload, "offers", "response")
+    if not isinstance(offers, list):
+        raise ProviderError("schema changed: 'offers' is not a list")
+    result = ScrapeResult()
+    for i, raw in enumerate(offers):
+        where = f"offers[{i}]"
+        offer_id = require(raw, "id", where)
+        num_gpus = _dec(require(raw, "num_gpus", where))
+        if not num_gpus or num_gpus <= 0:
+            result.skipped.append(f"{where}: num_gpus={num_gpus}")
+            continue
+        price = _dec(raw.get("dph_total")) or _dec(raw.get("dph_base"))
+        if price is None:
+            raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
+        gpu_ram_mb = _dec(raw.get("gpu_ram"))
+        cpu_ram_mb = _dec(raw.get("cpu_ram"))
+        common = {
+            "gpu_name": str(require(raw, "gpu_name", where)),
+            "gpu_count": num_gpus,
+            "region": region_of(raw.get("geolocation")),
+            "gpu_memory_gb": (gpu_ram_mb / 1024).quantize(Decimal("0.01")) if gpu_ram_mb else None,
+            "instance_type": f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
+            "available": True,  # every listed bundle is rentable and not rented
+            "vcpus": _dec(raw.get("cpu_cores_effective")) if raw.get("cpu_cores") is not None else None,
+            "ram_gb": (cpu_ram_mb / 1000).quantize(Decimal("0.01")) if cpu_ram_mb else None,
+            "attributes": {
+                k: raw[k]
+                for k in ("machine_id", "host_id", "verified", "datacenter", "reliability2", "compute_cap")
+                if k in raw
+            },
+        }
+        result.offers.append(ScrapedOffer(key=str(offer_id), price_per_hour=price, **common))
+        min_bid = _dec(raw.get("min_bid"))
+        if min_bid is not None and min_bid > 0:
+            result.offers.append(
+                ScrapedOffer(key=f"{offer_id}:bid", price_per_hour=min_bid, pricing=Pricing.spot, **common)
+            )
+    return result
+
+
+class VastAi(Provider):
+    name = "vastai"
+    title = "Vast.ai"
+    kind = ProviderKind.marketplace
+    homepage = "https://vast.ai"
+    default_interval = default_interval_for(ProviderKind.marketplace)
+    parser_version = "1"
+
+    async def fetch(self, ctx: FetchContext) -> ScrapeResult:
+        return parse(await post_json(ctx, URL, json=QUERY))

@@ -1,0 +1,117 @@
+"""Test fixtures: every storage test runs on SQLite and on a real, fresh PostgreSQL database.
+
+A fresh Postgres database is created per test run (and dropped after); tests are isolated by
+emptying every table before each test, because the code under test commits its own transactions.
+In CI (CI=true) a missing Postgres is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+
+from tracker import migrate
+from tracker.config import Settings
+from tracker.db import make_engine
+from tracker.models import Base
+
+PG_ADMIN_URL = os.environ.get(
+    "TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def _postgres_available() -> str | None:
+    try:
+        admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        admin.dispose()
+        return None
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        return str(exc)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    problem = _postgres_available()
+    if problem:
+        if IN_CI:
+            pytest.fail(f"PostgreSQL is required in CI but unreachable: {problem}")
+        pytest.skip(f"PostgreSQL unreachable: {problem}")
+    name = f"tracker_test_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_engine(pg_url: str) -> Iterator[Engine]:
+    engine = make_engine(pg_url)
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    path = tmp_path_factory.mktemp("db") / "tracker.db"
+    engine = make_engine(f"sqlite:///{path}")
+    migrate.upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+def _empty(engine: Engine) -> None:
+    with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+        else:
+            for table in reversed(Base.metadata.sorted_tables):
+                conn.execute(table.delete())
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest) -> Engine:
+    """A migrated, empty database on each backend."""
+    eng: Engine = request.getfixturevalue(f"{'pg' if request.param == 'postgres' else 'sqlite'}_engine")
+    _empty(eng)
+    return eng
+
+
+@pytest.fixture
+def settings(tmp_path: Path, engine: Engine) -> Settings:
+    return Settings(data_dir=tmp_path, database_url=engine.url.render_as_string(hide_password=False))
+
+
+class FakeClock:
+    """A controllable clock: tests move time explicitly."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.now = start or datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **kwargs: float) -> datetime:
+        self.now += timedelta(**kwargs)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()

@@ -1,0 +1,69 @@
+"""`gpu-tracker offers`: current offers, cheapest per GPU-hour first."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import typer
+from rich.table import Table
+
+from tracker.cli.app import app
+from tracker.cli.context import runtime
+from tracker.cli.output import console, emit_json, fail
+from tracker.db import session_scope
+from tracker.gpus import GpuNameError
+from tracker.queries import OfferFilters, current_offers, offer_row
+
+
+@app.command("offers")
+def offers(
+    ctx: typer.Context,
+    gpu: str | None = typer.Option(None, "--gpu", help='Card, family or alias, e.g. "H100", "A100 40GB".'),
+    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
+    pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
+    region: list[str] = typer.Option(None, "--region", help="Region or region prefix (repeatable)."),
+    min_gpus: float | None = typer.Option(None, "--min-gpus"),
+    limit: int = typer.Option(50, "--limit", min=1),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Current offers, cheapest per GPU-hour first."""
+    try:
+        filters = OfferFilters(
+            gpu=gpu,
+            providers=provider or None,
+            pricing=pricing or None,
+            regions=region or None,
+            min_gpus=Decimal(str(min_gpus)) if min_gpus is not None else None,
+            limit=limit,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    rt = runtime(ctx)
+    try:
+        with session_scope(rt.engine) as session:
+            rows = [offer_row(o) for o in current_offers(session, filters)]
+    except GpuNameError as exc:
+        fail(str(exc))
+    if json_out:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else ""))
+    for col in ("provider", "gpu", "count", "pricing", "region", "$/GPU-h", "$/h", "last seen"):
+        table.add_column(col, justify="right" if col.startswith("$") or col == "count" else "left")
+    for r in rows:
+        label = (
+            r["provider"]
+            + (" [dim](reference)[/]" if r["reference"] else "")
+            + (" [dim](demo)[/]" if r["demo"] else "")
+        )
+        table.add_row(
+            label,
+            r["gpu"],
+            f"{r['gpu_count']:g}",
+            r["pricing"],
+            r["region"] or "-",
+            f"{r['price_per_gpu_hour']:.4f}",
+            f"{r['price_per_hour']:.4f}",
+            r["last_seen"].strftime("%Y-%m-%d %H:%M"),
+        )
+    console.print(table)

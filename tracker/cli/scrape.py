@@ -1,0 +1,168 @@
+"""`gpu-tracker scrape`, `providers` and `record`: run providers, inspect them, capture cassettes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import typer
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from providers.base import FetchContext, ProviderKind
+from providers.cassette import CassetteError, RecordingTransport
+from providers.registry import UnknownProvider, all_providers, get_provider
+from tracker.cli.app import app
+from tracker.cli.context import runtime
+from tracker.cli.output import console, emit_json, err_console, fail
+from tracker.config import get_settings
+from tracker.ingest import IngestReport
+from tracker.scraping import last_runs, plan, run_scrape
+from tracker.status import provider_status
+
+STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
+
+
+@app.command("scrape")
+def scrape(
+    ctx: typer.Context,
+    providers: list[str] = typer.Argument(None, help="Providers to run (default: all)."),
+    replay: Path | None = typer.Option(None, "--replay", help="Replay this cassette instead of the network."),
+    demo: bool = typer.Option(False, "--demo", help="Replay every provider's bundled cassette (offline)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Fetch and diff, but store nothing."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Fetch prices and ingest them. Exits 1 if any provider failed."""
+    if replay and demo:
+        fail("--replay and --demo are exclusive")
+    try:
+        jobs = plan(providers or [], replay=replay, demo=demo)
+    except (UnknownProvider, CassetteError, ValueError) as exc:
+        fail(str(exc))
+    rt = runtime(ctx)
+    reports: list[IngestReport]
+    if json_out:
+        reports = asyncio.run(run_scrape(jobs, rt.engine, rt.settings, dry_run=dry_run))
+    else:
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("scraping " + ", ".join(j.provider.name for j in jobs), total=len(jobs))
+
+            def done(report: IngestReport) -> None:
+                progress.advance(task)
+                progress.console.print(f"  {report.provider}: {report.status}")
+
+            reports = asyncio.run(run_scrape(jobs, rt.engine, rt.settings, dry_run=dry_run, on_done=done))
+    reports.sort(key=lambda r: r.provider)
+    if json_out:
+        emit_json([r.as_dict() | {"dry_run": dry_run} for r in reports])
+    else:
+        table = Table(title="scrape" + (" (dry run: nothing stored)" if dry_run else ""))
+        for col in (
+            "provider",
+            "status",
+            "offers",
+            "valid",
+            "new price rows",
+            "closed",
+            "unknown names",
+            "note",
+        ):
+            table.add_column(col, justify="right" if col not in ("provider", "status", "note") else "left")
+        for r in reports:
+            unknown = ", ".join(f"{k}×{v}" for k, v in r.unknown_names.items()) or "0"
+            table.add_row(
+                r.provider,
+                f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]",
+                str(r.offers_seen),
+                str(r.offers_valid),
+                str(r.price_rows),
+                str(r.offers_closed),
+                unknown,
+                r.error or "",
+            )
+        console.print(table)
+    if any(r.status == "failed" for r in reports):
+        raise typer.Exit(1)
+
+
+@app.command("providers")
+def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json")) -> None:
+    """Every provider: kind, credentials, interval, last run, offers, unknown names."""
+    rt = runtime(ctx)
+    rows = provider_status(rt.engine, rt.settings)
+    if json_out:
+        emit_json(rows)
+        return
+    table = Table(title="providers")
+    for col in (
+        "provider",
+        "kind",
+        "credentials",
+        "interval",
+        "last run",
+        "status",
+        "offers",
+        "unknown",
+        "error",
+    ):
+        table.add_column(col)
+    for r in rows:
+        creds = "none needed" if not r["credentials"] else ("set" if r["credentials_set"] else "missing")
+        last = r["last_run"] or {}
+        table.add_row(
+            r["name"],
+            r["kind"],
+            creds,
+            f"{r['default_interval_s'] // 60} min",
+            str(last.get("started_at", "never"))[:19],
+            last.get("status", "-"),
+            str(r["current_offers"]),
+            str(r["unknown_names"]),
+            (last.get("error") or "")[:60],
+        )
+    console.print(table)
+
+
+@app.command("record")
+def record(
+    provider: str = typer.Argument(..., help="Provider to capture live."),
+    out: Path | None = typer.Option(None, "--out", help="Cassette file (default: <provider>.json here)."),
+) -> None:
+    """Capture a live cassette (needs network and the provider's credentials); secrets are scrubbed."""
+    try:
+        cls = get_provider(provider)
+    except UnknownProvider as exc:
+        fail(str(exc))
+    if cls.kind == ProviderKind.static_sheet:
+        fail(f"{provider} is a static sheet: there is nothing to record")
+    settings = get_settings()
+    creds = {c: settings.credential(c) for c in cls.credentials}
+    if missing := [c for c, v in creds.items() if v is None]:
+        fail(f"set {', '.join('TRACKER_' + m for m in missing)} to record {provider}")
+    secrets = {c: v.get_secret_value() for c, v in creds.items() if v is not None}
+    recorder = RecordingTransport(secrets=list(secrets.values()))
+
+    async def go() -> int:
+        async with httpx.AsyncClient(transport=recorder, timeout=settings.http_timeout_s) as client:
+            result = await cls().fetch(FetchContext(client=client, credentials=secrets))
+        return len(result.offers)
+
+    try:
+        count = asyncio.run(go())
+    except Exception as exc:
+        fail(f"recording {provider} failed: {exc}")
+    path = out or Path(f"{provider}.json")
+    recorder.cassette(provider).save(path)
+    console.print(f"recorded {len(recorder.interactions)} exchanges ({count} offers) to {path}")
+
+
+__all__ = ["all_providers", "last_runs"]
