@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from tracker.config import Settings
 from tracker.gpus import GpuCatalog, GpuNameError, GpuSpec
-from tracker.models import Offer, OfferPrice, ScrapeRun, UnknownGpuName
+from tracker.models import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 CENT_FRACTION = Decimal("0.000001")
@@ -287,7 +287,17 @@ def ingest(
     run.status = "ok"
     run.offers_new, run.price_rows = report.offers_new, report.price_rows
     run.offers_closed, run.offers_reopened = report.offers_closed, report.offers_reopened
+    bump_data_version(session, observed_at)
     return report
+
+
+def bump_data_version(session: Session, at: datetime) -> None:
+    """Invalidate derived caches everywhere; last in the transaction so the row lock is held briefly."""
+    bumped = session.execute(
+        update(DataVersion).where(DataVersion.id == 1).values(version=DataVersion.version + 1, changed_at=at)
+    )
+    if bumped.rowcount == 0:  # the migration creates the row; only a hand-emptied table lacks it
+        session.add(DataVersion(id=1, version=1, changed_at=at))
 
 
 def _price_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:

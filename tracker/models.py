@@ -169,3 +169,18 @@ class UnknownGpuName(Base):
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
     times_seen: Mapped[int] = mapped_column(Integer, default=0)
     last_run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
+
+
+class DataVersion(Base):
+    """A single-row counter bumped by every ingest that changed data, inside that ingest's transaction.
+
+    Caches of derived views (market snapshot, ranking inputs) key on it, so they are invalidated by
+    ingest — in this process or another — at the cost of one primary-key read per request. Bumping a
+    single row also serialises the commits of concurrent ingests, so the counter never skips a change.
+    """
+
+    __tablename__ = "data_version"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    changed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
