@@ -8,6 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
+from tracker.estimate import EstimateError, UnknownAssumptions, UnknownModel
 from tracker.gpus import AmbiguousGpuName, UnknownGpuName
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,15 @@ def install(app: FastAPI) -> None:
             status_code=422,
             content={"detail": str(exc), "field": "gpu", "candidates": list(getattr(exc, "candidates", []))},
         )
+
+    @app.exception_handler(EstimateError)
+    async def _bad_job(_: Request, exc: EstimateError) -> JSONResponse:
+        # Unknown names are "not found" with suggestions; anything else is a bad value in a named field.
+        status = 404 if isinstance(exc, UnknownModel | UnknownAssumptions) else 422
+        body: dict[str, object] = {"detail": exc.message, "field": exc.field}
+        if suggestions := getattr(exc, "suggestions", None):
+            body["suggestions"] = list(suggestions)
+        return JSONResponse(status_code=status, content=body)
 
     @app.exception_handler(OperationalError)
     async def _db_down(_: Request, exc: OperationalError) -> JSONResponse:

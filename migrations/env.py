@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
+import tracker.alerts.models  # noqa: F401  (alert tables live in their own module)
 from tracker.config import get_settings
 from tracker.models import Base
 

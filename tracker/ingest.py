@@ -79,8 +79,8 @@ class IngestReport:
         }
 
 
-def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings) -> Prepared:
-    """Per-offer validation and GPU name resolution."""
+def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provider: str | None = None) -> Prepared:
+    """Per-offer validation and GPU name resolution (with the provider's naming conventions)."""
     out = Prepared(invalid=list(result.skipped))
     seen_keys: set[str] = set()
     resolved: dict[tuple[str, Decimal | None], GpuSpec | GpuNameError] = {}
@@ -101,11 +101,14 @@ def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings) -> Pr
                 f"{offer.key}: ${per_gpu}/GPU-hour is above the sanity ceiling ${settings.max_price_per_gpu_hour}"
             )
             continue
-        cache_key = (offer.gpu_name, offer.gpu_memory_gb)
+        # A slice (< 1 GPU) offers part of a card's memory: its name, not its memory, identifies the card.
+        memory = offer.gpu_memory_gb if offer.gpu_count >= 1 else None
+        cache_key = (offer.gpu_name, memory)
         if cache_key not in resolved:
             try:
-                memory = float(offer.gpu_memory_gb) if offer.gpu_memory_gb is not None else None
-                resolved[cache_key] = catalog.normalize(offer.gpu_name, memory_gb=memory)
+                resolved[cache_key] = catalog.normalize(
+                    offer.gpu_name, memory_gb=float(memory) if memory is not None else None, provider=provider
+                )
             except GpuNameError as exc:
                 resolved[cache_key] = exc
         gpu = resolved[cache_key]
@@ -179,7 +182,7 @@ def ingest(
 ) -> IngestReport:
     """Apply one successful fetch to the store. The caller owns the transaction."""
     provider, demo = run.provider, run.source == "demo"
-    prepared = prepare(result, catalog, settings)
+    prepared = prepare(result, catalog, settings, provider)
     report = IngestReport(
         provider=provider,
         run_id=run.id,

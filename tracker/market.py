@@ -7,7 +7,7 @@ weight reaches q of the total), so every reported value is a price someone actua
 fresh offer weighs 1. Over time, an offer-price interval weighs the seconds it overlaps the bucket,
 so an offer counts in a bucket exactly while it was listed, and a price that held for an hour of a
 day weighs 1/24 of one that held all day. An open interval (the live price) is taken to hold until
-the offer was last seen plus the freshness window, never beyond "now": a provider that stopped
+the offer was last seen plus its provider's freshness window (tracker.live), never beyond "now": a provider that stopped
 answering does not keep its old prices alive in the history.
 """
 
@@ -24,6 +24,7 @@ import pandas as pd
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
+from tracker.live import freshness_window
 from tracker.models import Offer, OfferPrice
 from tracker.queries import reference_providers
 
@@ -42,7 +43,7 @@ def weighted_quantiles(prices: np.ndarray, weights: np.ndarray) -> dict[str, flo
 
 
 def _dec(value: float) -> Decimal:
-    return Decimal(repr(value)).quantize(SIX)
+    return Decimal(repr(float(value))).quantize(SIX)
 
 
 @dataclass
@@ -66,40 +67,26 @@ class MarketStat:
 
 
 def snapshot(
-    session: Session,
+    frame: pd.DataFrame,
     *,
-    now: datetime,
-    freshness: timedelta,
+    fresh: np.ndarray,
     gpu_ids: Sequence[str] | None = None,
     pricing: Sequence[str] | None = None,
     include_reference: bool = True,
 ) -> list[MarketStat]:
-    """Distribution of current $/GPU-hour per card × pricing type over offers seen within `freshness`."""
-    refs = reference_providers()
-    stmt = select(
-        Offer.gpu_id,
-        Offer.gpu_family,
-        Offer.pricing,
-        Offer.provider,
-        Offer.price_per_gpu_hour,
-        Offer.last_seen,
-    ).where(Offer.delisted_at.is_(None), Offer.last_seen >= now - freshness)
+    """Distribution of current $/GPU-hour per card × pricing type over the fresh offers of the live frame."""
+    mask = fresh.copy()
     if gpu_ids:
-        stmt = stmt.where(Offer.gpu_id.in_(gpu_ids))
+        mask &= frame["gpu_id"].isin(list(gpu_ids)).to_numpy()
     if pricing:
-        stmt = stmt.where(Offer.pricing.in_(pricing))
-    if not include_reference and refs:
-        stmt = stmt.where(Offer.provider.not_in(refs))
-    rows = session.execute(stmt).all()
-    if not rows:
-        return []
-    df = pd.DataFrame(rows, columns=["gpu", "family", "pricing", "provider", "price", "last_seen"])
-    df["price"] = df["price"].astype(float)
+        mask &= frame["pricing"].isin(list(pricing)).to_numpy()
+    if not include_reference:
+        mask &= ~frame["reference"].to_numpy()
+    df = frame[mask]
     out = []
-    for (gpu, family, kind), g in df.groupby(["gpu", "family", "pricing"], sort=True):
-        prices = g["price"].to_numpy()
+    for (gpu, family, kind), g in df.groupby(["gpu_id", "gpu_family", "pricing"], sort=True):
+        prices = g["price_per_gpu_hour_f"].to_numpy()
         q = weighted_quantiles(prices, np.ones_like(prices))
-        providers = set(g["provider"])
         out.append(
             MarketStat(
                 gpu=gpu,
@@ -111,8 +98,8 @@ def snapshot(
                 p75=_dec(q["p75"]),
                 max=_dec(prices.max()),
                 offers=len(g),
-                providers=len(providers),
-                reference_only=providers <= refs,
+                providers=g["provider"].nunique(),
+                reference_only=bool(g["reference"].all()),
                 freshest=g["last_seen"].max().to_pydatetime(),
                 stalest=g["last_seen"].min().to_pydatetime(),
             )
@@ -133,7 +120,7 @@ def history(
     start: datetime,
     end: datetime,
     now: datetime,
-    freshness: timedelta,
+    stale_after: timedelta,
     include_reference: bool = True,
 ) -> list[dict[str, Any]]:
     """Bucketed statistics over [start, end), computed exactly from the change-only history."""
@@ -166,7 +153,8 @@ def history(
     if not rows:
         return []
     df = pd.DataFrame(rows, columns=["offer", "start", "stop", "price", "last_seen", "provider"])
-    open_until = (df["last_seen"] + freshness).where(df["last_seen"] + freshness < end, end)
+    windows = df["provider"].map(lambda p: freshness_window(p, stale_after))
+    open_until = (df["last_seen"] + windows).where(df["last_seen"] + windows < end, end)
     df["stop"] = df["stop"].where(df["stop"].notna(), open_until)
     df["start"] = pd.to_datetime(df["start"], utc=True)
     df["stop"] = pd.to_datetime(df["stop"], utc=True)

@@ -45,15 +45,16 @@ def mutated_cassette(provider: type[Provider], mutate: Callable[[dict[str, Any]]
     return Cassette.from_json(raw)
 
 
-def resolve_all(result: ScrapeResult) -> tuple[dict[str, str], dict[str, str]]:
+def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """(offer key → canonical GPU id, raw name → error) for every offer."""
     catalog = get_catalog()
     resolved: dict[str, str] = {}
     unknown: dict[str, str] = {}
     for offer in result.offers:
-        memory = float(offer.gpu_memory_gb) if offer.gpu_memory_gb is not None else None
+        # As ingest does: a slice's partial memory does not identify its card.
+        memory = float(offer.gpu_memory_gb) if offer.gpu_memory_gb is not None and offer.gpu_count >= 1 else None
         try:
-            resolved[offer.key] = catalog.normalize(offer.gpu_name, memory_gb=memory).id
+            resolved[offer.key] = catalog.normalize(offer.gpu_name, memory_gb=memory, provider=provider).id
         except GpuNameError as exc:
             unknown[offer.gpu_name] = str(exc)
     return resolved, unknown
@@ -65,6 +66,7 @@ def assert_integrity(
     expected_gpus: set[str],
     allowed_unknown: set[str] = frozenset(),  # type: ignore[assignment]
     min_offers: int = 1,
+    provider: str | None = None,
 ) -> dict[str, str]:
     """gpuhunt-style invariants: offers present, sane prices and counts, known GPUs, keys unique."""
     assert len(result.offers) >= min_offers, f"expected ≥{min_offers} offers, got {len(result.offers)}"
@@ -77,7 +79,7 @@ def assert_integrity(
         assert o.gpu_name.strip(), o
         if o.gpu_memory_gb is not None:
             assert o.gpu_memory_gb > 0, o
-    resolved, unknown = resolve_all(result)
+    resolved, unknown = resolve_all(result, provider)
     assert set(unknown) <= set(allowed_unknown), f"unresolved GPU names: {unknown}"
     missing = expected_gpus - set(resolved.values())
     assert not missing, f"expected GPUs absent: {missing}; got {sorted(set(resolved.values()))}"

@@ -1,0 +1,17 @@
+"""GET /v1/providers: each provider's health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from tracker.status import provider_status
+
+router = APIRouter(prefix="/v1", tags=["providers"])
+
+
+@router.get("/providers")
+def get_providers(request: Request) -> dict[str, Any]:
+    """Kind, credentials present, interval, last run, last success, age, offers, last error, stale flag."""
+    return {"providers": provider_status(request.app.state.engine, request.app.state.settings)}

@@ -1,0 +1,87 @@
+"""POST /v1/rank and /v1/rank/history: offers ranked for one fine-tuning job, now and over time."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import Field, model_validator
+from sqlalchemy.orm import Session
+
+from api.deps import db_session
+from api.schemas import JobBody
+from tracker.clock import utcnow
+from tracker.estimate import prepare
+from tracker.gpus import get_catalog
+from tracker.offers import Pricing
+from tracker.queries import gpu_ids_for
+from tracker.rank import RankFilters, RankOptions
+from tracker.views import rank_history, rank_offers
+
+router = APIRouter(prefix="/v1", tags=["rank"])
+
+
+class RankBody(JobBody):
+    gpu: str | None = Field(None, max_length=100, description="Only this card, family or alias.")
+    providers: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=100)
+    pricing: list[Pricing] | None = None
+    regions: list[Annotated[str, Field(max_length=128)]] | None = Field(None, max_length=100)
+    min_gpus: float | None = Field(None, gt=0, le=1024)
+    max_gpus: float | None = Field(None, gt=0, le=1024)
+    max_hours: float | None = Field(None, gt=0)
+    include_reference: bool = True
+    available_only: bool = False
+    max_age_hours: float | None = Field(None, gt=0, le=24 * 365)
+    sort_by: Literal["cost_per_run", "hours", "usd_per_mtok"] = "cost_per_run"
+    include_unfit: bool = Field(False, description="List offers the job does not fit, with the reason.")
+    best_per_card: bool = Field(False, description="Only the best offer of each card.")
+    limit: int = Field(50, ge=1, le=1000)
+
+    @model_validator(mode="after")
+    def _gpu_range(self) -> RankBody:
+        if self.min_gpus is not None and self.max_gpus is not None and self.min_gpus > self.max_gpus:
+            raise ValueError("min_gpus must not exceed max_gpus")
+        return self
+
+
+class RankHistoryBody(JobBody):
+    gpu: str | None = Field(None, max_length=100, description="Card, family or alias; default: the job's top cards.")
+    pricing: Pricing = Pricing.on_demand
+    statistic: Literal["min", "p25", "median"] = "median"
+    days: int = Field(90, ge=1, le=3650)
+    include_reference: bool = True
+
+
+@router.post("/rank")
+def post_rank(body: RankBody, request: Request, session: Annotated[Session, Depends(db_session)]) -> dict[str, Any]:
+    """Live offers ranked by cost per run (or hours, or $/Mtoken) for the job."""
+    prepared = prepare(body.job(), body.assumptions)
+    filters = RankFilters(
+        providers=body.providers, pricing=[p.value for p in body.pricing or []] or None, regions=body.regions,
+        gpu_ids=gpu_ids_for(body.gpu) if body.gpu else None, min_gpus=body.min_gpus, max_gpus=body.max_gpus,
+        max_hours=body.max_hours, include_reference=body.include_reference, available_only=body.available_only,
+    )  # fmt: skip
+    options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit, best_per_card=body.best_per_card,
+                          limit=body.limit)  # fmt: skip
+    max_age = timedelta(hours=body.max_age_hours) if body.max_age_hours else None
+    return rank_offers(request.app.state.engine, session, request.app.state.settings, utcnow(), prepared, filters,
+                       options, max_age)  # fmt: skip
+
+
+@router.post("/rank/history")
+def post_rank_history(
+    body: RankHistoryBody, request: Request, session: Annotated[Session, Depends(db_session)]
+) -> dict[str, Any]:
+    """Cost per run of the job per card per day, from a daily market statistic of $/GPU-hour."""
+    prepared = prepare(body.job(), body.assumptions)
+    ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
+    now = utcnow()
+    result = rank_history(
+        session, request.app.state.settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
+        statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
+        include_reference=body.include_reference,
+    )  # fmt: skip
+    if not body.gpu:  # all cards: keep those with data, so the answer stays small
+        result["series"] = [s for s in result["series"] if s["points"]]
+    return result

@@ -1,0 +1,160 @@
+"""Hyperstack (NexGen Cloud): `GET /v1/core/flavors` lists VM flavors per GPU and region, and
+`GET /v1/pricebook` gives the hourly rate per resource (providers.md A.1 §14, A.2 §11–23).
+
+Quirks handled here:
+* auth is an `api_key: <key>` header;
+* the pricebook is keyed by GPU name ("H100-80G-PCIe") with a per-GPU `value` (a decimal string, the
+  rate after any running promotion; `original_value` is kept in attributes) that covers the whole VM, so
+  a flavor's price = value × `gpu_count`;
+* the flavors response is grouped `data[].{gpu, region_name, flavors[]}`; `status: false` means the call
+  failed even with HTTP 200;
+* GPU names encode memory as "-80G-" and the form factor as a suffix ("H100-80G-PCIe", "H100-80G-SXM5",
+  "A100-80G-PCIe-NVLink", "RTX-A6000", "L40"): the name is passed on unchanged (the GPU catalog reads
+  these) and the "<n>G" token gives `gpu_memory_gb` when present;
+* `stock_available` is the flavor's live availability in its region; CPU-only flavors (`gpu` empty,
+  `gpu_count` 0) are skipped; a GPU the pricebook does not price is reported in `skipped`.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+
+from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
+from providers.http import get_json, require
+from tracker.offers import ScrapedOffer, ScrapeResult
+
+API = "https://infrahub-api.nexgencloud.com/v1"
+FLAVORS_URL = f"{API}/core/flavors"
+PRICEBOOK_URL = f"{API}/pricebook"
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)GB?$", re.IGNORECASE)
+
+
+def _dec(value: Any, where: str) -> Decimal:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
+    try:
+        return Decimal(str(value).strip())
+    except ArithmeticError:
+        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
+
+
+def _opt_dec(value: Any, where: str) -> Decimal | None:
+    return None if value is None or value == "" else _dec(value, where)
+
+
+def _plain(value: Decimal) -> Decimal:
+    """'1.900000000' → 1.9 (no exponent notation: 10.000 → 10)."""
+    value = value.normalize()
+    return value.quantize(Decimal(1)) if value.as_tuple().exponent > 0 else value  # type: ignore[operator]
+
+
+def memory_of(raw: str) -> Decimal | None:
+    """Per-GPU GB from a Hyperstack GPU name: 'H100-80G-PCIe' → 80; 'RTX-A6000' / 'L40' → None."""
+    tokens = [t for t in re.split(r"[-_\s]+", raw.strip()) if t]
+    for token in tokens[1:]:  # the first token is the model ("A100"), never a size
+        if match := _MEMORY.match(token):
+            return Decimal(match[1])
+    return None
+
+
+def parse_pricebook(payload: Any) -> dict[str, dict[str, Any]]:
+    """`[{name, value, original_value, …}]` → {lower-cased name: entry with `value` as Decimal}."""
+    if not isinstance(payload, list):
+        raise ProviderError(f"schema changed: pricebook is not a list (got {type(payload).__name__})")
+    book: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(payload):
+        where = f"pricebook[{i}]"
+        name = str(require(entry, "name", where)).strip()
+        value = _opt_dec(require(entry, "value", where), f"{where}.value")
+        if not name or value is None or name.lower() in book:
+            continue
+        book[name.lower()] = {
+            "value": _plain(value),
+            "original_value": entry.get("original_value"),
+            "discount_applied": entry.get("discount_applied"),
+        }
+    return book
+
+
+def parse(flavors_payload: Any, pricebook_payload: Any) -> ScrapeResult:
+    if isinstance(flavors_payload, dict) and flavors_payload.get("status") is False:
+        message = str(flavors_payload.get("message") or "no message")[:200]
+        raise ProviderError(f"flavors call failed: {message}")
+    groups = require(flavors_payload, "data", "flavors response")
+    if not isinstance(groups, list):
+        raise ProviderError("schema changed: flavors 'data' is not a list")
+    book = parse_pricebook(pricebook_payload)
+    result = ScrapeResult()
+    unpriced: set[str] = set()
+    for i, group in enumerate(groups):
+        where = f"data[{i}]"
+        flavors = require(group, "flavors", where)
+        if not isinstance(flavors, list):
+            raise ProviderError(f"schema changed: flavors is not a list at {where}")
+        for j, flavor in enumerate(flavors):
+            fwhere = f"{where}.flavors[{j}]"
+            name = str(require(flavor, "name", fwhere))
+            raw_gpu = str(flavor.get("gpu") or group.get("gpu") or "").strip()
+            count = _dec(require(flavor, "gpu_count", fwhere), f"{fwhere}.gpu_count")
+            if not raw_gpu or count <= 0:
+                continue  # CPU-only flavor
+            price = book.get(raw_gpu.lower())
+            if price is None:
+                if raw_gpu not in unpriced:
+                    unpriced.add(raw_gpu)
+                    result.skipped.append(f"{raw_gpu}: not in the pricebook")
+                continue
+            if price["value"] <= 0:
+                result.skipped.append(f"{name}: pricebook value {price['value']}")
+                continue
+            region = str(flavor.get("region_name") or group.get("region_name") or "").strip().lower()
+            stock = flavor.get("stock_available")
+            attributes: dict[str, Any] = {"price_per_gpu_hr": str(price["value"])}
+            if price["discount_applied"]:
+                attributes["original_value"] = price["original_value"]
+            result.offers.append(
+                ScrapedOffer(
+                    key=f"{name}:{region}",
+                    gpu_name=raw_gpu,
+                    gpu_count=count,
+                    price_per_hour=price["value"] * count,
+                    region=region,
+                    gpu_memory_gb=memory_of(raw_gpu),
+                    instance_type=name,
+                    available=stock if isinstance(stock, bool) else None,
+                    vcpus=_opt_dec(flavor.get("cpu"), f"{fwhere}.cpu"),
+                    ram_gb=_opt_dec(flavor.get("ram"), f"{fwhere}.ram"),
+                    attributes=attributes,
+                )
+            )
+    return result
+
+
+def _without_secret(exc: ProviderError, secret: str) -> ProviderError:
+    """The same error with the API key blanked out, should a server ever echo it back."""
+    message = str(exc)
+    if secret and secret in message:
+        return type(exc)(message.replace(secret, "<redacted>"))
+    return exc
+
+
+class Hyperstack(Provider):
+    name = "hyperstack"
+    title = "Hyperstack (NexGen Cloud)"
+    kind = ProviderKind.cloud
+    homepage = "https://www.hyperstack.cloud"
+    credentials = ("HYPERSTACK_API_KEY",)
+    default_interval = default_interval_for(ProviderKind.cloud)
+    parser_version = "1"
+
+    async def fetch(self, ctx: FetchContext) -> ScrapeResult:
+        key = ctx.secret("HYPERSTACK_API_KEY")
+        headers = {"api_key": key}
+        try:
+            flavors = await get_json(ctx, FLAVORS_URL, headers=headers)
+            pricebook = await get_json(ctx, PRICEBOOK_URL, headers=headers)
+            return parse(flavors, pricebook)
+        except ProviderError as exc:
+            raise _without_secret(exc, key) from None

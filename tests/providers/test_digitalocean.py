@@ -1,0 +1,198 @@
+"""DigitalOcean adapter against its bundled cassette (providers/cassettes/digitalocean.json)."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from providers.base import FetchContext, MissingCredentials, ProviderError
+from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.digitalocean import DigitalOcean, gpu_name_of
+from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tracker.offers import Pricing
+
+PAGE_2 = "https://api.digitalocean.com/v2/sizes?page=2&per_page=200"
+
+
+class SpyTransport(ReplayTransport):
+    """Replays the cassette and keeps every request the adapter sent."""
+
+    def __init__(self, cassette: Cassette) -> None:
+        super().__init__(cassette)
+        self.requests: list[httpx.Request] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return await super().handle_async_request(request)
+
+
+def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
+    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("digitalocean")))
+
+    async def go():
+        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
+            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
+            return await DigitalOcean().fetch(ctx)
+
+    return asyncio.run(go()), spy.requests
+
+
+@pytest.fixture(scope="module")
+def result():
+    return replay(DigitalOcean)
+
+
+def by_key(result):
+    return {o.key: o for o in result.offers}
+
+
+def test_integrity(result):
+    resolved = assert_integrity(
+        result,
+        expected_gpus={
+            "H100-SXM-80GB",
+            "H200-SXM-141GB",
+            "MI300X-192GB",
+            "MI325X-256GB",
+            "L40S-48GB",
+            "RTX4000ADA-20GB",
+            "RTX6000ADA-48GB",
+        },
+    )
+    assert resolved["gpu-h100x8-640gb:nyc2"] == "H100-SXM-80GB"
+    assert resolved["gpu-mi300x8-1536gb:atl1"] == "MI300X-192GB"
+    assert len(result.offers) == 13
+    assert result.skipped == []
+
+
+def test_total_vram_is_divided_per_gpu(result):
+    offers = by_key(result)
+    eight = offers["gpu-h100x8-640gb:nyc2"]
+    assert (eight.gpu_count, eight.gpu_memory_gb) == (8, 80)  # vram.amount 640 is the Droplet total
+    assert offers["gpu-h200x8-1128gb:atl1"].gpu_memory_gb == 141
+    assert offers["gpu-mi300x8-1536gb:atl1"].gpu_memory_gb == 192
+    assert offers["gpu-mi300x1-192gb:atl1"].gpu_memory_gb == 192
+
+
+def test_price_is_per_droplet(result):
+    eight = by_key(result)["gpu-h100x8-640gb:nyc2"]
+    assert eight.price_per_hour == Decimal("23.92")
+    assert eight.price_per_gpu_hour == Decimal("2.99")
+    assert (eight.vcpus, eight.ram_gb) == (160, 1920)  # memory 1966080 MiB
+    assert eight.gpu_name == "H100 SXM"
+    assert eight.attributes["raw_gpu"] == "nvidia_h100"
+    assert by_key(result)["gpu-4000adax1-20gb:tor1"].price_per_hour == Decimal("0.76")
+
+
+def test_second_page_followed_after_429():
+    result, requests = fetch_with({"DIGITALOCEAN_TOKEN": "do-tok"})
+    offers = by_key(result)
+    assert "gpu-l40sx1-48gb:tor1" in offers  # only on page 2
+    assert offers["gpu-mi325x8-2048gb:atl1"].gpu_memory_gb == 256
+    urls = [str(r.url) for r in requests]
+    assert urls == ["https://api.digitalocean.com/v2/sizes?per_page=200", PAGE_2, PAGE_2]  # 429, then 200
+    assert {r.headers["authorization"] for r in requests} == {"Bearer do-tok"}
+
+
+def test_regions_and_availability(result):
+    offers = by_key(result)
+    assert {o.region for o in result.offers if o.instance_type == "gpu-h100x1-80gb"} == {"nyc2", "tor1"}
+    assert offers["gpu-h100x1-80gb:tor1"].available is True
+    empty = offers["gpu-6000adax1-48gb"]  # regions: [] → sold out
+    assert (empty.region, empty.available, empty.price_per_hour) == ("", False, Decimal("1.57"))
+    retired = offers["gpu-h100x1-80gb-legacy"]  # available: false
+    assert (retired.region, retired.available) == ("", False)
+    assert not any(k.startswith("gpu-6000adax1-48gb:") for k in offers)
+
+
+def test_cpu_sizes_skipped_and_no_spot(result):
+    assert not any(o.instance_type.startswith(("s-", "c-", "so-")) for o in result.offers)
+    assert {o.pricing for o in result.offers} == {Pricing.on_demand}
+
+
+@pytest.mark.parametrize(
+    ("model", "name"),
+    [
+        ("nvidia_h100", "H100 SXM"),
+        ("amd_mi300x", "MI300X"),
+        ("nvidia_rtx6000_ada", "RTX 6000 Ada"),
+        ("nvidia_b300", "B300"),
+        ("amd_mi355x", "MI355X"),
+    ],
+)
+def test_gpu_name_of(model, name):
+    assert gpu_name_of(model) == name
+
+
+def test_token_never_in_errors():
+    def echo(raw):
+        raw["interactions"] = [
+            {
+                "request": raw["interactions"][0]["request"],
+                "response": {"status": 401, "json": {"id": "unauthorized", "message": "bad token do-tok"}},
+            }
+        ]
+
+    with pytest.raises(ProviderError) as err:
+        fetch_with({"DIGITALOCEAN_TOKEN": "do-tok"}, mutated_cassette(DigitalOcean, echo))
+    assert "HTTP 401" in str(err.value) and "do-tok" not in str(err.value)
+
+
+def test_missing_credentials():
+    with pytest.raises(MissingCredentials):
+        fetch_with({})
+
+
+def _page(raw, index):
+    return raw["interactions"][index]["response"]["json"]
+
+
+def test_pagination_loop_and_foreign_links_raise():
+    def loop(raw):
+        _page(raw, 2)["links"]["pages"]["next"] = "https://api.digitalocean.com/v2/sizes?per_page=200"
+
+    with pytest.raises(ProviderError, match="pagination did not end"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, loop))
+
+    def elsewhere(raw):
+        _page(raw, 0)["links"]["pages"]["next"] = "https://evil.example/v2/sizes?page=2"
+
+    with pytest.raises(ProviderError, match="outside"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, elsewhere))
+
+
+def test_truncated_json_raises():
+    def truncate(raw):
+        raw["interactions"][0]["response"] = {"status": 200, "text": '{"sizes": [{"slug": "gpu-h1'}
+
+    with pytest.raises(ProviderError, match="invalid JSON"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, truncate))
+
+
+def test_schema_change_raises():
+    with pytest.raises(ProviderError, match="'sizes'"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, lambda raw: _page(raw, 2).pop("sizes")))
+
+    def no_price(raw):
+        del _page(raw, 0)["sizes"][3]["price_hourly"]
+
+    with pytest.raises(ProviderError, match="price_hourly"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, no_price))
+
+    def no_count(raw):
+        del _page(raw, 2)["sizes"][0]["gpu_info"]["count"]
+
+    with pytest.raises(ProviderError, match="'count'"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, no_count))
+
+
+def test_http_500_past_retries_raises():
+    def always_500(raw):
+        for interaction in raw["interactions"]:
+            interaction["response"]["status"] = 500
+
+    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
+        replay(DigitalOcean, mutated_cassette(DigitalOcean, always_500))

@@ -1,0 +1,195 @@
+"""Vultr adapter against its bundled cassette (providers/cassettes/vultr.json)."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+
+import httpx
+import pytest
+
+from providers.base import FetchContext, ProviderError
+from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.vultr import Vultr
+from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tracker.gpus import get_catalog
+from tracker.offers import Pricing, ScrapeResult
+
+
+@pytest.fixture(scope="module")
+def result():
+    return replay(Vultr)
+
+
+def by_key(result):
+    return {o.key: o for o in result.offers}
+
+
+def test_integrity(result):
+    whole = ScrapeResult(offers=[o for o in result.offers if o.gpu_count >= 1], skipped=result.skipped)
+    resolved = assert_integrity(
+        whole,
+        expected_gpus={
+            "A100-PCIE-80GB",
+            "L40S-48GB",
+            "H100-SXM-80GB",
+            "MI300X-192GB",
+            "GH200-96GB",
+            "B200-SXM-180GB",
+        },
+        allowed_unknown={"A2"},
+    )
+    assert resolved["vcg-a100-24c-240g-160vram:ewr"] == "A100-PCIE-80GB"
+    assert resolved["vbm-64c-2048gb-8-l40-gpu:lax"] == "L40S-48GB"
+    assert len(result.offers) == 20
+    keys = [o.key for o in result.offers]
+    assert len(keys) == len(set(keys))
+
+
+def test_slices_name_the_full_card(result):
+    catalog = get_catalog()
+    slices = [o for o in result.offers if o.gpu_count < 1]
+    assert {o.key for o in slices} == {
+        "vcg-a100-1c-6g-4vram:ewr",
+        "vcg-a100-2c-15g-10vram:ewr",
+        "vcg-a100-2c-15g-10vram:fra",
+        "vcg-a16-2c-16g-4vram:ord",
+        "vcg-a40-6c-60g-24vram:sea",
+    }
+    # the raw name alone (full card + memory + form factor) identifies the card
+    assert {catalog.normalize(o.gpu_name).id for o in slices} == {"A100-PCIE-80GB", "A16-16GB", "A40-48GB"}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="catalog.normalize() filters by memory_gb even when the raw name states the full card's "
+    "memory, so a slice's partial gpu_memory_gb (as ingest passes it) does not resolve; "
+    "needs a catalog/ingest change",
+)
+def test_slices_resolve_as_ingest_resolves_them(result):
+    catalog = get_catalog()
+    for offer in result.offers:
+        if offer.gpu_count < 1:
+            catalog.normalize(offer.gpu_name, memory_gb=float(offer.gpu_memory_gb))
+
+
+def test_fractional_gpu_slices(result):
+    offers = by_key(result)
+    tenth = offers["vcg-a100-2c-15g-10vram:ewr"]
+    assert tenth.gpu_count == Decimal("0.125")
+    assert tenth.gpu_memory_gb == Decimal(10)
+    assert tenth.gpu_name == "A100 PCIe 80GB"
+    assert tenth.price_per_hour == Decimal("0.308")
+    assert tenth.price_per_gpu_hour == Decimal("2.464")
+    assert tenth.attributes["fractional"] is True
+    assert offers["vcg-a100-1c-6g-4vram:ewr"].gpu_count == Decimal("0.05")
+    assert offers["vcg-a16-2c-16g-4vram:ord"].gpu_count == Decimal("0.25")
+    whole = offers["vcg-a100-12c-120g-80vram:ewr"]
+    assert whole.gpu_count == 1 and whole.gpu_memory_gb == 80 and "fractional" not in whole.attributes
+
+
+def test_multi_gpu_plan_from_second_page(result):
+    two = by_key(result)["vcg-a100-24c-240g-160vram:lax"]  # only on page 2 (cursor followed)
+    assert two.gpu_count == 2
+    assert two.gpu_memory_gb == 80
+    assert two.price_per_hour == Decimal("4.794")
+    assert two.price_per_gpu_hour == Decimal("2.397")
+    assert two.vcpus == 24 and two.ram_gb == Decimal("240.00")
+
+
+def test_bare_metal_and_spot(result):
+    offers = by_key(result)
+    h100 = offers["vbm-112c-2048gb-8-h100-gpu:sea"]
+    spot = offers["vbm-112c-2048gb-8-h100-gpu:sea:spot"]
+    assert (h100.gpu_count, h100.price_per_hour, h100.pricing) == (8, Decimal("23.92"), Pricing.on_demand)
+    assert (spot.gpu_count, spot.price_per_hour, spot.pricing) == (8, Decimal("18.4"), Pricing.spot)
+    assert spot.price_per_gpu_hour == Decimal("2.3")
+    assert h100.vcpus == 224 and h100.ram_gb == Decimal("2048.00")
+    # no spot where the preemptible price is null or zero
+    assert "vbm-72c-480gb-gh200-gpu:ewr:spot" not in offers
+    assert "vbm-64c-2048gb-8-l40-gpu:lax:spot" not in offers
+    assert offers["vbm-256c-3072gb-8-b200-gpu:atl"].attributes["gpu_from"] == "plan_id"
+    spots = {o.key for o in result.offers if o.pricing is Pricing.spot}
+    assert spots == {
+        "vbm-112c-2048gb-8-h100-gpu:sea:spot",
+        "vbm-112c-2048gb-8-h100-gpu:ewr:spot",
+        "vbm-256c-2048gb-8-mi300x-gpu:ord:spot",
+    }
+
+
+def test_regions_skips_and_availability(result):
+    offers = by_key(result)
+    assert {o.region for o in result.offers if o.instance_type == "vcg-l40s-16c-180g-48vram"} == {
+        "ord",
+        "sjc",
+    }
+    assert all(o.available is None for o in result.offers)  # `locations` is validity, not capacity
+    assert not any("vc2" in k or "vhf" in k or "vbm-4c" in k for k in offers)  # CPU plans
+    assert not any("free" in k for k in offers)  # zero-price plans dropped
+    assert "vcg-a100-free-trial: zero price" in result.skipped
+    assert "vcg-b300-32c-512g-288vram: no locations" in result.skipped
+
+
+def test_no_credentials_needed_and_cursor_sent():
+    cassette = Cassette.load(bundled_cassette("vultr"))
+    seen: list[httpx.Request] = []
+
+    class Spy(ReplayTransport):
+        async def handle_async_request(self, request):
+            seen.append(request)
+            return await super().handle_async_request(request)
+
+    async def go():
+        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
+            return await Vultr().fetch(FetchContext(client=client, credentials={}, backoff_base_s=0))
+
+    asyncio.run(go())
+    assert [r.url.params.get("cursor") for r in seen if r.url.path == "/v2/plans"] == [
+        None,
+        "bmV4dF9fdmNnLWExMDAtMjRj",
+    ]
+    assert sum(r.url.path == "/v2/plans-metal" for r in seen) == 2  # 429, then the retry
+    assert all("authorization" not in r.headers for r in seen)
+
+
+def test_truncated_json_raises():
+    def mutate(raw):
+        response = raw["interactions"][0]["response"]
+        del response["json"]
+        response["text"] = '{"plans": [{"id": "vcg-a100'
+
+    with pytest.raises(ProviderError, match="invalid JSON"):
+        replay(Vultr, mutated_cassette(Vultr, mutate))
+
+
+def test_schema_change_raises():
+    def mutate(raw):
+        del raw["interactions"][0]["response"]["json"]["plans"][2]["hourly_cost"]
+
+    with pytest.raises(ProviderError, match="hourly_cost"):
+        replay(Vultr, mutated_cassette(Vultr, mutate))
+
+
+def test_wrong_type_raises():
+    def mutate(raw):
+        raw["interactions"][3]["response"]["json"]["plans_metal"][1]["locations"] = "sea"
+
+    with pytest.raises(ProviderError, match="not a list"):
+        replay(Vultr, mutated_cassette(Vultr, mutate))
+
+
+def test_repeated_500_raises():
+    def mutate(raw):
+        for interaction in raw["interactions"]:
+            interaction["response"] = {"status": 500, "headers": {}, "json": {"error": "internal"}}
+
+    with pytest.raises(ProviderError, match="gave up after 4 attempts"):
+        replay(Vultr, mutated_cassette(Vultr, mutate))
+
+
+def test_cursor_loop_raises():
+    def mutate(raw):
+        raw["interactions"][1]["response"]["json"]["meta"]["links"]["next"] = "bmV4dF9fdmNnLWExMDAtMjRj"
+
+    with pytest.raises(ProviderError, match="cursor repeated"):
+        replay(Vultr, mutated_cassette(Vultr, mutate))

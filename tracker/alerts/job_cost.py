@@ -1,0 +1,76 @@
+"""Cost metrics for alerts: what a saved fine-tuning job costs on a card at a given $/GPU-hour.
+
+Alerts see the estimate model only through `CostModel`, so the rule engine does not depend on how
+throughput is computed; `EstimateCostModel` adapts tracker.estimate's public API (make_job,
+estimate). A job spec is the JSON the estimate accepts as keyword arguments of `make_job`, e.g.
+{"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, Protocol
+
+COST_METRICS = ("cost_per_run", "usd_per_mtoken")
+
+
+class CostError(ValueError):
+    """A job spec the estimate cannot price; `field` names the offending input."""
+
+    def __init__(self, message: str, field: str = "job") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class CostModel(Protocol):
+    def check(self, job: dict[str, Any], gpu_id: str, gpus: Decimal) -> None:
+        """Raise CostError if the job is invalid or cannot run on `gpus` × `gpu_id`."""
+
+    def value(
+        self, metric: str, job: dict[str, Any], gpu_id: str, gpus: Decimal, price_per_gpu_hour: Decimal
+    ) -> Decimal:
+        """cost_per_run ($ for the whole job) or usd_per_mtoken ($ per million training tokens)."""
+
+
+class EstimateCostModel:
+    """tracker.estimate behind the CostModel interface."""
+
+    def _estimate(self, job: dict[str, Any], gpu_id: str, gpus: Decimal, price: Decimal | None) -> Any:
+        from tracker import estimate as est
+        from tracker.gpus import get_catalog
+
+        if not isinstance(job, dict) or "model" not in job:
+            raise CostError('job must be an object with at least "model", e.g. {"model": "llama-3.1-8b", '
+                            '"method": "qlora", "tokens": "22.5M"}')
+        try:
+            spec = est.make_job(**job)
+            gpu = get_catalog().get(gpu_id)
+            return est.estimate(spec, gpu, float(gpus), price_per_gpu_hour=price)
+        except est.EstimateError as exc:
+            raise CostError(str(exc), f"job.{exc.field}" if getattr(exc, "field", None) else "job") from None
+        except TypeError as exc:  # an unknown key in the spec
+            raise CostError(f"job: {exc}") from None
+
+    def check(self, job: dict[str, Any], gpu_id: str, gpus: Decimal) -> None:
+        result = self._estimate(job, gpu_id, gpus, None)
+        if not result.fits:
+            raise CostError(f"the job does not fit in {gpus:g} × {gpu_id} memory ({result.vram_gb:.1f} GB needed)",
+                            "job_gpus")
+
+    def value(
+        self, metric: str, job: dict[str, Any], gpu_id: str, gpus: Decimal, price_per_gpu_hour: Decimal
+    ) -> Decimal:
+        result = self._estimate(job, gpu_id, gpus, price_per_gpu_hour)
+        amount = result.cost_per_run if metric == "cost_per_run" else result.usd_per_mtok
+        if amount is None:
+            raise CostError(f"the estimate gives no {metric} for this job")
+        return Decimal(amount)
+
+
+def default_cost_model() -> CostModel | None:
+    """The estimate model, or None while tracker.estimate lacks its public API."""
+    try:
+        from tracker.estimate import estimate, make_job  # noqa: F401
+    except ImportError:
+        return None
+    return EstimateCostModel()

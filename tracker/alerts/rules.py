@@ -1,0 +1,361 @@
+"""Creating, changing and showing alert rules: the one validation point for the CLI and the API.
+
+Every bad input raises `RuleError` naming the field, so the CLI prints it and the API returns 422.
+
+Decision — a rule that would fire at once is **rejected** at creation (field `threshold`, with the
+current value in the message) unless the creator passes `allow_immediate`, which is then stored on
+the rule. An alert that fires the moment it is saved tells the user nothing they did not just see,
+and is usually a threshold on the wrong side (camelcamelcamel's "never fire on creation"). A rule
+whose subject has no trustworthy data yet cannot be judged, so it is accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from providers.registry import all_providers
+from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_secret, secret_key
+from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
+from tracker.alerts.models import AlertChannel, AlertRule
+from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
+from tracker.alerts.settings import AlertSettings
+from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
+from tracker.alerts.states import CONDITIONS, breached
+from tracker.config import Settings
+from tracker.gpus import GpuNameError, get_catalog
+from tracker.offers import Pricing
+
+MAX_FOR = timedelta(days=7)
+MIN_REPEAT = timedelta(minutes=1)
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
+_UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+SIX = Decimal("0.000001")
+
+
+class RuleError(ValueError):
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def parse_duration(value: str | int | float | None, field: str) -> int | None:
+    """'15m', '1h30m', '2d', '90' (seconds) → seconds; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RuleError(f"{field} must be a duration like 15m, 4h or 1d", field)
+    if isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = value.strip().lower().replace(" ", "")
+        if re.fullmatch(r"\d+(?:\.\d+)?", text):
+            seconds = float(text)
+        elif text and _DURATION_RE.sub("", text) == "":
+            seconds = sum(float(n) * _UNIT_S[u.lower()] for n, u in _DURATION_RE.findall(text))
+        else:
+            raise RuleError(f"{field} must be a duration like 15m, 4h or 1d, got {value!r}", field)
+    if seconds < 0:
+        raise RuleError(f"{field} must not be negative", field)
+    return int(seconds)
+
+
+def parse_money(value: Any, field: str) -> Decimal:
+    try:
+        amount = value if isinstance(value, Decimal) else Decimal(str(value).strip().lstrip("$"))
+    except InvalidOperation:
+        raise RuleError(f"{field} must be an amount in dollars, got {value!r}", field) from None
+    if not amount.is_finite() or amount <= 0:
+        raise RuleError(f"{field} must be a positive amount, got {value!r}", field)
+    if amount >= Decimal("1e8"):
+        raise RuleError(f"{field} is implausibly large: {value!r}", field)
+    return amount.quantize(SIX)
+
+
+@dataclass
+class ChannelInput:
+    type: str
+    url: str
+    secret: str | None = None
+
+
+@dataclass
+class RuleInput:
+    gpu: str
+    condition: str
+    threshold: Any
+    pricing: str = "on_demand"
+    metric: str = "min"
+    recovery_threshold: Any = None
+    for_: str | int | float | None = 0
+    repeat: str | int | float | None = None
+    providers: list[str] | None = None
+    regions: list[str] | None = None
+    min_offers: int = 1
+    price_statistic: str = "min"
+    job: dict[str, Any] | None = None
+    job_gpus: Any = 1
+    channels: list[ChannelInput] = field(default_factory=list)
+    name: str | None = None
+    enabled: bool = True
+    silenced_until: datetime | None = None
+    allow_immediate: bool = False
+
+
+def _thresholds(condition: str, threshold: Decimal, recovery: Decimal) -> None:
+    if condition == "below" and recovery < threshold:
+        raise RuleError(f"recovery_threshold {recovery} must be at or above threshold {threshold} for a 'below' "
+                        "rule (the price has to climb back before the alert resolves)", "recovery_threshold")
+    if condition == "above" and recovery > threshold:
+        raise RuleError(f"recovery_threshold {recovery} must be at or below threshold {threshold} for an 'above' "
+                        "rule", "recovery_threshold")
+
+
+def _channels(
+    channels: Sequence[ChannelInput], alert_settings: AlertSettings, resolver: Resolver, now: datetime
+) -> list[AlertChannel]:
+    out = []
+    for i, ch in enumerate(channels):
+        kind = (ch.type or "").strip().lower()
+        if kind not in CHANNEL_KINDS:
+            raise RuleError(f"channel type must be one of {', '.join(CHANNEL_KINDS)}, got {ch.type!r}",
+                            f"channels[{i}].type")
+        url = (ch.url or "").strip()
+        if not url or len(url) > 2000:
+            raise RuleError("channel url is required (at most 2000 characters)", f"channels[{i}].url")
+        try:
+            check_channel(kind, url, alert_settings.allowed_networks, resolver=resolver)
+        except UnsafeUrl as exc:
+            raise RuleError(str(exc), f"channels[{i}].url") from None
+        secret = None
+        if kind == "webhook":
+            secret = ch.secret or new_webhook_secret()
+            try:
+                secret_key(secret)
+            except ValueError as exc:
+                raise RuleError(str(exc), f"channels[{i}].secret") from None
+        elif ch.secret:
+            raise RuleError("only webhook channels take a secret", f"channels[{i}].secret")
+        out.append(AlertChannel(kind=kind, url=url, secret=secret, created_at=now))
+    return out
+
+
+def _names(values: list[str] | None, field: str, known: Sequence[str] | None = None) -> list[str] | None:
+    if not values:
+        return None
+    cleaned = list(dict.fromkeys(v.strip() for v in values if v and v.strip()))
+    for v in cleaned:
+        if len(v) > 128:
+            raise RuleError(f"{field} entry too long: {v[:40]!r}…", field)
+        if known is not None and v not in known:
+            raise RuleError(f"unknown provider {v!r}; known: {', '.join(known)}", field)
+    return cleaned or None
+
+
+def create_rule(
+    session: Session, inp: RuleInput, *, now: datetime, settings: Settings, alert_settings: AlertSettings,
+    cost_model: CostModel | None, resolver: Resolver = system_resolver,
+) -> AlertRule:
+    """Validate `inp`, store the rule with its channels, and return it (flushed, with ids)."""
+    gpu_query = (inp.gpu or "").strip()
+    if not gpu_query or len(gpu_query) > 100:
+        raise RuleError("gpu is required: a card id, family or alias such as H100 or H100-SXM-80GB", "gpu")
+    try:
+        cards = get_catalog().resolve(gpu_query)
+    except GpuNameError as exc:
+        raise RuleError(str(exc), "gpu") from None
+    if not cards:
+        raise RuleError(f"unknown GPU {gpu_query!r}", "gpu")
+    try:
+        pricing = Pricing(inp.pricing).value
+    except ValueError:
+        raise RuleError(f"pricing must be one of {', '.join(p.value for p in Pricing)}, got {inp.pricing!r}",
+                        "pricing") from None
+    if inp.metric not in METRICS:
+        raise RuleError(f"metric must be one of {', '.join(METRICS)}, got {inp.metric!r}", "metric")
+    if inp.price_statistic not in PRICE_STATISTICS:
+        raise RuleError(f"price_statistic must be one of {', '.join(PRICE_STATISTICS)}", "price_statistic")
+    if inp.metric != "min" and len(cards) > 1:
+        # Percentiles and costs are per card (never blended across SXM/PCIe); the minimum is meaningful pooled.
+        raise RuleError(
+            f"{gpu_query!r} covers {len(cards)} cards ({', '.join(c.id for c in cards)}); a {inp.metric} alert "
+            "needs one card — name it, or use metric min", "gpu")
+    if inp.condition not in CONDITIONS:
+        raise RuleError(f"condition must be 'below' or 'above', got {inp.condition!r}", "condition")
+    threshold = parse_money(inp.threshold, "threshold")
+    recovery = threshold
+    if inp.recovery_threshold is not None:
+        recovery = parse_money(inp.recovery_threshold, "recovery_threshold")
+    _thresholds(inp.condition, threshold, recovery)
+    for_s = parse_duration(inp.for_, "for") or 0
+    if for_s > MAX_FOR.total_seconds():
+        raise RuleError(f"for must be at most {MAX_FOR}", "for")
+    repeat_s = parse_duration(inp.repeat, "repeat")
+    if repeat_s is not None and repeat_s < MIN_REPEAT.total_seconds():
+        raise RuleError(f"repeat must be at least {MIN_REPEAT} (or omitted for no reminders)", "repeat")
+    if isinstance(inp.min_offers, bool) or not isinstance(inp.min_offers, int) or not 1 <= inp.min_offers <= 10_000:
+        raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
+    providers = _names(inp.providers, "providers", list(all_providers()))
+    regions = _names(inp.regions, "regions")
+    job, job_gpus = None, Decimal(1)
+    if inp.metric in COST_METRICS:
+        if cost_model is None:
+            raise RuleError("cost metrics need the estimate model (tracker.estimate), which is not available",
+                            "metric")
+        if not inp.job:
+            raise RuleError(f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", '
+                            '"tokens": "22.5M"}', "job")
+        try:
+            job_gpus = Decimal(str(inp.job_gpus))
+        except InvalidOperation:
+            raise RuleError(f"job_gpus must be a number, got {inp.job_gpus!r}", "job_gpus") from None
+        if not job_gpus.is_finite() or not 0 < job_gpus <= 64:
+            raise RuleError("job_gpus must be between 0 and 64", "job_gpus")
+        try:
+            cost_model.check(inp.job, cards[0].id, job_gpus)
+        except CostError as exc:
+            raise RuleError(str(exc), exc.field) from None
+        job = dict(inp.job)
+    elif inp.job:
+        raise RuleError("job only applies to cost_per_run and usd_per_mtoken alerts", "job")
+    channels = _channels(inp.channels, alert_settings, resolver, now)
+    name = (inp.name or "").strip() or (
+        f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}"
+    )
+    if len(name) > 200:
+        raise RuleError("name must be at most 200 characters", "name")
+
+    rule = AlertRule(
+        name=name, gpu_query=gpu_query, gpu_ids=[c.id for c in cards], pricing=pricing, providers=providers,
+        regions=regions, min_offers=inp.min_offers, metric=inp.metric, price_statistic=inp.price_statistic,
+        job=job, job_gpus=job_gpus, condition=inp.condition, threshold=threshold, recovery_threshold=recovery,
+        for_s=for_s, repeat_s=repeat_s, enabled=bool(inp.enabled), silenced_until=inp.silenced_until,
+        allow_immediate=bool(inp.allow_immediate), state="inactive", held_state=None, state_since=now,
+        pending_since=None, repeats=0, created_at=now, updated_at=now,
+    )
+    obs = observe(session, rule, now=now, freshness=settings.stale_after, cost_model=cost_model)
+    if obs.value is not None and breached(rule.condition, obs.value, threshold) and not inp.allow_immediate:
+        raise RuleError(
+            f"the {inp.metric} of {gpu_query} ({pricing}) is {obs.value} now, already {inp.condition} {threshold}: "
+            "this rule would fire at once. Choose another threshold, or set allow_immediate to keep it", "threshold")
+    rule.last_value = obs.value
+    rule.channels = channels
+    session.add(rule)
+    session.flush()
+    return rule
+
+
+UPDATABLE = {"name", "threshold", "recovery_threshold", "for", "repeat", "enabled", "silenced_until", "min_offers",
+             "channels"}
+
+
+def update_rule(
+    session: Session, rule: AlertRule, changes: dict[str, Any], *, now: datetime, alert_settings: AlertSettings,
+    resolver: Resolver = system_resolver,
+) -> AlertRule:
+    """Apply a partial update. Changing the subject or metric means a new rule (its history would lie)."""
+    unknown = set(changes) - UPDATABLE
+    if unknown:
+        bad = sorted(unknown)[0]
+        raise RuleError(f"{bad} cannot be changed; delete the rule and create a new one "
+                        f"(changeable: {', '.join(sorted(UPDATABLE))})", bad)
+    if "name" in changes:
+        name = (changes["name"] or "").strip()
+        if not name or len(name) > 200:
+            raise RuleError("name must be 1-200 characters", "name")
+        rule.name = name
+    threshold = parse_money(changes["threshold"], "threshold") if "threshold" in changes else rule.threshold
+    if "recovery_threshold" in changes and changes["recovery_threshold"] is not None:
+        recovery = parse_money(changes["recovery_threshold"], "recovery_threshold")
+    elif "threshold" in changes and rule.recovery_threshold == rule.threshold:
+        recovery = threshold  # no hysteresis before, none after
+    else:
+        recovery = rule.recovery_threshold
+    _thresholds(rule.condition, threshold, recovery)
+    rule.threshold, rule.recovery_threshold = threshold, recovery
+    if "for" in changes:
+        for_s = parse_duration(changes["for"], "for") or 0
+        if for_s > MAX_FOR.total_seconds():
+            raise RuleError(f"for must be at most {MAX_FOR}", "for")
+        rule.for_s = for_s
+    if "repeat" in changes:
+        repeat_s = parse_duration(changes["repeat"], "repeat")
+        if repeat_s is not None and repeat_s < MIN_REPEAT.total_seconds():
+            raise RuleError(f"repeat must be at least {MIN_REPEAT}", "repeat")
+        rule.repeat_s = repeat_s
+    if "enabled" in changes:
+        if not isinstance(changes["enabled"], bool):
+            raise RuleError("enabled must be true or false", "enabled")
+        rule.enabled = changes["enabled"]
+    if "silenced_until" in changes:
+        until = changes["silenced_until"]
+        if until is not None and (not isinstance(until, datetime) or until.tzinfo is None):
+            raise RuleError("silenced_until must be a timezone-aware date-time (or null)", "silenced_until")
+        rule.silenced_until = until
+    if "min_offers" in changes:
+        m = changes["min_offers"]
+        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 10_000:
+            raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
+        rule.min_offers = m
+    if "channels" in changes:
+        # Replacing channels drops messages still queued for the old ones (their rows cascade away).
+        rule.channels = _channels(changes["channels"] or [], alert_settings, resolver, now)
+    rule.updated_at = now
+    session.flush()
+    return rule
+
+
+def _redact_url(kind: str, url: str) -> str:
+    if kind == "apprise":
+        return url.split("://", 1)[0] + "://…"
+    scheme, _, rest = url.partition("://")
+    host = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
+    return f"{scheme}://{host}/…" if rest[len(host):].strip("/") else f"{scheme}://{host}/"
+
+
+def channel_dict(ch: AlertChannel, *, reveal: bool = False) -> dict[str, Any]:
+    secret = ch.secret
+    if secret and not reveal:
+        secret = f"whsec_…{secret[-4:]}"
+    return {"id": ch.id, "type": ch.kind, "url": ch.url if reveal else _redact_url(ch.kind, ch.url), "secret": secret}
+
+
+def rule_dict(rule: AlertRule, *, reveal: bool = False) -> dict[str, Any]:
+    """The public shape of a rule (CLI --json and the API). Secrets only with `reveal` (on creation)."""
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "gpu": rule.gpu_query,
+        "gpu_ids": list(rule.gpu_ids),
+        "pricing": rule.pricing,
+        "providers": rule.providers,
+        "regions": rule.regions,
+        "min_offers": rule.min_offers,
+        "metric": rule.metric,
+        "price_statistic": rule.price_statistic if rule.metric in COST_METRICS else None,
+        "job": rule.job,
+        "job_gpus": rule.job_gpus if rule.metric in COST_METRICS else None,
+        "condition": rule.condition,
+        "threshold": rule.threshold,
+        "recovery_threshold": rule.recovery_threshold,
+        "for_s": rule.for_s,
+        "repeat_s": rule.repeat_s,
+        "enabled": rule.enabled,
+        "silenced_until": rule.silenced_until,
+        "allow_immediate": rule.allow_immediate,
+        "state": rule.state,
+        "state_since": rule.state_since,
+        "pending_since": rule.pending_since,
+        "last_value": rule.last_value,
+        "last_evaluated_at": rule.last_evaluated_at,
+        "last_notified_at": rule.last_notified_at,
+        "created_at": rule.created_at,
+        "updated_at": rule.updated_at,
+        "channels": [channel_dict(c, reveal=reveal) for c in rule.channels],
+    }

@@ -1,0 +1,114 @@
+"""The per-rule state machine, as a pure function of (rule state, observation, now).
+
+    inactive ──breach──▶ pending ──breach held for `for`──▶ firing ──recovered──▶ resolved
+        ▲                   │ (no breach)                     │ (repeat interval: reminder)   │
+        └───────────────────┘                                 ▼                               ▼ breach
+                                                                                           pending …
+    any ──no value──▶ no_data ──value back──▶ the interrupted state (pending restarts as inactive)
+
+Semantics (Prometheus `for`, Grafana recovery threshold):
+* breach: value < threshold (below) / value > threshold (above).
+* recovered: value ≥ recovery threshold (below) / value ≤ recovery threshold (above). Between the two
+  thresholds a firing rule keeps firing and an inactive one stays inactive, so a price flapping in
+  that band produces no events at all.
+* pending must see a breach at every evaluation; `for` = 0 fires on the first breach.
+* no_data neither fires nor resolves: a firing rule that loses its data is still firing when the data
+  returns, and resolves only on a real recovered value. A pending rule starts over, because nobody saw
+  the breach hold through the gap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from tracker.alerts.observe import Observation
+
+STATES = ("inactive", "pending", "firing", "resolved", "no_data")
+CONDITIONS = ("below", "above")
+
+
+class RuleState(Protocol):
+    condition: str
+    threshold: Decimal
+    recovery_threshold: Decimal
+    for_s: int
+    repeat_s: int | None
+    state: str
+    held_state: str | None
+    state_since: datetime
+    pending_since: datetime | None
+    last_notified_at: datetime | None
+    repeats: int
+
+
+@dataclass(frozen=True)
+class Transition:
+    from_state: str
+    to_state: str
+    reason: str
+    notify: str | None = None  # firing | resolved | repeat
+
+
+def breached(condition: str, value: Decimal, threshold: Decimal) -> bool:
+    return value < threshold if condition == "below" else value > threshold
+
+
+def recovered(condition: str, value: Decimal, recovery: Decimal) -> bool:
+    return value >= recovery if condition == "below" else value <= recovery
+
+
+def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
+    """Advance `rule` (mutated in place) by one evaluation; the transitions it made, in order."""
+    out: list[Transition] = []
+
+    def move(to: str, reason: str, notify: str | None = None) -> None:
+        out.append(Transition(rule.state, to, reason, notify))
+        rule.state, rule.state_since = to, now
+
+    if obs.value is None:
+        if rule.state != "no_data":
+            rule.held_state = rule.state if rule.state in ("firing", "resolved") else "inactive"
+            if rule.held_state == "inactive":
+                rule.pending_since = None
+            move("no_data", obs.no_data or "no data")
+        return out
+
+    value = obs.value
+    if rule.state == "no_data":
+        back = rule.held_state or "inactive"
+        rule.held_state = None
+        move(back, f"data is back ({obs.offers} fresh offers)")
+
+    sign = "<" if rule.condition == "below" else ">"
+    if rule.state in ("inactive", "resolved"):
+        if breached(rule.condition, value, rule.threshold):
+            rule.pending_since, rule.repeats = now, 0
+            why = f"{value} {sign} threshold {rule.threshold}"
+            if rule.for_s <= 0:
+                rule.last_notified_at = now
+                move("firing", why, "firing")
+            else:
+                move("pending", f"{why}; fires if it holds for {timedelta(seconds=rule.for_s)}")
+    elif rule.state == "pending":
+        if not breached(rule.condition, value, rule.threshold):
+            rule.pending_since = None
+            move("inactive", f"{value} no longer {sign} threshold {rule.threshold} before the pending period ended")
+        elif rule.pending_since is None or now - rule.pending_since >= timedelta(seconds=rule.for_s):
+            rule.last_notified_at = now
+            move("firing", f"{value} {sign} threshold {rule.threshold} for {timedelta(seconds=rule.for_s)}", "firing")
+    elif rule.state == "firing":
+        if recovered(rule.condition, value, rule.recovery_threshold):
+            back = "≥" if rule.condition == "below" else "≤"
+            move("resolved", f"{value} {back} recovery threshold {rule.recovery_threshold}", "resolved")
+        elif (
+            rule.repeat_s
+            and rule.last_notified_at is not None
+            and now - rule.last_notified_at >= timedelta(seconds=rule.repeat_s)
+        ):
+            rule.repeats += 1
+            rule.last_notified_at = now
+            out.append(Transition("firing", "firing", f"still firing: {value} (reminder {rule.repeats})", "repeat"))
+    return out

@@ -1,0 +1,139 @@
+"""`gpu-tracker cheapest` and `gpu-tracker history`: the market for a job, and a card over time."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from tracker.cli import job_options as jo
+from tracker.cli.app import app
+from tracker.cli.context import runtime
+from tracker.cli.output import console, emit_json, fail
+from tracker.clock import utcnow
+from tracker.db import session_scope
+from tracker.estimate import EstimateError, make_job, prepare
+from tracker.gpus import GpuNameError
+from tracker.market import INTERVALS
+from tracker.offers import Pricing
+from tracker.queries import gpu_ids_for
+from tracker.rank import RankFilters, RankOptions
+from tracker.views import market_history, rank_offers
+
+
+def _pricing(values: list[str] | None) -> list[str] | None:
+    try:
+        return [Pricing(v).value for v in values] if values else None
+    except ValueError:
+        fail(f"--pricing must be one of {', '.join(p.value for p in Pricing)}")
+
+
+@app.command("cheapest")
+def cheapest(
+    ctx: typer.Context,
+    model: str = jo.MODEL,
+    method: str = jo.METHOD,
+    rank: int = jo.RANK,
+    lora_targets: str = jo.LORA_TARGETS,
+    seq_len: int = jo.SEQ_LEN,
+    batch: int = jo.BATCH,
+    grad_checkpointing: bool = jo.GRAD_CHECKPOINTING,
+    offload_activations: bool = jo.OFFLOAD_ACTIVATIONS,
+    tokens: str | None = jo.TOKENS,
+    examples: int | None = jo.EXAMPLES,
+    tokens_per_example: int | None = jo.TOKENS_PER_EXAMPLE,
+    epochs: float = jo.EPOCHS,
+    assumptions: str | None = jo.ASSUMPTIONS,
+    gpu: str | None = typer.Option(None, "--gpu", help="Only this card, family or alias."),
+    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
+    pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
+    region: list[str] = typer.Option(None, "--region", help="Region or prefix (repeatable)."),
+    max_hours: float | None = typer.Option(None, "--max-hours", min=0),
+    no_reference: bool = typer.Option(False, "--no-reference", help="Leave out static reference sheets."),
+    sort_by: str = typer.Option("cost_per_run", "--sort", help="cost_per_run | hours | usd_per_mtok"),
+    show_unfit: bool = typer.Option(False, "--show-unfit", help="Also list offers the job does not fit."),
+    best_per_card: bool = typer.Option(False, "--best-per-card"),
+    top: int = typer.Option(20, "--top", min=1, max=1000),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Live offers ranked by what this fine-tuning run would cost on them."""
+    if sort_by not in ("cost_per_run", "hours", "usd_per_mtok"):
+        fail("--sort must be cost_per_run, hours or usd_per_mtok")
+    try:
+        job = make_job(
+            model, method, rank=rank, lora_targets=lora_targets, seq_len=seq_len, batch=batch,
+            grad_checkpointing=grad_checkpointing, offload_activations=offload_activations, tokens=tokens,
+            examples=examples, tokens_per_example=tokens_per_example, epochs=epochs,
+        )  # fmt: skip
+        prepared = prepare(job, assumptions)
+        filters = RankFilters(
+            providers=provider or None, pricing=_pricing(pricing), regions=region or None,
+            gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours, include_reference=not no_reference,
+        )  # fmt: skip
+    except (EstimateError, GpuNameError) as exc:
+        fail(getattr(exc, "message", None) or str(exc))
+    options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top)  # type: ignore[arg-type]
+    rt = runtime(ctx)
+    with session_scope(rt.engine) as session:
+        result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, filters, options)
+    if json_out:
+        emit_json(result["rows"])
+        return
+    _print_rank(result)
+
+
+def _print_rank(result: dict[str, Any]) -> None:
+    job = result["job"]
+    console.print(f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
+                  f" · {job['tokens'] / 1e6:,.2f}M tokens   ({result['fitting']} of {result['considered']} live offers fit)")
+    table = Table()
+    for col in ("provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$/1M tok", "age"):
+        table.add_column(col, justify="right" if col not in ("provider", "gpu", "pricing", "region") else "left")
+    for r in result["rows"]:
+        label = r["provider"] + (" (ref)" if r["reference"] else "") + (" (demo)" if r["demo"] else "")
+        age = f"{r['price_age_s'] / 3600:.1f}h"
+        table.add_row(
+            label, r["gpu"] + ("" if r["fits"] else " [red](does not fit)[/]"), f"{r['gpus']:g}", r["pricing"],
+            r["region"] or "-", f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
+            f"{r['cost_per_run']:.2f}", f"{r['usd_per_mtok']:.4f}", age,
+        )  # fmt: skip
+    console.print(table)
+
+
+@app.command("history")
+def history(
+    ctx: typer.Context,
+    gpu: str = typer.Argument(..., help='Card, family or alias, e.g. "H100 SXM".'),
+    days: int = typer.Option(30, "--days", min=1, max=3650),
+    interval: str = typer.Option("1d", "--interval", help="1h | 1d | 1w"),
+    pricing: str = typer.Option("on_demand", "--pricing"),
+    no_reference: bool = typer.Option(False, "--no-reference"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history."""
+    if interval not in INTERVALS:
+        fail(f"--interval must be one of {', '.join(INTERVALS)}")
+    (kind,) = _pricing([pricing]) or ["on_demand"]
+    try:
+        ids = gpu_ids_for(gpu)
+    except GpuNameError as exc:
+        fail(str(exc))
+    rt = runtime(ctx)
+    now = utcnow()
+    with session_scope(rt.engine) as session:
+        rows = market_history(
+            session, rt.settings, now, gpu_ids=ids, pricing=kind, interval=interval,
+            start=now - timedelta(days=days), end=now, include_reference=not no_reference,
+        )  # fmt: skip
+    if json_out:
+        emit_json(rows)
+        return
+    table = Table(title=f"{gpu} ({', '.join(ids)}) {kind} $/GPU-hour, {interval} buckets")
+    for col in ("bucket", "min", "p25", "median", "p75", "max", "offers", "providers"):
+        table.add_column(col, justify="left" if col == "bucket" else "right")
+    for r in rows:
+        table.add_row(r["bucket"].strftime("%Y-%m-%d %H:%M"), *(f"{r[k]:.4f}" for k in ("min", "p25", "median",
+                      "p75", "max")), str(r["offers"]), str(r["providers"]))  # fmt: skip
+    console.print(table)

@@ -1,0 +1,224 @@
+"""Named, inspectable assumption sets (tracker/data/assumptions.toml).
+
+A set bundles the FLOPs accounting, the efficiency model, the memory knobs and the multi-GPU
+scaling used by an estimate. The default is `hf-peft`: it is what most people actually run
+(transformers + PEFT + bitsandbytes), and it is the conservative choice on both axes — a job
+that fits under hf-peft also fits under the leaner Unsloth/torchtune accounting, and its
+efficiencies are the lower ones. Recommending a card that then runs out of memory costs a user
+a failed run; recommending one a size too big costs a few dollars.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any, Literal
+
+from tracker.estimate.errors import UnknownAssumptions
+from tracker.estimate.models import DATA_DIR
+
+DEFAULT_FILE = DATA_DIR / "assumptions.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class FlopsKnobs:
+    params: Literal["total", "matmul"]
+    full: float
+    full_recompute: float
+    lora: float
+    lora_recompute: float
+    adapter_flops: bool
+    attention: bool
+    causal_attention_factor: float = 0.5
+
+    def multiplier(self, method: str, recompute: bool) -> float:
+        if method == "full":
+            return self.full_recompute if recompute else self.full
+        return self.lora_recompute if recompute else self.lora
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryKnobs:
+    quantize_all_params: bool
+    nf4_bits: float
+    upcast_unquantized_qlora: bool
+    lora_bytes_per_param: float
+    full_weight_bytes: float
+    full_grad_bytes: float
+    full_optimizer_bytes: float
+    checkpoint_bytes_per_hidden: float
+    working_set_per_hidden: float
+    working_set_per_intermediate: float
+    no_checkpoint_per_hidden: float
+    no_checkpoint_per_kv: float
+    no_checkpoint_per_intermediate: float
+    logits_bytes_per_vocab: float
+    logits_chunk_tokens: int  # 0: the whole micro-batch's logits are materialised at once
+    dequant_buffer: bool
+    fsdp_prefetch_layers: int
+    runtime_overhead_gb: float
+
+
+@dataclass(frozen=True, slots=True)
+class Prior:
+    factor: float
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class EfficiencyModel:
+    """log e = level[method] + arch[architecture]; anything not fitted comes from the priors."""
+
+    level: dict[str, float]  # log-efficiency on the reference architecture, per method
+    arch: dict[str, float]  # log-factor vs the reference architecture
+    default_arch: float
+    source: dict[str, str] = field(default_factory=dict)  # "method:lora" / "arch:ada" -> "fit" | "prior"
+
+    def __call__(self, architecture: str, method: str) -> float:
+        return math.exp(self.level[method] + self.arch.get(architecture, self.default_arch))
+
+    def provenance(self, architecture: str, method: str) -> str:
+        m = self.source.get(f"method:{method}", "prior")
+        a = self.source.get(f"arch:{architecture}", "prior" if architecture in self.arch else "default prior")
+        return f"method {m}, architecture {a}"
+
+    @classmethod
+    def constant(cls, value: float) -> EfficiencyModel:
+        level = {m: math.log(value) for m in ("full", "lora", "qlora")}
+        return cls(level=level, arch={}, default_arch=0.0,
+                   source={f"method:{m}": "constant" for m in level} | {"arch:*": "constant"})
+
+
+@dataclass(frozen=True, slots=True)
+class AssumptionSet:
+    name: str
+    title: str
+    description: str
+    stacks: tuple[str, ...]
+    flops: FlopsKnobs
+    memory: MemoryKnobs
+    efficiency: EfficiencyModel
+    fitted: bool
+    peak_tflops: dict[str, float]  # per-GPU-id overrides of the catalog's dense BF16 peak
+    multi_gpu: dict[str, float]  # scaling efficiency per interconnect, plus "default"
+
+    def multi_gpu_efficiency(self, interconnect: str, gpus: float) -> float:
+        if gpus <= 1:
+            return 1.0
+        return self.multi_gpu.get(interconnect, self.multi_gpu["default"])
+
+    def peak_flops(self, gpu_id: str, catalog_tflops: float) -> float:
+        return self.peak_tflops.get(gpu_id, catalog_tflops) * 1e12
+
+    def describe(self) -> dict[str, Any]:
+        """Everything the set assumes, for `--json` and GET /v1/... consumers."""
+        archs = sorted(set(self.efficiency.arch) | {"ampere"})
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": " ".join(self.description.split()),
+            "fitted": self.fitted,
+            "calibrated_against": list(self.stacks) or "all measured rows (not fitted)",
+            "flops": {
+                "params": self.flops.params,
+                "multipliers": {
+                    "full": self.flops.full, "full_recompute": self.flops.full_recompute,
+                    "lora": self.flops.lora, "lora_recompute": self.flops.lora_recompute,
+                },
+                "adapter_flops": self.flops.adapter_flops,
+                "attention": self.flops.attention,
+            },
+            "efficiency": {
+                a: {m: round(self.efficiency(a, m), 4) for m in ("full", "lora", "qlora")} for a in archs
+            } | {"other": {m: round(self.efficiency("?", m), 4) for m in ("full", "lora", "qlora")}},
+            "efficiency_source": dict(self.efficiency.source),
+            "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},  # type: ignore[attr-defined]
+            "multi_gpu_efficiency": dict(self.multi_gpu),
+            "peak_tflops_overrides": dict(self.peak_tflops),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Priors:
+    reference_architecture: str
+    architecture: dict[str, Prior]
+    method: dict[str, Prior]
+
+    def arch_log(self, arch: str) -> float:
+        prior = self.architecture.get(arch, self.architecture["default"])
+        return math.log(prior.factor)
+
+
+@cache
+def _raw() -> dict[str, Any]:
+    with DEFAULT_FILE.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+@cache
+def priors() -> Priors:
+    raw = _raw()["efficiency_priors"]
+    return Priors(
+        reference_architecture=raw["reference_architecture"],
+        architecture={k: Prior(float(v["factor"]), v["why"]) for k, v in raw["architecture"].items()},
+        method={k: Prior(float(v["factor"]), v["why"]) for k, v in raw["method"].items()},
+    )
+
+
+def default_name() -> str:
+    return str(_raw()["default"])
+
+
+def set_names() -> list[str]:
+    return list(_raw()["sets"])
+
+
+def _unfitted(name: str) -> AssumptionSet:
+    """The set as written in the TOML; a fitted set still carries its priors-only efficiency here."""
+    sets = _raw()["sets"]
+    if name not in sets:
+        raise UnknownAssumptions(name, list(sets))
+    raw = sets[name]
+    eff = raw["efficiency"]
+    fit = bool(eff.get("fit", False))
+    if fit:
+        p = priors()
+        lora = 0.3  # placeholder level, replaced by the fit before anyone sees it
+        efficiency = EfficiencyModel(
+            level={m: math.log(lora * p.method[m].factor) for m in ("full", "lora", "qlora")},
+            arch={a: math.log(v.factor) for a, v in p.architecture.items() if a != "default"},
+            default_arch=math.log(p.architecture["default"].factor),
+        )
+    else:
+        efficiency = EfficiencyModel.constant(float(eff["constant"]))
+    flops = dict(raw["flops"])
+    return AssumptionSet(
+        name=name,
+        title=raw["title"],
+        description=raw["description"].strip(),
+        stacks=tuple(raw.get("stacks", ())),
+        flops=FlopsKnobs(**flops),
+        memory=MemoryKnobs(**raw["memory"]),
+        efficiency=efficiency,
+        fitted=fit,
+        peak_tflops={k: float(v) for k, v in raw.get("peak_tflops", {}).items()},
+        multi_gpu={k: float(v) for k, v in raw["multi_gpu"].items()},
+    )
+
+
+@cache
+def get_assumptions(name: str | None = None) -> AssumptionSet:
+    """The named set (default set when None), with its efficiency fitted if the set asks for it."""
+    base = _unfitted(name or default_name())
+    if not base.fitted:
+        return base
+    # Imported here: calibration needs the FLOPs model, which needs this module's types.
+    from tracker.estimate.calibration import fit_efficiency
+
+    return replace(base, efficiency=fit_efficiency(base))
+
+
+def all_assumptions() -> list[AssumptionSet]:
+    return [get_assumptions(n) for n in set_names()]

@@ -1,0 +1,312 @@
+"""Measured runs (tracker/data/calibration.toml): fitting efficiencies and reporting errors.
+
+The fit is deliberately small: per assumption set, one log-efficiency level per method and one
+factor per GPU architecture (reference: Ampere), by least squares on log(measured / predicted)
+over the set's own rows. With a few dozen rows and at most five free numbers, a row cannot be
+matched by giving it its own knob. The report also gives each row's leave-one-out error (the
+row's error when the fit never saw it), which is the honest number for a fitted set.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from tracker.estimate.assumptions import AssumptionSet, EfficiencyModel, get_assumptions, priors
+from tracker.estimate.core import prepare
+from tracker.estimate.job import JobSpec, make_job
+from tracker.estimate.memory import GB
+from tracker.estimate.models import DATA_DIR
+from tracker.gpus import GpuSpec
+
+METHODS = ("full", "lora", "qlora")
+GIB = 1024**3
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRow:
+    id: str
+    source: str
+    stack: str
+    model: str
+    method: str
+    rank: int
+    lora_targets: str
+    seq_len: int
+    batch: int
+    grad_checkpointing: bool
+    offload_activations: bool
+    long_context: bool
+    gpu: str
+    gpus: int
+    parallelism: str  # "single" | "ddp" | "fsdp"
+    tokens_per_second: float | None  # per GPU
+    vram_gb: float | None  # converted to decimal GB
+    vram_published: str | None
+    vram_kind: str  # "peak" | "budget"
+    vram_scope: str  # "device" (nvidia-smi-like, all of it) | "allocator" (PyTorch's counters: no CUDA context)
+    exclude: str | None
+    exclude_tokens_per_second: str | None
+    exclude_vram: str | None
+    note: str | None
+
+    @property
+    def uses_tps(self) -> bool:
+        return self.tokens_per_second is not None and not self.exclude and not self.exclude_tokens_per_second
+
+    @property
+    def uses_vram(self) -> bool:
+        return self.vram_gb is not None and not self.exclude and not self.exclude_vram
+
+    @property
+    def eval_gpus(self) -> int:
+        """GPUs the estimate is placed on: a DDP replica is one GPU; FSDP shards over all of them."""
+        return self.gpus if self.parallelism == "fsdp" else 1
+
+    def job(self) -> JobSpec:
+        return make_job(
+            self.model, self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len,
+            batch=self.batch, grad_checkpointing=self.grad_checkpointing, tokens=1e6,
+            offload_activations=self.offload_activations, enforce_max_seq_len=not self.long_context,
+        )
+
+
+@cache
+def load_rows() -> tuple[MeasuredRow, ...]:
+    with (DATA_DIR / "calibration.toml").open("rb") as fh:
+        raw = tomllib.load(fh)
+    rows = []
+    for r in raw["row"]:
+        vram = r.get("vram")
+        unit = r.get("vram_unit", "GB")
+        vram_gb = None if vram is None else float(vram) * (GIB / GB if unit == "GiB" else 1.0)
+        rows.append(MeasuredRow(
+            id=r["id"], source=r["source"], stack=r["stack"], model=r["model"], method=r["method"],
+            rank=int(r.get("rank", 16)), lora_targets=r.get("lora_targets", "all-linear"),
+            seq_len=int(r["seq_len"]), batch=int(r["batch"]), grad_checkpointing=bool(r["grad_checkpointing"]),
+            offload_activations=bool(r.get("offload_activations", False)),
+            long_context=bool(r.get("long_context", False)), gpu=r["gpu"], gpus=int(r.get("gpus", 1)),
+            parallelism=r.get("parallelism", "single"),
+            tokens_per_second=float(r["tokens_per_second"]) if "tokens_per_second" in r else None,
+            vram_gb=vram_gb, vram_published=None if vram is None else f"{vram} {unit}",
+            vram_kind=r.get("vram_kind", "peak"), vram_scope=r.get("vram_scope", "device"), exclude=r.get("exclude"),
+            exclude_tokens_per_second=r.get("exclude_tokens_per_second"), exclude_vram=r.get("exclude_vram"),
+            note=r.get("note"),
+        ))
+    return tuple(rows)
+
+
+def _gpu(gpu_id: str) -> GpuSpec:
+    from tracker.gpus import get_catalog  # the catalog is loaded lazily, on first use
+
+    return get_catalog().get(gpu_id)
+
+
+def _rows_for(aset: AssumptionSet, rows: Iterable[MeasuredRow] | None = None) -> list[MeasuredRow]:
+    rows = load_rows() if rows is None else rows
+    return [r for r in rows if not aset.stacks or r.stack in aset.stacks]
+
+
+def implied_efficiency(row: MeasuredRow, aset: AssumptionSet) -> float:
+    """The efficiency that would make this set's FLOPs model reproduce the row's tokens/s exactly."""
+    assert row.tokens_per_second is not None
+    gpu = _gpu(row.gpu)
+    prepared = prepare(row.job(), aset)
+    n = row.eval_gpus
+    scaling = aset.multi_gpu_efficiency(gpu.interconnect, n)
+    peak = aset.peak_flops(gpu.id, gpu.bf16_tflops)
+    return row.tokens_per_second * prepared.flops_per_token / (peak * scaling)
+
+
+def fit_efficiency(aset: AssumptionSet, rows: Sequence[MeasuredRow] | None = None) -> EfficiencyModel:
+    """Least squares in log space: log e_row = level[method] + arch[architecture of the row's GPU]."""
+    p = priors()
+    ref = p.reference_architecture
+    data = [r for r in _rows_for(aset, rows) if r.uses_tps]
+    obs = [(r.method, _gpu(r.gpu).architecture, math.log(implied_efficiency(r, aset))) for r in data]
+
+    methods = [m for m in METHODS if any(o[0] == m for o in obs)]
+    archs = sorted({o[1] for o in obs} - {ref})
+    if not methods:
+        raise ValueError(f"assumption set {aset.name!r} has no measured rows to fit")
+    # An architecture is only identifiable if its rows share a method with rows elsewhere;
+    # otherwise it is pinned to its prior and the method level absorbs nothing from it.
+    fixed_arch: dict[str, float] = {}
+    while True:
+        free_archs = [a for a in archs if a not in fixed_arch]
+        cols = methods + free_archs
+        x = np.zeros((len(obs), len(cols)))
+        y = np.zeros(len(obs))
+        for i, (m, a, le) in enumerate(obs):
+            x[i, cols.index(m)] = 1.0
+            if a in free_archs:
+                x[i, cols.index(a)] = 1.0
+            y[i] = le - (fixed_arch.get(a, p.arch_log(a)) if a != ref and a not in free_archs else 0.0)
+        if np.linalg.matrix_rank(x) == len(cols) or not free_archs:
+            break
+        # Pin the architecture with the fewest rows to its prior and try again.
+        worst = min(free_archs, key=lambda a: sum(1 for o in obs if o[1] == a))
+        fixed_arch[worst] = p.arch_log(worst)
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+
+    level = {m: float(coef[cols.index(m)]) for m in methods}
+    source = {f"method:{m}": f"fit ({sum(1 for o in obs if o[0] == m)} rows)" for m in methods}
+    anchor = "lora" if "lora" in level else methods[0]
+    for m in METHODS:
+        if m not in level:
+            level[m] = level[anchor] + math.log(p.method[m].factor / p.method[anchor].factor)
+            source[f"method:{m}"] = f"prior ({p.method[m].factor:g} x {anchor})"
+    arch = {a: math.log(v.factor) for a, v in p.architecture.items() if a != "default"}
+    for a in arch:
+        source[f"arch:{a}"] = f"prior ({p.architecture[a].factor:g} x {ref})"
+    arch[ref] = 0.0
+    source[f"arch:{ref}"] = f"reference ({sum(1 for o in obs if o[1] == ref)} rows)"
+    for a in free_archs:
+        arch[a] = float(coef[cols.index(a)])
+        source[f"arch:{a}"] = f"fit ({sum(1 for o in obs if o[1] == a)} rows)"
+    return EfficiencyModel(level=level, arch=arch, default_arch=p.arch_log("default"), source=source)
+
+
+# --- report --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RowResult:
+    row: MeasuredRow
+    in_set: bool  # the row's stack is one this set models (and, if fitted, was fitted to)
+    estimated_tps: float | None  # per GPU
+    estimated_vram_gb: float | None
+    tps_error: float | None  # (estimate - measured) / measured
+    tps_error_loo: float | None  # same, with the efficiency fitted without this row
+    vram_error: float | None
+    problem: str | None  # why nothing could be estimated (unknown GPU id ...)
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.row
+        return {
+            "id": r.id,
+            "stack": r.stack,
+            "in_set": self.in_set,
+            "model": r.model,
+            "method": r.method,
+            "rank": r.rank if r.method != "full" else None,
+            "seq_len": r.seq_len,
+            "batch": r.batch,
+            "gpu": r.gpu,
+            "gpus": r.gpus,
+            "parallelism": r.parallelism,
+            "measured_tokens_per_second": r.tokens_per_second,
+            "estimated_tokens_per_second": _round(self.estimated_tps, 1),
+            "tokens_per_second_error": _round(self.tps_error, 4),
+            "tokens_per_second_error_loo": _round(self.tps_error_loo, 4),
+            "measured_vram_gb": _round(r.vram_gb, 2),
+            "measured_vram": r.vram_published,
+            "vram_kind": r.vram_kind,
+            "estimated_vram_gb": _round(self.estimated_vram_gb, 2),
+            "vram_error": _round(self.vram_error, 4),
+            "excluded": r.exclude,
+            "excluded_tokens_per_second": r.exclude_tokens_per_second,
+            "excluded_vram": r.exclude_vram,
+            "problem": self.problem,
+            "source": r.source,
+            "note": r.note,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationReport:
+    assumptions: AssumptionSet
+    rows: tuple[RowResult, ...]
+
+    def _errors(self, attr: str) -> list[float]:
+        return [abs(getattr(r, attr)) for r in self.rows if r.in_set and getattr(r, attr) is not None]
+
+    @property
+    def median_abs_tps_error(self) -> float | None:
+        errs = self._errors("tps_error")
+        return statistics.median(errs) if errs else None
+
+    @property
+    def median_abs_tps_error_loo(self) -> float | None:
+        errs = self._errors("tps_error_loo")
+        return statistics.median(errs) if errs else None
+
+    @property
+    def median_abs_vram_error(self) -> float | None:
+        errs = self._errors("vram_error")
+        return statistics.median(errs) if errs else None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "assumptions": self.assumptions.name,
+            "fitted": self.assumptions.fitted,
+            "stacks": list(self.assumptions.stacks) or "all",
+            "tokens_per_second_rows": len(self._errors("tps_error")),
+            "vram_rows": len(self._errors("vram_error")),
+            "median_abs_tokens_per_second_error": _round(self.median_abs_tps_error, 4),
+            "median_abs_tokens_per_second_error_loo": _round(self.median_abs_tps_error_loo, 4),
+            "median_abs_vram_error": _round(self.median_abs_vram_error, 4),
+            "excluded_rows": [{"id": r.row.id, "why": r.row.exclude} for r in self.rows if r.row.exclude],
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.summary() | {
+            "efficiency": self.assumptions.describe()["efficiency"],
+            "efficiency_source": dict(self.assumptions.efficiency.source),
+            "rows": [r.as_dict() for r in self.rows],
+        }
+
+
+def _round(value: float | None, places: int) -> float | None:
+    return None if value is None else round(value, places)
+
+
+def calibrate(assumptions: AssumptionSet | str | None = None, *, all_rows: bool = False) -> CalibrationReport:
+    """Every measured row next to this set's estimate of it.
+
+    By default only rows of the stacks the set models are listed (the seed models none in
+    particular, so it is judged on all of them); `all_rows` lists the others too, marked
+    `in_set = False` and left out of the medians.
+    """
+    aset = assumptions if isinstance(assumptions, AssumptionSet) else get_assumptions(assumptions)
+    in_set_ids = {r.id for r in _rows_for(aset)}
+    results = []
+    for row in load_rows():
+        in_set = row.id in in_set_ids
+        if not (in_set or all_rows):
+            continue
+        results.append(_evaluate(row, aset, in_set))
+    return CalibrationReport(assumptions=aset, rows=tuple(results))
+
+
+def _evaluate(row: MeasuredRow, aset: AssumptionSet, in_set: bool) -> RowResult:
+    try:
+        gpu = _gpu(row.gpu)
+        job = row.job()
+    except Exception as exc:  # an excluded row may name a card or shape we cannot build
+        if row.exclude:
+            return RowResult(row, in_set, None, None, None, None, None, f"{type(exc).__name__}: {exc}")
+        raise
+    n = row.eval_gpus
+    est = prepare(job, aset).on(gpu, n)
+    tps = est.tokens_per_second / n
+    vram = est.vram_gb
+    if row.vram_scope == "allocator":
+        # PyTorch's memory counters never see the CUDA context or the allocator's slack.
+        vram -= est.vram_breakdown["runtime_overhead"]
+    measured_tps = row.tokens_per_second if row.uses_tps else None
+    tps_err = tps / measured_tps - 1 if measured_tps else None
+    vram_err = vram / row.vram_gb - 1 if row.uses_vram and row.vram_gb else None
+    loo = None
+    if measured_tps and aset.fitted and in_set:
+        others = [r for r in load_rows() if r.id != row.id]
+        held_out = replace(aset, efficiency=fit_efficiency(aset, others))
+        loo = prepare(job, held_out).on(gpu, n).tokens_per_second / n / measured_tps - 1
+    return RowResult(row, in_set, tps, vram, tps_err, loo, vram_err, None)

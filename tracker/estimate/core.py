@@ -1,0 +1,208 @@
+"""The estimate itself: prepare a job once, then place it on any number of offers cheaply.
+
+`prepare(job, assumptions)` does everything that depends only on the job (parameter counts,
+FLOPs per token, memory components before sharding). `PreparedJob.on(gpu, gpus, ...)` is then a
+handful of multiplications, so ranking thousands of offers for one request costs microseconds
+each. `estimate(...)` is the one-shot convenience wrapper.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from tracker.estimate.assumptions import AssumptionSet, get_assumptions
+from tracker.estimate.errors import InvalidJob
+from tracker.estimate.flops import FlopsBreakdown, flops_per_token
+from tracker.estimate.job import JobSpec
+from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
+from tracker.estimate.throughput import as_price, hours_for, to_money, tokens_per_second
+from tracker.gpus import GpuSpec
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedJob:
+    job: JobSpec
+    assumptions: AssumptionSet
+    flops: FlopsBreakdown
+    memory: MemoryParts
+    flops_per_token: float
+    sharded_bytes: float
+    replicated_bytes: float
+    # Efficiency depends only on (architecture, method); memoised because offers repeat archs.
+    _efficiency: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
+
+    def efficiency(self, architecture: str) -> float:
+        eff = self._efficiency.get(architecture)
+        if eff is None:
+            eff = self._efficiency[architecture] = self.assumptions.efficiency(architecture, self.job.method)
+        return eff
+
+    def vram_bytes(self, gpus: float = 1) -> float:
+        """Peak bytes per GPU when the job is sharded over `gpus` GPUs of one machine."""
+        if gpus > 1:
+            n = gpus
+            gather = self.memory.prefetch_layers * self.memory.layer_bytes
+            return self.sharded_bytes / n + self.replicated_bytes + gather
+        return self.sharded_bytes + self.replicated_bytes
+
+    def on(
+        self,
+        gpu: GpuSpec,
+        gpus: float = 1,
+        *,
+        price_per_gpu_hour: Decimal | float | str | None = None,
+        memory_gb: float | None = None,
+    ) -> Estimate:
+        """Place the job on `gpus` × `gpu` (one machine). `gpus` < 1 is a slice of one card: its
+        compute is that fraction of the card's and its memory must be given as `memory_gb`."""
+        if not (gpus > 0) or math.isinf(gpus):
+            raise InvalidJob(f"GPU count must be positive, got {gpus!r}", field="gpus")
+        if gpus > 1 and gpus != int(gpus):
+            raise InvalidJob(f"a multi-GPU offer needs a whole number of GPUs, got {gpus!r}", field="gpus")
+        if gpus < 1 and memory_gb is None:
+            raise InvalidJob("a fractional GPU needs the slice's memory (memory_gb)", field="memory_gb")
+        if memory_gb is not None and not (memory_gb > 0):
+            raise InvalidJob(f"memory_gb must be positive, got {memory_gb!r}", field="memory_gb")
+        a = self.assumptions
+        peak = a.peak_flops(gpu.id, gpu.bf16_tflops)
+        eff = self.efficiency(gpu.architecture)
+        scaling = a.multi_gpu_efficiency(gpu.interconnect, gpus)
+        tps = tokens_per_second(peak, gpus, eff, scaling, self.flops_per_token)
+        price = as_price(price_per_gpu_hour)
+        return Estimate(
+            prepared=self,
+            gpu=gpu,
+            gpus=gpus,
+            memory_gb=float(memory_gb) if memory_gb is not None else gpu.memory_gb,
+            vram_bytes=self.vram_bytes(gpus),
+            tokens_per_second=tps,
+            efficiency=eff,
+            multi_gpu_efficiency=scaling,
+            peak_flops=peak,
+            hours=hours_for(self.job.tokens, tps),
+            price_per_gpu_hour=price,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    prepared: PreparedJob
+    gpu: GpuSpec
+    gpus: float
+    memory_gb: float  # available per GPU
+    vram_bytes: float  # needed per GPU
+    tokens_per_second: float  # whole offer
+    efficiency: float
+    multi_gpu_efficiency: float
+    peak_flops: float  # per GPU, after any assumption-set override
+    hours: float
+    price_per_gpu_hour: Decimal | None
+
+    @property
+    def vram_gb(self) -> float:
+        return self.vram_bytes / GB
+
+    @property
+    def fits(self) -> bool:
+        # Vendors' "80GB" is compared in the same decimal unit the estimate reports, as the seed did;
+        # cards labelled in GiB therefore keep a few percent of slack.
+        return self.vram_gb <= self.memory_gb
+
+    @property
+    def headroom_gb(self) -> float:
+        return self.memory_gb - self.vram_gb
+
+    @property
+    def vram_breakdown(self) -> dict[str, float]:
+        """GB per GPU for each component, in display order."""
+        n = self.gpus if self.gpus > 1 else 1
+        mem = self.prepared.memory
+        out: dict[str, float] = {}
+        for name in COMPONENTS:
+            value = mem.components[name]
+            if name in SHARDED:
+                value /= n
+            elif name == "fsdp_buffers" and self.gpus > 1:
+                value = mem.prefetch_layers * mem.layer_bytes
+            out[name] = value / GB
+        return out
+
+    @property
+    def price_per_hour(self) -> Decimal | None:
+        if self.price_per_gpu_hour is None:
+            return None
+        return self.price_per_gpu_hour * Decimal(repr(self.gpus))
+
+    @property
+    def cost_per_run(self) -> Decimal | None:
+        if self.price_per_gpu_hour is None:
+            return None
+        return to_money(float(self.price_per_gpu_hour) * self.gpus * self.hours)
+
+    @property
+    def usd_per_mtok(self) -> Decimal | None:
+        if self.price_per_gpu_hour is None:
+            return None
+        return to_money(float(self.price_per_gpu_hour) * self.gpus / (self.tokens_per_second * 3600.0 / 1e6))
+
+    def as_dict(self) -> dict[str, Any]:
+        job = self.prepared.job
+        a = self.prepared.assumptions
+        gpus: float | int = int(self.gpus) if self.gpus == int(self.gpus) else self.gpus
+        return {
+            "gpu": self.gpu.id,
+            "gpu_name": self.gpu.name,
+            "gpus": gpus,
+            "memory_gb": round(self.memory_gb, 2),
+            "vram_gb": round(self.vram_gb, 2),
+            "vram_breakdown": {k: round(v, 3) for k, v in self.vram_breakdown.items()},
+            "fits": self.fits,
+            "headroom_gb": round(self.headroom_gb, 2),
+            "tokens_per_second": round(self.tokens_per_second, 1),
+            "tokens_per_second_per_gpu": round(self.tokens_per_second / self.gpus, 1),
+            "peak_tflops": round(self.peak_flops / 1e12, 2),
+            "efficiency": round(self.efficiency, 4),
+            "efficiency_source": a.efficiency.provenance(self.gpu.architecture, job.method),
+            "multi_gpu_efficiency": self.multi_gpu_efficiency,
+            "flops_per_token": self.prepared.flops_per_token,
+            "hours": round(self.hours, 4),
+            "price_per_gpu_hour": self.price_per_gpu_hour,
+            "price_per_hour": self.price_per_hour,
+            "cost_per_run": self.cost_per_run,
+            "usd_per_mtok": self.usd_per_mtok,
+            "model": job.model.id,
+            "model_approximate": job.model.approximate,
+            "method": job.method,
+            "tokens": job.tokens,
+            "assumptions": a.name,
+        }
+
+
+def prepare(job: JobSpec, assumptions: AssumptionSet | str | None = None) -> PreparedJob:
+    a = assumptions if isinstance(assumptions, AssumptionSet) else get_assumptions(assumptions)
+    flops = flops_per_token(job, a.flops)
+    mem = memory_parts(job, a.memory)
+    return PreparedJob(
+        job=job,
+        assumptions=a,
+        flops=flops,
+        memory=mem,
+        flops_per_token=flops.total,
+        sharded_bytes=mem.sharded_bytes,
+        replicated_bytes=mem.replicated_bytes,
+    )
+
+
+def estimate(
+    job: JobSpec,
+    gpu: GpuSpec,
+    gpus: float = 1,
+    assumptions: AssumptionSet | str | None = None,
+    *,
+    price_per_gpu_hour: Decimal | float | str | None = None,
+    memory_gb: float | None = None,
+) -> Estimate:
+    return prepare(job, assumptions).on(gpu, gpus, price_per_gpu_hour=price_per_gpu_hour, memory_gb=memory_gb)
