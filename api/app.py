@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
 from api import errors, routes
+from api.schemas import ERROR_RESPONSES
 from tracker import __version__
 from tracker.config import Settings, get_settings
 from tracker.db import engine_for
@@ -16,6 +17,7 @@ from tracker.db import engine_for
 def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
     settings = settings or get_settings()
     app = FastAPI(
+        responses=ERROR_RESPONSES,
         title="gpu-price-tracker",
         version=__version__,
         description=(

@@ -7,6 +7,8 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from tracker.estimate import EstimateError, UnknownAssumptions, UnknownModel
 from tracker.gpus import AmbiguousGpuName, UnknownGpuName
@@ -14,7 +16,26 @@ from tracker.gpus import AmbiguousGpuName, UnknownGpuName
 log = logging.getLogger(__name__)
 
 
+def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method any route serves at this path (Starlette only reports the first partial match)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "__none__"})
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
 def install(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(_allowed_methods(app, request))
+        return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=headers)
+
     @app.exception_handler(UnknownGpuName)
     async def _unknown_gpu(_: Request, exc: UnknownGpuName) -> JSONResponse:
         return JSONResponse(

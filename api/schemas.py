@@ -10,6 +10,26 @@ from tracker.estimate import make_job
 from tracker.estimate.job import JobSpec
 
 
+class ErrorBody(BaseModel):
+    """Every error: what went wrong, which input field (if one), and what to try instead."""
+
+    detail: Any
+    field: str | None = None
+    suggestions: list[str] | None = None
+    candidates: list[str] | None = None
+
+
+# Documented on every operation, so clients (and schemathesis) know the error shapes.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Malformed request body (not JSON)"},
+    401: {"model": ErrorBody, "description": "Missing or invalid bearer token (mutating endpoints)"},
+    403: {"model": ErrorBody, "description": "Mutating endpoints disabled: no TRACKER_API_TOKEN configured"},
+    404: {"model": ErrorBody, "description": "Unknown GPU, model or resource; suggestions included"},
+    422: {"description": "Invalid input; the field is named"},
+    503: {"model": ErrorBody, "description": "Database unavailable"},
+}
+
+
 class JobBody(BaseModel):
     """A fine-tuning job: model, method, shape, and the amount of training."""
 

@@ -42,7 +42,9 @@ SECRET_HEADERS = {
     "cookie",
     "x-crusoe-timestamp",
 }
-SECRET_PARAMS = {"key", "api_key", "apikey", "token", "access_token", "client_secret"}
+SECRET_PARAMS = {
+    "key", "api_key", "apikey", "token", "access_token", "refresh_token", "id_token", "client_secret", "password",
+}  # fmt: skip
 
 
 class CassetteError(Exception):
@@ -62,9 +64,18 @@ def _split(url: str) -> tuple[str, list[tuple[str, str]]]:
 def _params_match(recorded: list[tuple[str, str]], actual: list[tuple[str, str]]) -> bool:
     if len(recorded) != len(actual):
         return False
-    return all(
-        rk == ak and rv in (REDACTED, av) for (rk, rv), (ak, av) in zip(recorded, actual, strict=True)
-    )
+    return all(rk == ak and rv in (REDACTED, av) for (rk, rv), (ak, av) in zip(recorded, actual, strict=True))
+
+
+def _same(recorded: Any, actual: Any) -> bool:
+    """Equal JSON, where a recorded "<redacted>" (a scrubbed secret) matches any value."""
+    if recorded == REDACTED:
+        return True
+    if isinstance(recorded, dict) and isinstance(actual, dict):
+        return recorded.keys() == actual.keys() and all(_same(v, actual[k]) for k, v in recorded.items())
+    if isinstance(recorded, list) and isinstance(actual, list):
+        return len(recorded) == len(actual) and all(_same(r, a) for r, a in zip(recorded, actual, strict=True))
+    return recorded == actual
 
 
 def _body_of(request: httpx.Request) -> Any:
@@ -95,7 +106,7 @@ class Interaction:
         act_base, act_params = _split(str(request.url))
         if rec_base != act_base or not _params_match(rec_params, act_params):
             return False
-        return self.body is None or self.body == _body_of(request)
+        return self.body is None or _same(self.body, _body_of(request))
 
     def response(self, request: httpx.Request) -> httpx.Response:
         headers = dict(self.headers)

@@ -115,7 +115,7 @@ def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock):
     result = rank(frame, fresh_mask(frame, clock(), settings.stale_after), _seed_job_8b(), RankFilters(),
                   RankOptions(), clock())  # fmt: skip
     rows = [r for r in result["rows"] if r["gpu"] in SEED_8B_COSTS]
-    assert [r["gpu"] for r in rows][0] == "RTX4090-24GB" and rows[-1]["gpu"] == "A100-SXM-80GB"
+    assert rows[0]["gpu"] == "RTX4090-24GB" and rows[-1]["gpu"] == "A100-SXM-80GB"
     costs = [float(r["cost_per_run"]) for r in result["rows"]]
     assert costs == sorted(costs)
     for r in rows:

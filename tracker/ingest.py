@@ -251,9 +251,7 @@ def ingest(
             or row.demo != demo
         )
         if reopened or price_changed or described_changed:
-            changed.append(
-                {"id": row.id, "last_seen": observed_at, "delisted_at": None} | _offer_values(v, demo)
-            )
+            changed.append({"id": row.id, "last_seen": observed_at, "delisted_at": None} | _offer_values(v, demo))
         else:
             touch_ids.append(row.id)
         if reopened or price_changed:
@@ -323,9 +321,7 @@ def _record_unknown(session: Session, run: ScrapeRun, prepared: Prepared, at: da
     existing = {
         u.raw_name: u
         for u in session.scalars(
-            select(UnknownGpuName).where(
-                UnknownGpuName.provider == run.provider, UnknownGpuName.raw_name.in_(names)
-            )
+            select(UnknownGpuName).where(UnknownGpuName.provider == run.provider, UnknownGpuName.raw_name.in_(names))
         )
     }
     for name, count in prepared.unknown_counts.items():

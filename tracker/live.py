@@ -36,9 +36,9 @@ def _load(session: Session) -> pd.DataFrame:
     stmt = select(*[getattr(Offer, c) for c in COLUMNS]).where(Offer.delisted_at.is_(None))
     df = pd.DataFrame(session.execute(stmt).all(), columns=COLUMNS)
     providers = all_providers()
-    df["reference"] = df["provider"].map(
-        lambda p: p in providers and providers[p].kind == ProviderKind.static_sheet
-    ).astype(bool)
+    df["reference"] = (
+        df["provider"].map(lambda p: p in providers and providers[p].kind == ProviderKind.static_sheet).astype(bool)
+    )
     df["interval_s"] = df["provider"].map(
         lambda p: providers[p].default_interval.total_seconds() if p in providers else 3600.0
     )

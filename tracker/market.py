@@ -163,9 +163,7 @@ def history(
         return []
     # Explode each interval into the buckets it spans, clipped to each bucket.
     origin_ts, step_ns = pd.Timestamp(first), pd.Timedelta(step).value
-    first_bucket = (
-        ((df["start"] - origin_ts).dt.total_seconds() * 1e9 // step_ns).clip(lower=0).astype("int64")
-    )
+    first_bucket = ((df["start"] - origin_ts).dt.total_seconds() * 1e9 // step_ns).clip(lower=0).astype("int64")
     last_bucket = (((df["stop"] - origin_ts).dt.total_seconds() * 1e9 - 1) // step_ns).astype("int64")
     spans = (last_bucket - first_bucket + 1).clip(lower=0).to_numpy()
     idx = np.repeat(np.arange(len(df)), spans)

@@ -121,7 +121,9 @@ def rank(
     )
     if options.best_per_card:
         ranked = ranked.drop_duplicates("gpu_id", keep="first")
-    top = ranked.head(options.limit)
+    # Merges turn missing optional fields (instance type, reserved term) into NaN; JSON wants null.
+    top = ranked.head(options.limit).astype(object)
+    top = top.where(top.notna(), None)
     return {"considered": considered, "fitting": fitting, "rows": [_row(r) for r in top.itertuples(index=False)]}
 
 

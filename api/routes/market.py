@@ -32,7 +32,7 @@ def _utc(value: datetime | None, field: str) -> datetime | None:
     return value
 
 
-@router.get("/market")
+@router.get("/market", response_model=None)
 def get_market(
     request: Request,
     session: Annotated[Session, Depends(db_session)],
@@ -40,7 +40,7 @@ def get_market(
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
     max_age_hours: Annotated[float | None, Query(gt=0, le=24 * 365)] = None,
-) -> dict[str, Any]:
+) -> Any:
     """Per card × pricing type: min, p25, median, p75, max, offers, providers, freshness."""
     return market_snapshot(
         request.app.state.engine, session, request.app.state.settings, utcnow(),
@@ -61,7 +61,7 @@ def get_market_history(
     end: datetime | None = None,
     include_reference: bool = True,
     format: Literal["json", "csv"] = "json",
-) -> dict[str, Any] | Response:
+) -> Any:
     """Bucketed statistics over time, exact from the change-only history (see tracker.market)."""
     now = utcnow()
     end_at = _utc(end, "end") or now

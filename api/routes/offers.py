@@ -15,7 +15,7 @@ from tracker.queries import SORTS, OfferFilters, current_offers, offer_row
 router = APIRouter(prefix="/v1", tags=["offers"])
 
 
-@router.get("/offers")
+@router.get("/offers", response_model=None)
 def list_offers(
     session: Annotated[Session, Depends(db_session)],
     gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
@@ -28,7 +28,7 @@ def list_offers(
     sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-) -> dict[str, Any]:
+) -> Any:
     try:
         filters = OfferFilters(
             gpu=gpu,

@@ -11,7 +11,7 @@ from tracker.status import provider_status
 router = APIRouter(prefix="/v1", tags=["providers"])
 
 
-@router.get("/providers")
-def get_providers(request: Request) -> dict[str, Any]:
+@router.get("/providers", response_model=None)
+def get_providers(request: Request) -> Any:
     """Kind, credentials present, interval, last run, last success, age, offers, last error, stale flag."""
     return {"providers": provider_status(request.app.state.engine, request.app.state.settings)}

@@ -53,8 +53,8 @@ class RankHistoryBody(JobBody):
     include_reference: bool = True
 
 
-@router.post("/rank")
-def post_rank(body: RankBody, request: Request, session: Annotated[Session, Depends(db_session)]) -> dict[str, Any]:
+@router.post("/rank", response_model=None)
+def post_rank(body: RankBody, request: Request, session: Annotated[Session, Depends(db_session)]) -> Any:
     """Live offers ranked by cost per run (or hours, or $/Mtoken) for the job."""
     prepared = prepare(body.job(), body.assumptions)
     filters = RankFilters(
@@ -69,10 +69,8 @@ def post_rank(body: RankBody, request: Request, session: Annotated[Session, Depe
                        options, max_age)  # fmt: skip
 
 
-@router.post("/rank/history")
-def post_rank_history(
-    body: RankHistoryBody, request: Request, session: Annotated[Session, Depends(db_session)]
-) -> dict[str, Any]:
+@router.post("/rank/history", response_model=None)
+def post_rank_history(body: RankHistoryBody, request: Request, session: Annotated[Session, Depends(db_session)]) -> Any:
     """Cost per run of the job per card per day, from a daily market statistic of $/GPU-hour."""
     prepared = prepare(body.job(), body.assumptions)
     ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]

@@ -12,27 +12,25 @@ from typing import Any
 
 import httpx
 
-from providers.base import FetchContext, Provider
+from providers.base import FetchContext, Provider, ProviderKind
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from tracker.gpus import GpuNameError, get_catalog
 from tracker.offers import ScrapeResult
 
 
-def replay(
-    provider: type[Provider], cassette: Cassette | Path | None = None, **credentials: str
-) -> ScrapeResult:
+def replay(provider: type[Provider], cassette: Cassette | Path | None = None, **credentials: str) -> ScrapeResult:
     """Run a provider against a cassette (default: its bundled one), offline, with no backoff waits."""
     if cassette is None:
-        cassette = bundled_cassette(provider.name)
+        # A static sheet makes no request: an empty cassette proves it.
+        sheet = provider.kind == ProviderKind.static_sheet
+        cassette = Cassette(provider.name, []) if sheet else bundled_cassette(provider.name)
     if isinstance(cassette, Path):
         cassette = Cassette.load(cassette)
     creds = {c: "test-secret" for c in provider.credentials} | credentials
 
     async def go() -> ScrapeResult:
         async with httpx.AsyncClient(transport=ReplayTransport(cassette), timeout=5) as client:
-            return await provider().fetch(
-                FetchContext(client=client, credentials=creds, retries=3, backoff_base_s=0)
-            )
+            return await provider().fetch(FetchContext(client=client, credentials=creds, retries=3, backoff_base_s=0))
 
     return asyncio.run(go())
 

@@ -86,8 +86,10 @@ def cheapest(
 
 def _print_rank(result: dict[str, Any]) -> None:
     job = result["job"]
-    console.print(f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
-                  f" · {job['tokens'] / 1e6:,.2f}M tokens   ({result['fitting']} of {result['considered']} live offers fit)")
+    console.print(
+        f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
+        f" · {job['tokens'] / 1e6:,.2f}M tokens   ({result['fitting']} of {result['considered']} live offers fit)"
+    )
     table = Table()
     for col in ("provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$/1M tok", "age"):
         table.add_column(col, justify="right" if col not in ("provider", "gpu", "pricing", "region") else "left")

@@ -1,0 +1,73 @@
+"""The cassette format: matching rules, ordered consumption, redaction on record and on replay."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from providers.cassette import REDACTED, Cassette, CassetteMiss, RecordingTransport, ReplayTransport
+
+
+def _cassette(*interactions):
+    return Cassette.from_json({"provider": "x", "interactions": list(interactions)})
+
+
+def _i(method, url, body=None, status=200, json_body=None, text=None):
+    response = {"status": status, "headers": {}}
+    if text is not None:
+        response["text"] = text
+    else:
+        response["json"] = json_body if json_body is not None else {}
+    return {"request": {"method": method, "url": url, "body": body}, "response": response}
+
+
+def _send(cassette, *requests):
+    async def go():
+        async with httpx.AsyncClient(transport=ReplayTransport(cassette)) as client:
+            return [await client.request(m, u, **kw) for m, u, kw in requests]
+
+    return asyncio.run(go())
+
+
+def test_query_params_match_as_a_set_and_redacted_matches_anything():
+    c = _cassette(_i("GET", f"https://h/p?b=2&key={REDACTED}&a=1", json_body={"ok": 1}))
+    (r,) = _send(c, ("GET", "https://h/p", {"params": {"a": "1", "key": "s3cret", "b": "2"}}))
+    assert r.json() == {"ok": 1}
+    with pytest.raises(CassetteMiss):
+        _send(c, ("GET", "https://h/p", {"params": {"a": "1", "key": "x", "b": "3"}}))
+
+
+def test_bodies_match_with_redacted_secrets():
+    c = _cassette(
+        _i("POST", "https://h/token", body={"client_id": "id", "client_secret": REDACTED}, json_body={"t": 1})
+    )
+    (r,) = _send(c, ("POST", "https://h/token", {"json": {"client_id": "id", "client_secret": "real"}}))
+    assert r.json() == {"t": 1}
+    with pytest.raises(CassetteMiss):
+        _send(c, ("POST", "https://h/token", {"json": {"client_id": "other", "client_secret": "real"}}))
+
+
+def test_identical_requests_consume_in_order_then_repeat_last():
+    c = _cassette(_i("GET", "https://h/p", status=429), _i("GET", "https://h/p", json_body={"n": 2}))
+    statuses = [r.status_code for r in _send(c, *[("GET", "https://h/p", {})] * 3)]
+    assert statuses == [429, 200, 200]
+
+
+def test_recording_scrubs_secrets():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"access_token": "tok-123", "echo": "key s3cret"})
+
+    recorder = RecordingTransport(inner=httpx.MockTransport(handler), secrets=["s3cret"])
+
+    async def go():
+        async with httpx.AsyncClient(transport=recorder) as client:
+            await client.post("https://h/p?api_key=s3cret&x=1", json={"client_secret": "s3cret", "n": 1})
+
+    asyncio.run(go())
+    dumped = str(recorder.cassette("x").to_json())
+    assert "s3cret" not in dumped and "tok-123" not in dumped
+    (interaction,) = recorder.interactions
+    assert interaction.url == f"https://h/p?api_key={REDACTED}&x=1"
+    assert interaction.body == {"client_secret": REDACTED, "n": 1}
