@@ -318,13 +318,13 @@ def test_family_query_returns_all_variants(family: str) -> None:
         ("H100", 80, "runpod", {"H100-SXM-80GB", "H100-PCIE-80GB"}),  # another provider's convention
         ("nvidia_h100", 80, None, {"H100-SXM-80GB", "H100-PCIE-80GB"}),
         ("Tesla V100", 16384 / 1024, "vastai", {"V100-SXM-16GB", "V100-PCIE-16GB"}),
-        ("8x Tesla V100 (16 GB)", None, "lambda", {"V100-SXM-16GB", "V100-PCIE-16GB"}),
+        ("8x Tesla V100 (16 GB)", None, None, {"V100-SXM-16GB", "V100-PCIE-16GB"}),
         ("1x Tesla V100 16GB", 16, "verda", {"V100-SXM-16GB", "V100-PCIE-16GB"}),
         ("h100 80gb", None, "seeweb", {"H100-SXM-80GB", "H100-PCIE-80GB"}),
         ("h200 141gb", None, "seeweb", {"H200-SXM-141GB", "H200-NVL-141GB"}),
         ("A100-80GB", 80, "jarvislabs", {"A100-PCIE-80GB", "A100-SXM-80GB"}),
-        ("H100_NVLINK_80GB", None, "fluidstack", {"H100-SXM-80GB", "H100-PCIE-80GB"}),
-        ("A100_NVLINK_80GB", None, "fluidstack", {"A100-PCIE-80GB", "A100-SXM-80GB"}),
+        ("H100_NVLINK_80GB", None, None, {"H100-SXM-80GB", "H100-PCIE-80GB"}),
+        ("A100_NVLINK_80GB", None, None, {"A100-PCIE-80GB", "A100-SXM-80GB"}),
         ("NVIDIA_A100", 80, "vultr", {"A100-PCIE-80GB", "A100-SXM-80GB"}),
         ("A100", None, "aws", {"A100-SXM-40GB", "A100-SXM-80GB"}),
         ("H100 GPU - 8X", 80, None, {"H100-SXM-80GB", "H100-PCIE-80GB"}),  # the count is not a model
@@ -495,3 +495,17 @@ def test_alias_conflict_names_both_entries() -> None:
         GpuCatalog.from_toml(GOOD_CARD + other)
     message = str(info.value)
     assert "X100-SXM-80GB" in message and "X200-SXM-80GB" in message and "X100 SXM" in message
+
+
+@pytest.mark.parametrize(
+    ("raw", "provider", "expected"),
+    [
+        ("Tesla V100 (16 GB)", "lambdalabs", "V100-SXM-16GB"),
+        ("A100_NVLINK_80GB", "fluidstack", "A100-SXM-80GB"),
+        ("H100_NVLINK_80GB", "fluidstack", "H100-SXM-80GB"),
+    ],
+)
+def test_provider_conventions_settle_names_only_for_that_provider(raw, provider, expected):
+    assert get_catalog().normalize(raw, provider=provider).id == expected
+    with pytest.raises(AmbiguousGpuName):
+        get_catalog().normalize(raw)

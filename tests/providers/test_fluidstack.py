@@ -62,9 +62,10 @@ def test_integrity(result):
             "V100-SXM-16GB",
             "A10-24GB",
         },
-        # NVLink bridges exist on SXM and PCIe boards alike: the catalog refuses to guess.
-        allowed_unknown={"A100_NVLINK_80GB"},
+        # *_NVLINK_* is FluidStack's name for HGX boards: SXM, by the fluidstack naming convention.
+        provider="fluidstack",
     )
+    assert resolved["A100_NVLINK_80GB:8:finland"] == "A100-SXM-80GB"
     assert resolved["H100_SXM5_80GB:8:norway"] == "H100-SXM-80GB"
     assert resolved["Tesla_V100_SXM2_16GB:8:ohio"] == "V100-SXM-16GB"
     assert len(result.offers) == 36

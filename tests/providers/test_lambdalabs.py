@@ -62,8 +62,9 @@ def test_integrity(result):
             "B200-SXM-180GB",
             "QRTX6000-24GB",
         },
-        allowed_unknown={"Tesla V100 (16 GB)"},  # no SXM/PCIe hint in Lambda's description
+        provider="lambdalabs",  # Lambda's 8x V100 is an SXM2 server (lambdalabs convention)
     )
+    assert "V100-SXM-16GB" in resolved.values()
     assert resolved["gpu_8x_h100_sxm5:us-south-1"] == "H100-SXM-80GB"
     assert resolved["gpu_1x_h100_pcie:us-west-1"] == "H100-PCIE-80GB"
     assert resolved["gpu_1x_a100_sxm4:us-east-1"] == "A100-SXM-40GB"
