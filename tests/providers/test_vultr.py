@@ -60,17 +60,15 @@ def test_slices_name_the_full_card(result):
     assert {catalog.normalize(o.gpu_name).id for o in slices} == {"A100-PCIE-80GB", "A16-16GB", "A40-48GB"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="catalog.normalize() filters by memory_gb even when the raw name states the full card's "
-    "memory, so a slice's partial gpu_memory_gb (as ingest passes it) does not resolve; "
-    "needs a catalog/ingest change",
-)
 def test_slices_resolve_as_ingest_resolves_them(result):
-    catalog = get_catalog()
-    for offer in result.offers:
-        if offer.gpu_count < 1:
-            catalog.normalize(offer.gpu_name, memory_gb=float(offer.gpu_memory_gb))
+    """Ingest identifies a slice's card by its name, not by the partial memory it offers."""
+    from tracker.config import Settings
+    from tracker.ingest import prepare
+
+    prepared = prepare(result, get_catalog(), Settings(), "vultr")
+    valid = {v.scraped.key: v.gpu.id for v in prepared.valid}
+    slices = [o for o in result.offers if o.gpu_count < 1]
+    assert slices and all(o.key in valid for o in slices)
 
 
 def test_fractional_gpu_slices(result):
