@@ -70,6 +70,12 @@ def test_unknown_gpu_is_404_with_suggestions(client):
     assert r.json()["field"] == "gpu" and r.json()["suggestions"]
 
 
+def test_unknown_assumption_set_is_404_with_suggestions(client):
+    r = client.post("/v1/estimate", json={"model": "llama-3.1-8b", "tokens": "1M", "assumptions": "nope"})
+    assert r.status_code == 404
+    assert r.json()["field"] == "assumptions" and "hf-peft" in r.json()["suggestions"]
+
+
 def test_server_paths_are_never_opened(client, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"hidden_size": 64}))
@@ -86,7 +92,6 @@ def test_server_paths_are_never_opened(client, tmp_path):
         ({"model": "llama-3.1-8b", "tokens": "1M", "gpus": 0.5}, "memory_gb"),
         ({"model": "llama-3.1-8b", "tokens": "1M", "gpus": 2.5}, "gpus"),
         ({"model": "llama-3.1-8b"}, "tokens"),
-        ({"model": "llama-3.1-8b", "tokens": "1M", "assumptions": "nope"}, "assumptions"),
         ({"model": "llama-3.1-8b", "tokens": "1M", "lora_targets": "q,bogus"}, "lora_targets"),
     ],
 )

@@ -107,17 +107,30 @@ def test_fit_is_the_log_least_squares_solution(name):
     # The residuals of a least-squares fit with a free level per method sum to zero per method.
     for method in ("lora", "qlora"):
         res = [math.log(implied_efficiency(r, aset)) - math.log(aset.efficiency("ampere" if "A100" in r.gpu
-               else "ada", method)) for r in rows if r.method == method]
+               else "consumer", method)) for r in rows if r.method == method]
         assert sum(res) == pytest.approx(0, abs=1e-9)
     # Fitting again from the TOML gives the same numbers
     again = fit_efficiency(_unfitted(name))
     assert again.level == pytest.approx(aset.efficiency.level)
 
 
+def test_geforce_factor_does_not_leak_onto_datacenter_ada():
+    from tracker.estimate import make_job, prepare
+    from tracker.gpus import get_catalog
+
+    prepared = prepare(make_job("llama-3.1-8b", "qlora", tokens="1M"), "hf-peft")
+    l40s = prepared.on(get_catalog().get("L40S-48GB"))
+    rtx4090 = prepared.on(get_catalog().get("RTX4090-24GB"))
+    assert rtx4090.as_dict()["efficiency_class"] == "consumer"
+    assert l40s.as_dict()["efficiency_class"] == "ada"
+    assert l40s.efficiency < rtx4090.efficiency
+    assert get_assumptions("hf-peft").efficiency.source["arch:consumer"].startswith("fit")
+
+
 def test_efficiencies_are_physical():
     for name in ("hf-peft", "optimized"):
         aset = get_assumptions(name)
-        for arch in ("ampere", "ada", "hopper", "blackwell", "cdna3", "unknown"):
+        for arch in ("ampere", "ada", "consumer", "hopper", "blackwell", "cdna3", "unknown"):
             for method in ("full", "lora", "qlora"):
                 assert 0.05 < aset.efficiency(arch, method) < 0.87  # below the A100's matmul ceiling (§A)
     # Optimized stacks are faster than HF on the same card

@@ -90,7 +90,7 @@ def test_hf_config_file_gives_the_catalog_counts(tmp_path):
     path = tmp_path / "Llama-3.1-8B" / "config.json"
     path.parent.mkdir()
     path.write_text(json.dumps(LLAMA_8B_CONFIG))
-    arch = resolve_model(str(path))
+    arch = resolve_model(str(path), allow_files=True)
     assert arch.source == "hf-config"
     assert arch.params == resolve_model("llama-3.1-8b").params
     assert arch.lora_params(16) == resolve_model("llama-3.1-8b").lora_params(16)
@@ -112,9 +112,9 @@ def test_hf_config_missing_field_is_a_clear_error(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096}))
     with pytest.raises(InvalidModelConfig, match="num_attention_heads"):
-        resolve_model(str(path))
+        resolve_model(str(path), allow_files=True)
     with pytest.raises(InvalidModelConfig, match="not found"):
-        resolve_model(str(tmp_path / "nope" / "config.json"))
+        resolve_model(str(tmp_path / "nope" / "config.json"), allow_files=True)
 
 
 @pytest.mark.parametrize(("text", "n"), [("7B", 7e9), ("70b", 70e9), ("500M", 5e8), ("1.5B", 1.5e9)])
@@ -124,11 +124,14 @@ def test_bare_parameter_count(text, n):
     assert arch.params.total == pytest.approx(n, rel=2e-3)
 
 
-def test_files_are_not_opened_for_untrusted_callers(tmp_path):
+def test_files_are_only_opened_when_asked(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(LLAMA_8B_CONFIG))
     with pytest.raises(UnknownModel):
-        resolve_model(str(path), allow_files=False)
+        resolve_model(str(path))
+    with pytest.raises(UnknownModel):
+        make_job(str(path), "qlora", tokens="1M")
+    assert make_job(str(path), "qlora", tokens="1M", allow_model_files=True).model.source == "hf-config"
 
 
 # --- FLOPs per token (§D1) ---------------------------------------------------------------------------

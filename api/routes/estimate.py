@@ -2,20 +2,21 @@
 
 The request uses the CLI's option names. A model may be a catalog id, a Hugging Face repo id, a
 size like "7B", or an inline `hf_config` (the contents of config.json); server-side paths are
-never opened. Bad values are 422 naming the field; unknown models and GPUs are 404 with
-suggestions.
+never opened. Bad values are 422 naming the field; unknown models, GPUs and assumption sets
+are 404 with suggestions.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field
 
+from api.schemas import ErrorBody, JobBody
 from tracker.estimate import (
     EstimateError,
     UnknownAssumptions,
@@ -28,37 +29,19 @@ from tracker.estimate import (
 from tracker.estimate.service import EstimateRequest, resolve_gpus, run_estimate
 from tracker.gpus import GpuNameError, UnknownGpuName, get_catalog
 
-router = APIRouter(prefix="/v1", tags=["estimate"])
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Unknown model, GPU or assumption set; suggestions listed"}
+}
+router = APIRouter(prefix="/v1", tags=["estimate"], responses=_NOT_FOUND)
 
 
-class EstimateBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+class EstimateBody(JobBody):
+    """The shared job fields (api.schemas.JobBody, the CLI's option names) plus the offer to price."""
 
-    model: str | None = Field(None, min_length=1, max_length=200,
-                              description="Catalog id (llama-3.1-8b), HF repo id, or a size like 7B.")
-    hf_config: dict[str, Any] | None = Field(None, description="A Hugging Face config.json, inline.")
-    method: Literal["full", "lora", "qlora"] = "qlora"
-    rank: int = Field(16, gt=0, le=65536)
-    lora_targets: str | list[str] = Field("all-linear", description="all-linear, attn, mlp, or names like q,v,o")
-    seq_len: int = Field(2048, gt=0, le=10_000_000)
-    batch: int = Field(1, gt=0, le=65536)
-    grad_checkpointing: bool = True
-    offload_activations: bool = False
-    tokens: float | str | None = Field(None, description="Training tokens in the run: 22500000 or '22.5M'.")
-    examples: int | None = Field(None, gt=0)
-    tokens_per_example: int | None = Field(None, gt=0)
-    epochs: float = Field(1, gt=0, le=1e6)
     gpu: str | None = Field(None, max_length=100, description="Card or family; all cards when omitted.")
     gpus: float = Field(1, gt=0, le=1024, description="GPUs in the offer (one machine); < 1 is a slice.")
     memory_gb: float | None = Field(None, gt=0, le=100_000, description="Per-GPU memory; required for a slice.")
     price: Decimal | None = Field(None, ge=0, le=1_000_000, description="USD per GPU-hour.")
-    assumptions: str | None = Field(None, max_length=50, description="seed, hf-peft (default), optimized")
-
-    @model_validator(mode="after")
-    def _one_model(self) -> EstimateBody:
-        if (self.model is None) == (self.hf_config is None):
-            raise ValueError("give exactly one of model or hf_config")
-        return self
 
 
 def _error(status: int, message: str, field: str | None, **extra: Any) -> JSONResponse:
@@ -69,11 +52,22 @@ def _error(status: int, message: str, field: str | None, **extra: Any) -> JSONRe
 def post_estimate(body: EstimateBody) -> Any:
     req = EstimateRequest(
         model=body.hf_config if body.hf_config is not None else str(body.model),
-        method=body.method, rank=body.rank, lora_targets=body.lora_targets, seq_len=body.seq_len,
-        batch=body.batch, grad_checkpointing=body.grad_checkpointing, offload_activations=body.offload_activations,
-        tokens=body.tokens, examples=body.examples, tokens_per_example=body.tokens_per_example, epochs=body.epochs,
-        gpu=body.gpu, gpus=body.gpus, memory_gb=body.memory_gb, price=body.price, assumptions=body.assumptions,
-        allow_model_files=False,
+        method=body.method,
+        rank=body.rank,
+        lora_targets=body.lora_targets,
+        seq_len=body.seq_len,
+        batch=body.batch,
+        grad_checkpointing=body.grad_checkpointing,
+        offload_activations=body.offload_activations,
+        tokens=body.tokens,
+        examples=body.examples,
+        tokens_per_example=body.tokens_per_example,
+        epochs=body.epochs,
+        gpu=body.gpu,
+        gpus=body.gpus,
+        memory_gb=body.memory_gb,
+        price=body.price,
+        assumptions=body.assumptions,
     )
     try:
         return run_estimate(req)
@@ -81,8 +75,8 @@ def post_estimate(body: EstimateBody) -> Any:
         return _error(404, exc.message, "model", suggestions=exc.suggestions)
     except UnknownGpuName as exc:
         return _error(404, str(exc), "gpu", suggestions=exc.suggestions)
-    except UnknownAssumptions as exc:
-        return _error(422, exc.message, "assumptions", suggestions=exc.suggestions)
+    except UnknownAssumptions as exc:  # an unknown name, like a model or GPU: 404, as everywhere in the API
+        return _error(404, exc.message, "assumptions", suggestions=exc.suggestions)
     except GpuNameError as exc:
         return _error(422, str(exc), "gpu")
     except EstimateError as exc:

@@ -8,6 +8,7 @@ import typer
 from rich import box
 from rich.table import Table
 
+from tracker.cli import job_options as jo
 from tracker.cli.app import app
 from tracker.cli.output import console, emit_json, fail
 from tracker.estimate import EstimateError, calibrate, default_name, get_assumptions
@@ -22,28 +23,25 @@ def _assumptions_line(info: dict[str, Any]) -> str:
 
 @app.command("estimate")
 def estimate_cmd(
-    model: str = typer.Option(..., "--model", "-m",
-                              help="Catalog id (llama-3.1-8b), HF repo id, path to config.json, or a size like 7B."),
-    method: str = typer.Option("qlora", "--method", help="full | lora | qlora"),
-    rank: int = typer.Option(16, "--rank", help="LoRA rank."),
-    lora_targets: str = typer.Option("all-linear", "--lora-targets",
-                                     help="Adapted modules: all-linear, attn, mlp, or a list like q,v,o."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Tokens per sequence."),
-    batch: int = typer.Option(1, "--batch", help="Micro-batch per GPU."),
-    grad_checkpointing: bool = typer.Option(True, "--grad-checkpointing/--no-grad-checkpointing"),
-    offload_activations: bool = typer.Option(False, "--offload-activations",
-                                             help="Checkpointed activations live in CPU RAM (Unsloth, torchtune)."),
+    model: str = jo.MODEL,
+    method: str = jo.METHOD,
+    rank: int = jo.RANK,
+    lora_targets: str = jo.LORA_TARGETS,
+    seq_len: int = jo.SEQ_LEN,
+    batch: int = jo.BATCH,
+    grad_checkpointing: bool = jo.GRAD_CHECKPOINTING,
+    offload_activations: bool = jo.OFFLOAD_ACTIVATIONS,
     gpu: str | None = typer.Option(None, "--gpu", help='Card or family, e.g. "H100 SXM", "4090". Default: every card.'),
     gpus: float = typer.Option(1, "--gpus", help="GPUs in the offer (one machine); below 1 is a slice of a card."),
-    memory_gb: float | None = typer.Option(None, "--memory-gb",
-                                           help="Memory per GPU, required for a slice (--gpus < 1)."),
-    tokens: str | None = typer.Option(None, "--tokens", help="Training tokens for the whole run, e.g. 22.5M."),
-    examples: int | None = typer.Option(None, "--examples"),
-    tokens_per_example: int | None = typer.Option(None, "--tokens-per-example"),
-    epochs: float = typer.Option(1, "--epochs"),
+    memory_gb: float | None = typer.Option(
+        None, "--memory-gb", help="Memory per GPU, required for a slice (--gpus < 1)."
+    ),
+    tokens: str | None = jo.TOKENS,
+    examples: int | None = jo.EXAMPLES,
+    tokens_per_example: int | None = jo.TOKENS_PER_EXAMPLE,
+    epochs: float = jo.EPOCHS,
     price: str | None = typer.Option(None, "--price", help="$ per GPU-hour."),
-    assumptions: str | None = typer.Option(None, "--assumptions", "-a",
-                                           help="Assumption set: seed, hf-peft (default), optimized."),
+    assumptions: str | None = jo.ASSUMPTIONS,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Throughput, memory per GPU and cost of a fine-tuning run, per card."""
@@ -52,6 +50,7 @@ def estimate_cmd(
         grad_checkpointing=grad_checkpointing, offload_activations=offload_activations,
         tokens=tokens, examples=examples, tokens_per_example=tokens_per_example, epochs=epochs,
         gpu=gpu, gpus=gpus, memory_gb=memory_gb, price=price, assumptions=assumptions,
+        allow_model_files=True,  # a local user may point at their own config.json
     )
     try:
         result = run_estimate(req)

@@ -65,7 +65,7 @@ def cheapest(
         job = make_job(
             model, method, rank=rank, lora_targets=lora_targets, seq_len=seq_len, batch=batch,
             grad_checkpointing=grad_checkpointing, offload_activations=offload_activations, tokens=tokens,
-            examples=examples, tokens_per_example=tokens_per_example, epochs=epochs,
+            examples=examples, tokens_per_example=tokens_per_example, epochs=epochs, allow_model_files=True,
         )  # fmt: skip
         prepared = prepare(job, assumptions)
         filters = RankFilters(

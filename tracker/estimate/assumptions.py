@@ -22,6 +22,14 @@ from tracker.estimate.models import DATA_DIR
 DEFAULT_FILE = DATA_DIR / "assumptions.toml"
 
 
+def efficiency_class(architecture: str, form_factor: str) -> str:
+    """The key efficiencies are looked up by: the GPU architecture, except that GeForce cards form
+    one class of their own. Their catalog peak is the conservative FP32-accumulate spec at base
+    boost clock, which they beat in practice (§0.3: "consumer cards reach ~0.55-0.6 of their
+    FP32-acc spec"), so a factor measured on a 4090 must not leak onto an L40S of the same silicon."""
+    return "consumer" if form_factor == "consumer" else architecture
+
+
 @dataclass(frozen=True, slots=True)
 class FlopsKnobs:
     params: Literal["total", "matmul"]

@@ -1,10 +1,10 @@
 """Measured runs (tracker/data/calibration.toml): fitting efficiencies and reporting errors.
 
 The fit is deliberately small: per assumption set, one log-efficiency level per method and one
-factor per GPU architecture (reference: Ampere), by least squares on log(measured / predicted)
-over the set's own rows. With a few dozen rows and at most five free numbers, a row cannot be
-matched by giving it its own knob. The report also gives each row's leave-one-out error (the
-row's error when the fit never saw it), which is the honest number for a fitted set.
+factor per GPU class (its architecture, or "consumer" for GeForce; reference: Ampere), by least
+squares on log(measured / predicted) over the set's own rows. With a few dozen rows and at most
+five free numbers, a row cannot be matched by giving it its own knob. The report also gives each
+row's leave-one-out error (its error when the fit never saw it), the honest number for a fitted set.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from tracker.estimate.assumptions import AssumptionSet, EfficiencyModel, get_assumptions, priors
+from tracker.estimate.assumptions import (
+    AssumptionSet,
+    EfficiencyModel,
+    efficiency_class,
+    get_assumptions,
+    priors,
+)
 from tracker.estimate.core import prepare
 from tracker.estimate.job import JobSpec, make_job
 from tracker.estimate.memory import GB
@@ -130,7 +136,10 @@ def fit_efficiency(aset: AssumptionSet, rows: Sequence[MeasuredRow] | None = Non
     p = priors()
     ref = p.reference_architecture
     data = [r for r in _rows_for(aset, rows) if r.uses_tps]
-    obs = [(r.method, _gpu(r.gpu).architecture, math.log(implied_efficiency(r, aset))) for r in data]
+    obs = []
+    for r in data:
+        g = _gpu(r.gpu)
+        obs.append((r.method, efficiency_class(g.architecture, g.form_factor), math.log(implied_efficiency(r, aset))))
 
     methods = [m for m in METHODS if any(o[0] == m for o in obs)]
     archs = sorted({o[1] for o in obs} - {ref})

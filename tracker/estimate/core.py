@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from tracker.estimate.assumptions import AssumptionSet, get_assumptions
+from tracker.estimate.assumptions import AssumptionSet, efficiency_class, get_assumptions
 from tracker.estimate.errors import InvalidJob
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import JobSpec
@@ -31,13 +31,14 @@ class PreparedJob:
     flops_per_token: float
     sharded_bytes: float
     replicated_bytes: float
-    # Efficiency depends only on (architecture, method); memoised because offers repeat archs.
-    _efficiency: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
+    # Efficiency depends only on (GPU class, method); memoised because offers repeat classes.
+    _efficiency: dict[tuple[str, str], float] = field(default_factory=dict, repr=False, compare=False)
 
-    def efficiency(self, architecture: str) -> float:
-        eff = self._efficiency.get(architecture)
+    def efficiency(self, gpu: GpuSpec) -> float:
+        key = (gpu.architecture, gpu.form_factor)
+        eff = self._efficiency.get(key)
         if eff is None:
-            eff = self._efficiency[architecture] = self.assumptions.efficiency(architecture, self.job.method)
+            eff = self._efficiency[key] = self.assumptions.efficiency(efficiency_class(*key), self.job.method)
         return eff
 
     def vram_bytes(self, gpus: float = 1) -> float:
@@ -68,7 +69,7 @@ class PreparedJob:
             raise InvalidJob(f"memory_gb must be positive, got {memory_gb!r}", field="memory_gb")
         a = self.assumptions
         peak = a.peak_flops(gpu.id, gpu.bf16_tflops)
-        eff = self.efficiency(gpu.architecture)
+        eff = self.efficiency(gpu)
         scaling = a.multi_gpu_efficiency(gpu.interconnect, gpus)
         tps = tokens_per_second(peak, gpus, eff, scaling, self.flops_per_token)
         price = as_price(price_per_gpu_hour)
@@ -165,7 +166,9 @@ class Estimate:
             "tokens_per_second_per_gpu": round(self.tokens_per_second / self.gpus, 1),
             "peak_tflops": round(self.peak_flops / 1e12, 2),
             "efficiency": round(self.efficiency, 4),
-            "efficiency_source": a.efficiency.provenance(self.gpu.architecture, job.method),
+            "efficiency_class": efficiency_class(self.gpu.architecture, self.gpu.form_factor),
+            "efficiency_source": a.efficiency.provenance(
+                efficiency_class(self.gpu.architecture, self.gpu.form_factor), job.method),
             "multi_gpu_efficiency": self.multi_gpu_efficiency,
             "flops_per_token": self.prepared.flops_per_token,
             "hours": round(self.hours, 4),

@@ -85,10 +85,11 @@ def make_job(
     epochs: float = 1,
     offload_activations: bool = False,
     enforce_max_seq_len: bool = True,
-    allow_model_files: bool = True,
+    allow_model_files: bool = False,
 ) -> JobSpec:
     """Validate and normalise a job. The amount of training is `tokens`, or examples × tokens per
-    example × epochs (exactly one of the two forms)."""
+    example × epochs (exactly one of the two forms). `allow_model_files` lets `model` be a path to
+    a config.json; only local, trusted callers (the CLI) should set it."""
     arch = resolve_model(model, allow_files=allow_model_files)
     method_key = str(method).strip().lower()
     if method_key not in METHODS:

@@ -15,7 +15,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,7 @@ class ParamCounts:
         return self.linear_active + vocab * hidden
 
 
-@cache
+@lru_cache(maxsize=4096)  # bounded: API callers can send any number of distinct inline configs
 def param_counts(arch: ModelArch) -> ParamCounts:
     shapes = arch.module_shapes()
     attn = sum(d_in * d_out for m, (d_in, d_out, _) in shapes.items() if m in ("q", "k", "v", "o"))
@@ -252,10 +252,10 @@ def parse_param_count(text: str) -> float | None:
     return value
 
 
-def resolve_model(query: str | Mapping[str, Any] | ModelArch, *, allow_files: bool = True) -> ModelArch:
-    """Catalog id/alias/HF repo id, a path to config.json, a config mapping, or a count like '7B'.
-
-    `allow_files=False` is for untrusted callers (the HTTP API): a path is then never opened.
+def resolve_model(query: str | Mapping[str, Any] | ModelArch, *, allow_files: bool = False) -> ModelArch:
+    """Catalog id/alias/HF repo id, a config mapping, a count like '7B', or — only with
+    `allow_files=True`, for a local user such as the CLI — a path to config.json. Off by default so
+    that no request body, alert rule or stored job can make the server open a file it names.
     """
     if isinstance(query, ModelArch):
         return query

@@ -39,7 +39,7 @@ class EstimateRequest:
     memory_gb: float | None = None
     price: Decimal | float | str | None = None  # $/GPU-hour
     assumptions: str | None = None
-    allow_model_files: bool = True  # False for untrusted callers: never open a path named in `model`
+    allow_model_files: bool = False  # True only for local users (the CLI): `model` may then be a file path
 
 
 def resolve_gpus(name: str | None) -> list[GpuSpec]:
