@@ -202,3 +202,15 @@ def test_same_batch_is_idempotent(engine, settings, clock, rerun):
         clock.advance(minutes=5)
         assert do_ingest(engine, settings, clock, result).price_rows == 0
     assert count(engine, OfferPrice) == 2
+
+
+def test_open_form_factor_is_assumed_conservatively_and_recorded(engine, settings, clock):
+    report = do_ingest(
+        engine, settings, clock,
+        batch(offer("v100", "0.50", gpu="Tesla V100 16GB"), offer("a100", "1.00", gpu="A100")),
+    )  # fmt: skip
+    assert report.assumed_names == {"Tesla V100 16GB": "V100-PCIE-16GB"}  # PCIe: the slower of the two
+    assert report.unknown_names == {"A100": 1}  # memory open too: not guessed
+    with session_scope(engine) as s:
+        v100 = s.scalar(select(Offer).where(Offer.offer_key == "v100"))
+        assert v100.gpu_id == "V100-PCIE-16GB" and "slowest variant assumed" in v100.attributes["gpu_assumed"]

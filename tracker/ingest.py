@@ -19,7 +19,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from tracker.config import Settings
-from tracker.gpus import GpuCatalog, GpuNameError, GpuSpec
+from tracker.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
 from tracker.models import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
 from tracker.offers import ScrapedOffer, ScrapeResult
 
@@ -45,6 +45,7 @@ class Prepared:
     invalid: list[str] = field(default_factory=list)
     unknown: dict[str, str] = field(default_factory=dict)  # raw name → why it did not resolve
     unknown_counts: Counter[str] = field(default_factory=Counter)
+    assumed: dict[str, str] = field(default_factory=dict)  # raw name → card chosen when only the form factor was open
 
 
 @dataclass
@@ -59,6 +60,7 @@ class IngestReport:
     offers_closed: int = 0
     offers_reopened: int = 0
     unknown_names: dict[str, int] = field(default_factory=dict)
+    assumed_names: dict[str, str] = field(default_factory=dict)
     invalid: list[str] = field(default_factory=list)
     error: str | None = None
 
@@ -74,6 +76,7 @@ class IngestReport:
             "offers_closed": self.offers_closed,
             "offers_reopened": self.offers_reopened,
             "unknown_names": self.unknown_names,
+            "assumed_names": self.assumed_names,
             "invalid": self.invalid,
             "error": self.error,
         }
@@ -112,12 +115,28 @@ def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provi
             except GpuNameError as exc:
                 resolved[cache_key] = exc
         gpu = resolved[cache_key]
+        if isinstance(gpu, AmbiguousGpuName) and (slowest := _slowest_form_factor(gpu, catalog)):
+            out.assumed[offer.gpu_name] = slowest.id
+            offer.attributes = offer.attributes | {
+                "gpu_assumed": f"form factor not stated ({', '.join(gpu.candidates)}); slowest variant assumed"
+            }
+            gpu = slowest
         if isinstance(gpu, GpuNameError):
             out.unknown.setdefault(offer.gpu_name, str(gpu))
             out.unknown_counts[offer.gpu_name] += 1
             continue
         out.valid.append(ValidOffer(offer, gpu, money(offer.price_per_hour), per_gpu))
     return out
+
+
+def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec | None:
+    """When a name settles the card and its memory but not its form factor (a bare "Tesla V100 16GB"),
+    keep the price and estimate conservatively on the slowest variant; the offer records the
+    assumption. Anything more open (e.g. "A100" with no memory) stays unresolved."""
+    candidates = [catalog.get(c) for c in exc.candidates]
+    if len({(g.family, g.memory_gb) for g in candidates}) != 1:
+        return None
+    return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
 
 
 def quarantine_reason(session: Session, provider: str, prepared: Prepared, settings: Settings) -> str | None:
@@ -190,6 +209,7 @@ def ingest(
         offers_seen=len(result.offers),
         offers_valid=len(prepared.valid),
         unknown_names=dict(prepared.unknown_counts),
+        assumed_names=prepared.assumed,
         invalid=prepared.invalid,
     )
     run.observed_at = observed_at

@@ -14,7 +14,9 @@ import httpx
 
 from providers.base import FetchContext, Provider, ProviderKind
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
-from tracker.gpus import GpuNameError, get_catalog
+from tracker.config import Settings
+from tracker.gpus import get_catalog
+from tracker.ingest import prepare
 from tracker.offers import ScrapeResult
 
 
@@ -44,18 +46,9 @@ def mutated_cassette(provider: type[Provider], mutate: Callable[[dict[str, Any]]
 
 
 def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """(offer key → canonical GPU id, raw name → error) for every offer."""
-    catalog = get_catalog()
-    resolved: dict[str, str] = {}
-    unknown: dict[str, str] = {}
-    for offer in result.offers:
-        # As ingest does: a slice's partial memory does not identify its card.
-        memory = float(offer.gpu_memory_gb) if offer.gpu_memory_gb is not None and offer.gpu_count >= 1 else None
-        try:
-            resolved[offer.key] = catalog.normalize(offer.gpu_name, memory_gb=memory, provider=provider).id
-        except GpuNameError as exc:
-            unknown[offer.gpu_name] = str(exc)
-    return resolved, unknown
+    """(offer key → canonical GPU id, raw name → why not) for every offer, exactly as ingest resolves them."""
+    prepared = prepare(result, get_catalog(), Settings(), provider)
+    return {v.scraped.key: v.gpu.id for v in prepared.valid}, prepared.unknown
 
 
 def assert_integrity(

@@ -79,6 +79,7 @@ def scrape(
             table.add_column(col, justify="right" if col not in ("provider", "status", "note") else "left")
         for r in reports:
             unknown = ", ".join(f"{k}×{v}" for k, v in r.unknown_names.items()) or "0"
+            assumed = "; ".join(f"{k} → {v} (assumed)" for k, v in r.assumed_names.items())
             table.add_row(
                 r.provider,
                 f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]",
@@ -87,7 +88,7 @@ def scrape(
                 str(r.price_rows),
                 str(r.offers_closed),
                 unknown,
-                r.error or "",
+                "; ".join(x for x in (r.error, assumed) if x),
             )
         console.print(table)
     if any(r.status == "failed" for r in reports):
