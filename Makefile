@@ -32,3 +32,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache
+
+## Only the headless-Chromium dashboard tests; screenshots land in artifacts/screenshots/.
+.PHONY: test-browser
+test-browser: $(STAMP)
+	$(BIN)/pytest -q -m browser

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
-from api import errors, routes
+from api import errors, metrics, routes
 from api.schemas import ERROR_RESPONSES
 from tracker import __version__
 from tracker.config import Settings, get_settings
@@ -27,6 +27,7 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
     app.state.settings = settings
     app.state.engine = engine or engine_for(settings.resolved_database_url())
     errors.install(app)
+    metrics.install(app)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, Any]:

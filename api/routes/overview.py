@@ -1,0 +1,30 @@
+"""GET /v1/market/overview: each card's live prices with their 7- and 30-day change and a sparkline."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.orm import Session
+
+from api.deps import db_session
+from tracker.clock import utcnow
+from tracker.offers import Pricing
+from tracker.overview import market_overview
+
+router = APIRouter(prefix="/v1", tags=["market"])
+
+
+@router.get("/market/overview", response_model=None)
+def get_market_overview(
+    request: Request,
+    session: Annotated[Session, Depends(db_session)],
+    pricing: Annotated[list[Pricing] | None, Query()] = None,
+    include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
+) -> Any:
+    """Per card × pricing type: live min/p25/median/p75, offers, providers, demo flag, change over 7 and
+    30 days (against the daily median of that day) and a 30-day sparkline of daily median and min."""
+    return market_overview(
+        request.app.state.engine, session, request.app.state.settings, utcnow(),
+        pricing=[p.value for p in pricing or []], include_reference=include_reference,
+    )  # fmt: skip

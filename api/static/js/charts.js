@@ -1,0 +1,86 @@
+// uPlot charts (vendored, no CDN) sized to their container, plus SVG sparklines for the market tiles.
+/* global uPlot */
+import { clear, el, svg } from "./dom.js";
+import { usd } from "./format.js";
+
+// Exposed so tests (and curious users in the console) can inspect what a chart holds.
+window.dashboard = window.dashboard || {};
+const registry = (window.dashboard.charts = window.dashboard.charts || {});
+const observers = new Map();
+const PHONE = window.matchMedia("(max-width: 640px)");
+
+function cssVar(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+}
+
+function size(container) {
+  return { width: Math.max(container.clientWidth - 2, 260), height: PHONE.matches ? 240 : 340 };
+}
+
+// Bucket times are UTC days/hours: show them in UTC so a day never shifts by the viewer's offset.
+export const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+const fmtDay = () => uPlot.fmtDate("{YYYY}-{MM}-{DD}");
+const fmtHour = () => uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm} UTC");
+
+export function timeValue(hourly) {
+  const fmt = hourly ? fmtHour() : fmtDay();
+  return (u, ts) => (ts == null ? "—" : fmt(utc(ts)));
+}
+
+export const usdValue = (u, v) => (v == null ? "—" : usd(v));
+export const usdTicks = (u, values) => values.map((v) => (v == null ? "" : usd(v)));
+
+export function destroyChart(name) {
+  observers.get(name)?.disconnect();
+  observers.delete(name);
+  registry[name]?.destroy();
+  delete registry[name];
+}
+
+export function emptyChart(name, container, message) {
+  destroyChart(name);
+  clear(container).append(el("div", { class: "empty" }, message));
+}
+
+export function mountChart(name, container, opts, data) {
+  destroyChart(name);
+  clear(container);
+  const axis = { stroke: cssVar("--muted"), grid: { stroke: cssVar("--line"), width: 1 }, ticks: { stroke: cssVar("--line") } };
+  const u = new uPlot(
+    { ...size(container), tzDate: utc, ...opts, axes: (opts.axes || [{}, {}]).map((a) => ({ ...axis, ...a })) },
+    data,
+    container,
+  );
+  const observer = new ResizeObserver(() => {
+    const next = size(container);
+    if (Math.abs(next.width - u.width) > 1 || next.height !== u.height) u.setSize(next);
+  });
+  observer.observe(container);
+  observers.set(name, observer);
+  registry[name] = u;
+  return u;
+}
+
+// A 30-day sparkline: median solid, minimum dashed, on a shared vertical scale.
+export function sparkline(points, width = 110, height = 34) {
+  const node = svg("svg", {
+    class: "spark", width, height, viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img",
+  });
+  const values = points.flatMap((p) => [Number(p.median), Number(p.min)]).filter((v) => Number.isFinite(v));
+  if (points.length === 0 || values.length === 0) return node;
+  const lo = Math.min(...values);
+  const hi = Math.max(...values);
+  const t0 = Date.parse(points[0].day);
+  const t1 = Date.parse(points[points.length - 1].day);
+  const x = (p) => (t1 === t0 ? width / 2 : 2 + ((Date.parse(p.day) - t0) / (t1 - t0)) * (width - 4));
+  const y = (v) => (hi === lo ? height / 2 : height - 3 - ((v - lo) / (hi - lo)) * (height - 6));
+  for (const key of ["min", "median"]) {
+    let coords = points.map((p) => `${x(p).toFixed(1)},${y(Number(p[key])).toFixed(1)}`);
+    if (coords.length === 1) coords = [`2,${y(Number(points[0][key])).toFixed(1)}`, `${width - 2},${y(Number(points[0][key])).toFixed(1)}`];
+    node.append(svg("polyline", { class: key, points: coords.join(" ") }));
+  }
+  const title = svg("title", {});
+  title.textContent = `30 days: median ${usd(points[0].median)} → ${usd(points[points.length - 1].median)}`;
+  node.prepend(title);
+  return node;
+}
