@@ -7,14 +7,22 @@ or `<secrets_dir>/<name>` for Docker/Kubernetes secrets) and never logged or pri
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIN_INTERVAL_S = 30
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _split(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
 
 
 def _default_data_dir() -> Path:
@@ -40,7 +48,51 @@ class Settings(BaseSettings):
     scrape_timeout_s: float = 300.0
     stale_after: timedelta = timedelta(hours=6)
 
-    api_token: SecretStr | None = None  # bearer token for mutating endpoints
+    api_token: SecretStr | None = None  # bearer token for mutating endpoints and alert reads
+
+    # Worker. TRACKER_INTERVALS overrides providers' default cadences, in seconds, as JSON:
+    # TRACKER_INTERVALS='{"vastai": 300, "aws": 7200}'.
+    intervals: dict[str, int] = Field(default_factory=dict)
+    worker_jitter_s: float = 30.0  # random delay after each slot start; capped at a quarter of the interval
+    # APScheduler's default grace is 1 s: a run delayed by a busy host would be dropped, not late.
+    worker_misfire_grace_s: int = 900
+    worker_threads: int = 8  # providers scraping at the same time
+    worker_job_timeout_s: float | None = None  # whole run incl. ingest; default: scrape timeout + 120 s
+    alert_sweep_s: int = 60  # re-evaluate every rule: stale data, pending periods ending between scrapes
+    alert_deliver_s: int = 5  # outbox polling
+
+    # Alerts. TRACKER_WEBHOOK_ALLOW is the operator's escape hatch from the SSRF guard: comma-separated
+    # networks (e.g. 127.0.0.1/32,10.1.0.0/16) that channel URLs may resolve into although private.
+    webhook_allow: str = ""
+    # Delivery: exponential backoff base × 2^(attempt-1), capped; then give up and mark `failed`.
+    alert_retry_base_s: float = 10.0
+    alert_retry_max_s: float = 3600.0
+    alert_max_attempts: int = 12  # ~10 s … 1 h: a receiver may be down for about 5 hours
+    alert_send_timeout_s: float = 10.0
+    alert_claim_lease_s: float = 120.0  # a deliverer that dies mid-send gives its message back after this
+    alert_batch: int = 50  # messages one delivery pass takes
+
+    @field_validator("intervals")
+    @classmethod
+    def _positive_intervals(cls, value: dict[str, int]) -> dict[str, int]:
+        for name, seconds in value.items():
+            if seconds < MIN_INTERVAL_S:
+                raise ValueError(f"TRACKER_INTERVALS: {name} every {seconds}s is below the {MIN_INTERVAL_S}s minimum")
+        return value
+
+    @field_validator("webhook_allow")
+    @classmethod
+    def _valid_networks(cls, value: str) -> str:
+        for part in _split(value):
+            try:
+                ipaddress.ip_network(part, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"TRACKER_WEBHOOK_ALLOW: {part!r} is not a network ({exc})") from None
+        return value
+
+    @property
+    def allowed_networks(self) -> tuple[Network, ...]:
+        return tuple(ipaddress.ip_network(p, strict=False) for p in _split(self.webhook_allow))
 
     def resolved_database_url(self) -> str:
         if self.database_url:

@@ -40,30 +40,23 @@ from providers.registry import all_providers, get_provider
 from tracker.alerts.deliver import Deliverer
 from tracker.alerts.evaluate import EvaluationReport, evaluate_after_ingest, evaluate_rules
 from tracker.alerts.job_cost import CostModel
-from tracker.alerts.settings import AlertSettings
 from tracker.clock import Clock, utcnow
 from tracker.config import Settings
 from tracker.db import session_scope
 from tracker.ingest import IngestReport
 from tracker.models import ScrapeRun
 from tracker.scraping import ScrapeJob, run_scrape
-from tracker.worker_settings import WorkerSettings
+from tracker.slots import SlotTrigger, slot_start
 
 log = logging.getLogger(__name__)
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _local_locks: dict[tuple[str, str], threading.Lock] = {}
 _local_locks_guard = threading.Lock()
 
 
-def interval_for(provider: type[Provider], worker_settings: WorkerSettings) -> timedelta:
+def interval_for(provider: type[Provider], worker_settings: Settings) -> timedelta:
     seconds = worker_settings.intervals.get(provider.name)
     return timedelta(seconds=seconds) if seconds else provider.default_interval
-
-
-def slot_start(now: datetime, interval: timedelta) -> datetime:
-    """The schedule slot `now` falls in: floor(now / interval), aligned to the Unix epoch (UTC)."""
-    return EPOCH + ((now - EPOCH) // interval) * interval
 
 
 def lock_key(provider: str) -> int:
@@ -137,8 +130,8 @@ class Worker:
         self,
         engine: Engine,
         settings: Settings,
-        worker_settings: WorkerSettings | None = None,
-        alert_settings: AlertSettings | None = None,
+        worker_settings: Settings | None = None,
+        alert_settings: Settings | None = None,
         *,
         clock: Clock = utcnow,
         source: str = "live",  # live | demo | replay
@@ -150,8 +143,8 @@ class Worker:
         if source == "replay" and replay_dir is None:
             raise ValueError("replay needs a cassette directory")
         self.engine, self.settings, self.clock = engine, settings, clock
-        self.worker_settings = worker_settings or WorkerSettings()
-        self.alert_settings = alert_settings or AlertSettings()
+        self.worker_settings = worker_settings or Settings()
+        self.alert_settings = alert_settings or Settings()
         self.source, self.replay_dir = source, replay_dir
         self.deliverer = deliverer or Deliverer(engine, self.alert_settings, clock=clock)
         self.cost_model = cost_model
@@ -161,14 +154,21 @@ class Worker:
         chosen = [get_provider(n) for n in providers] if providers else list(all_providers().values())
         self.cassettes: dict[str, Cassette | None] = {}
         self.providers: dict[str, type[Provider]] = {}
+        self.unscheduled: dict[str, str] = {}  # provider → why the worker leaves it out
         for cls in chosen:
+            if source == "live" and (missing := [c for c in cls.credentials if settings.credential(c) is None]):
+                # Scheduling it would only fill the ledger with "skipped" rows every interval.
+                self.unscheduled[cls.name] = f"no credentials: set {', '.join('TRACKER_' + m for m in missing)}"
+                continue
             try:
                 self.cassettes[cls.name] = self._cassette_for(cls)
             except (CassetteError, FileNotFoundError) as exc:
                 # Offline modes can only run providers they have a recording for.
-                log.info("worker: %s not scheduled: %s", cls.name, exc)
+                self.unscheduled[cls.name] = str(exc)
                 continue
             self.providers[cls.name] = cls
+        for name, why in self.unscheduled.items():
+            log.info("worker: %s not scheduled: %s", name, why)
 
     def _cassette_for(self, cls: type[Provider]) -> Cassette | None:
         if self.source == "live" or cls.kind == ProviderKind.static_sheet:
@@ -299,17 +299,11 @@ class Worker:
     # -- scheduling --
 
     def schedule(self, scheduler: BaseScheduler) -> None:
-        now = self.clock()
         for name in self.providers:
-            interval = self.interval(name)
-            # Fire times sit at slot start + jitter, inside the slot; a quarter-interval cap keeps them there.
-            jitter = min(self.worker_settings.worker_jitter_s, interval.total_seconds() / 4)
+            # The current slot right away (if nobody has run it), then each slot's start + jitter.
             scheduler.add_job(
-                self.run_provider,
-                IntervalTrigger(seconds=int(interval.total_seconds()), start_date=slot_start(now, interval),
-                                jitter=jitter or None, timezone=UTC),
+                self.run_provider, SlotTrigger(self.interval(name), self.worker_settings.worker_jitter_s),
                 args=[name], id=f"scrape:{name}", name=f"scrape {name}", replace_existing=True,
-                next_run_time=now,  # the current slot right away, if nobody has run it
             )
         scheduler.add_job(self.sweep, IntervalTrigger(seconds=self.worker_settings.alert_sweep_s, timezone=UTC),
                           id="alerts:sweep", name="alert sweep", replace_existing=True)
@@ -317,7 +311,7 @@ class Worker:
                           id="alerts:deliver", name="alert delivery", replace_existing=True)
 
 
-def scheduler_options(worker_settings: WorkerSettings) -> dict[str, Any]:
+def scheduler_options(worker_settings: Settings) -> dict[str, Any]:
     return {
         "timezone": UTC,
         "executors": {"default": ThreadPoolExecutor(max_workers=worker_settings.worker_threads)},
@@ -335,7 +329,7 @@ def start_background_worker(
     A BackgroundScheduler runs jobs on its own threads, so it never touches the API server's event
     loop. Stop it with `scheduler.shutdown(wait=False)` when the server exits.
     """
-    worker_settings = WorkerSettings()
+    worker_settings = Settings()
     worker = Worker(engine, settings, worker_settings, source="demo" if demo else "live", providers=providers)
     scheduler = BackgroundScheduler(**scheduler_options(worker_settings))
     worker.schedule(scheduler)

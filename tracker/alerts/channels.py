@@ -29,8 +29,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from tracker.alerts.settings import Network
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, check_host, check_url, system_resolver
+from tracker.config import Network
 
 CHANNEL_KINDS = ("webhook", "apprise")
 USER_AGENT = "gpu-price-tracker-alerts/0.1"

@@ -20,9 +20,9 @@ from sqlalchemy import Engine
 from tracker.alerts.channels import SendResult, send_apprise, send_webhook
 from tracker.alerts.models import AlertNotification, AlertRule
 from tracker.alerts.outbox import Claimed, build_payload, claim_due, enqueue, idempotency_key, message_text, record
-from tracker.alerts.settings import AlertSettings
 from tracker.alerts.ssrf import Resolver, system_resolver
 from tracker.clock import Clock, utcnow
+from tracker.config import Settings
 from tracker.db import session_scope
 
 log = logging.getLogger(__name__)
@@ -34,14 +34,14 @@ class Deliverer:
     def __init__(
         self,
         engine: Engine,
-        settings: AlertSettings | None = None,
+        settings: Settings | None = None,
         *,
         clock: Clock = utcnow,
         resolver: Resolver = system_resolver,
         webhook_transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.engine = engine
-        self.settings = settings or AlertSettings()
+        self.settings = settings or Settings()
         self.clock = clock
         self.resolver = resolver
         self.webhook_transport = webhook_transport
@@ -89,7 +89,7 @@ class Deliverer:
         return self.deliver(claimed)
 
 
-def _lease(settings: AlertSettings) -> timedelta:
+def _lease(settings: Settings) -> timedelta:
     return timedelta(seconds=settings.alert_claim_lease_s)
 
 

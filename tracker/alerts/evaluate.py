@@ -29,7 +29,6 @@ from tracker.alerts.job_cost import CostModel, default_cost_model
 from tracker.alerts.models import AlertEvent, AlertRule
 from tracker.alerts.observe import observe
 from tracker.alerts.outbox import build_payload, enqueue, idempotency_key
-from tracker.alerts.settings import AlertSettings
 from tracker.alerts.states import Transition, step
 from tracker.clock import utcnow
 from tracker.config import Settings
@@ -49,7 +48,7 @@ class EvaluationReport:
 
 
 def evaluate_rule(
-    session: Session, rule: AlertRule, *, now: datetime, settings: Settings, alert_settings: AlertSettings,
+    session: Session, rule: AlertRule, *, now: datetime, settings: Settings, alert_settings: Settings,
     cost_model: CostModel | None,
 ) -> tuple[list[Transition], int]:
     """Evaluate one (locked) rule in the caller's transaction: (transitions, notifications queued)."""
@@ -85,8 +84,8 @@ def evaluate_rule(
 
 def _touched(session: Session, rules: list[AlertRule], providers: set[str]) -> list[AlertRule]:
     """Rules a run of `providers` can change: the rule names the provider, or the provider lists its subject."""
-    pairs = set(session.execute(select(Offer.gpu_id, Offer.pricing).where(Offer.provider.in_(providers)).distinct())
-                .tuples())
+    stmt = select(Offer.gpu_id, Offer.pricing).where(Offer.provider.in_(providers)).distinct()
+    pairs = {(gpu, pricing) for gpu, pricing in session.execute(stmt)}
     out = []
     for rule in rules:
         named = bool(rule.providers) and bool(providers & set(rule.providers or []))
@@ -104,12 +103,12 @@ def evaluate_rules(
     now: datetime | None = None,
     providers: Iterable[str] | None = None,
     rule_ids: Iterable[int] | None = None,
-    alert_settings: AlertSettings | None = None,
+    alert_settings: Settings | None = None,
     cost_model: CostModel | None = None,
 ) -> EvaluationReport:
     """Evaluate enabled rules (all, those `providers` touch, or `rule_ids`), each in its own transaction."""
     now = now or utcnow()
-    alert_settings = alert_settings or AlertSettings()
+    alert_settings = alert_settings or Settings()
     cost_model = cost_model or default_cost_model()
     report = EvaluationReport()
     with session_scope(engine) as session:
@@ -144,7 +143,7 @@ def evaluate_rules(
 
 def evaluate_after_ingest(
     engine: Engine, settings: Settings, provider: str, observed_at: datetime, *,
-    alert_settings: AlertSettings | None = None, cost_model: CostModel | None = None,
+    alert_settings: Settings | None = None, cost_model: CostModel | None = None,
 ) -> EvaluationReport:
     """Hook for after a scrape run of `provider` (ok or not): evaluate the rules that provider touches."""
     return evaluate_rules(engine, settings, now=observed_at, providers=[provider], alert_settings=alert_settings,

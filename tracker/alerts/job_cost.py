@@ -12,6 +12,9 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 COST_METRICS = ("cost_per_run", "usd_per_mtoken")
+# make_job's keyword arguments a stored job may use (never `allow_model_files`: rules come from the API).
+JOB_KEYS = {"model", "method", "rank", "lora_targets", "seq_len", "batch", "grad_checkpointing", "tokens", "examples",
+            "tokens_per_example", "epochs", "offload_activations"}
 
 
 class CostError(ValueError):
@@ -42,13 +45,17 @@ class EstimateCostModel:
         if not isinstance(job, dict) or "model" not in job:
             raise CostError('job must be an object with at least "model", e.g. {"model": "llama-3.1-8b", '
                             '"method": "qlora", "tokens": "22.5M"}')
+        unknown = sorted(set(job) - JOB_KEYS - {"assumptions"})
+        if unknown:
+            raise CostError(f"job has unknown keys {', '.join(unknown)}; allowed: {', '.join(sorted(JOB_KEYS))}, "
+                            "assumptions", f"job.{unknown[0]}")
         try:
-            spec = est.make_job(**job)
+            spec = est.make_job(**{k: v for k, v in job.items() if k in JOB_KEYS})
             gpu = get_catalog().get(gpu_id)
-            return est.estimate(spec, gpu, float(gpus), price_per_gpu_hour=price)
+            return est.estimate(spec, gpu, float(gpus), job.get("assumptions"), price_per_gpu_hour=price)
         except est.EstimateError as exc:
             raise CostError(str(exc), f"job.{exc.field}" if getattr(exc, "field", None) else "job") from None
-        except TypeError as exc:  # an unknown key in the spec
+        except (TypeError, ValueError) as exc:  # a value of the wrong type
             raise CostError(f"job: {exc}") from None
 
     def check(self, job: dict[str, Any], gpu_id: str, gpus: Decimal) -> None:

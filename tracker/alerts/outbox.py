@@ -28,7 +28,7 @@ from tracker.alerts.models import (
     AlertRule,
 )
 from tracker.alerts.observe import Observation
-from tracker.alerts.settings import AlertSettings
+from tracker.config import Settings
 from tracker.db import session_scope
 
 
@@ -171,14 +171,14 @@ def claim_due(
     return won
 
 
-def backoff(attempt: int, settings: AlertSettings) -> timedelta:
+def backoff(attempt: int, settings: Settings) -> timedelta:
     """Exponential: base, 2×base, 4×base, … capped at the maximum."""
     return timedelta(seconds=min(settings.alert_retry_base_s * 2 ** (attempt - 1), settings.alert_retry_max_s))
 
 
 def record(
     engine: Engine, claimed: Claimed, result: SendResult, *, started: datetime, finished: datetime,
-    settings: AlertSettings,
+    settings: Settings,
 ) -> str:
     """Store the attempt and move the message on: delivered, retry later, or failed for good."""
     with session_scope(engine) as session:
@@ -191,7 +191,7 @@ def record(
         if result.ok:
             status = "delivered"
             values |= {"status": status, "delivered_at": finished, "last_error": None}
-        elif result.retryable and claimed.attempt < claimed.max_attempts:
+        elif result.retryable and claimed.attempt < min(claimed.max_attempts, settings.alert_max_attempts):
             status = "pending"
             values |= {"next_attempt_at": finished + backoff(claimed.attempt, settings), "last_error": result.error}
         else:

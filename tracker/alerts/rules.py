@@ -25,7 +25,6 @@ from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_se
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
 from tracker.alerts.models import AlertChannel, AlertRule
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
-from tracker.alerts.settings import AlertSettings
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, breached
 from tracker.config import Settings
@@ -34,6 +33,7 @@ from tracker.offers import Pricing
 
 MAX_FOR = timedelta(days=7)
 MIN_REPEAT = timedelta(minutes=1)
+MAX_REPEAT = timedelta(days=30)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 SIX = Decimal("0.000001")
@@ -52,7 +52,7 @@ def parse_duration(value: str | int | float | None, field: str) -> int | None:
     if isinstance(value, bool):
         raise RuleError(f"{field} must be a duration like 15m, 4h or 1d", field)
     if isinstance(value, int | float):
-        seconds = float(value)
+        seconds = float(value) if abs(value) < 1e12 else 1e12  # float() of a huge int would overflow
     else:
         text = value.strip().lower().replace(" ", "")
         if re.fullmatch(r"\d+(?:\.\d+)?", text):
@@ -63,6 +63,8 @@ def parse_duration(value: str | int | float | None, field: str) -> int | None:
             raise RuleError(f"{field} must be a duration like 15m, 4h or 1d, got {value!r}", field)
     if seconds < 0:
         raise RuleError(f"{field} must not be negative", field)
+    if not seconds < 1e12:  # also NaN and infinity
+        raise RuleError(f"{field} is too long", field)
     return int(seconds)
 
 
@@ -118,7 +120,7 @@ def _thresholds(condition: str, threshold: Decimal, recovery: Decimal) -> None:
 
 
 def _channels(
-    channels: Sequence[ChannelInput], alert_settings: AlertSettings, resolver: Resolver, now: datetime
+    channels: Sequence[ChannelInput], alert_settings: Settings, resolver: Resolver, now: datetime
 ) -> list[AlertChannel]:
     out = []
     for i, ch in enumerate(channels):
@@ -127,6 +129,7 @@ def _channels(
             raise RuleError(f"channel type must be one of {', '.join(CHANNEL_KINDS)}, got {ch.type!r}",
                             f"channels[{i}].type")
         url = (ch.url or "").strip()
+        _printable(url, f"channels[{i}].url")
         if not url or len(url) > 2000:
             raise RuleError("channel url is required (at most 2000 characters)", f"channels[{i}].url")
         try:
@@ -146,11 +149,18 @@ def _channels(
     return out
 
 
+def _printable(value: str, field: str) -> None:
+    # Postgres text cannot hold NUL, and control characters in a name are never intended.
+    if any(ord(ch) < 32 for ch in value):
+        raise RuleError(f"{field} contains control characters", field)
+
+
 def _names(values: list[str] | None, field: str, known: Sequence[str] | None = None) -> list[str] | None:
     if not values:
         return None
     cleaned = list(dict.fromkeys(v.strip() for v in values if v and v.strip()))
     for v in cleaned:
+        _printable(v, field)
         if len(v) > 128:
             raise RuleError(f"{field} entry too long: {v[:40]!r}…", field)
         if known is not None and v not in known:
@@ -159,11 +169,12 @@ def _names(values: list[str] | None, field: str, known: Sequence[str] | None = N
 
 
 def create_rule(
-    session: Session, inp: RuleInput, *, now: datetime, settings: Settings, alert_settings: AlertSettings,
+    session: Session, inp: RuleInput, *, now: datetime, settings: Settings, alert_settings: Settings,
     cost_model: CostModel | None, resolver: Resolver = system_resolver,
 ) -> AlertRule:
     """Validate `inp`, store the rule with its channels, and return it (flushed, with ids)."""
     gpu_query = (inp.gpu or "").strip()
+    _printable(gpu_query, "gpu")
     if not gpu_query or len(gpu_query) > 100:
         raise RuleError("gpu is required: a card id, family or alias such as H100 or H100-SXM-80GB", "gpu")
     try:
@@ -197,8 +208,9 @@ def create_rule(
     if for_s > MAX_FOR.total_seconds():
         raise RuleError(f"for must be at most {MAX_FOR}", "for")
     repeat_s = parse_duration(inp.repeat, "repeat")
-    if repeat_s is not None and repeat_s < MIN_REPEAT.total_seconds():
-        raise RuleError(f"repeat must be at least {MIN_REPEAT} (or omitted for no reminders)", "repeat")
+    if repeat_s is not None and not MIN_REPEAT.total_seconds() <= repeat_s <= MAX_REPEAT.total_seconds():
+        raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT} (or omitted for no reminders)",
+                        "repeat")
     if isinstance(inp.min_offers, bool) or not isinstance(inp.min_offers, int) or not 1 <= inp.min_offers <= 10_000:
         raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
     providers = _names(inp.providers, "providers", list(all_providers()))
@@ -230,6 +242,7 @@ def create_rule(
     )
     if len(name) > 200:
         raise RuleError("name must be at most 200 characters", "name")
+    _printable(name, "name")
 
     rule = AlertRule(
         name=name, gpu_query=gpu_query, gpu_ids=[c.id for c in cards], pricing=pricing, providers=providers,
@@ -256,56 +269,63 @@ UPDATABLE = {"name", "threshold", "recovery_threshold", "for", "repeat", "enable
 
 
 def update_rule(
-    session: Session, rule: AlertRule, changes: dict[str, Any], *, now: datetime, alert_settings: AlertSettings,
+    session: Session, rule: AlertRule, changes: dict[str, Any], *, now: datetime, alert_settings: Settings,
     resolver: Resolver = system_resolver,
 ) -> AlertRule:
-    """Apply a partial update. Changing the subject or metric means a new rule (its history would lie)."""
+    """Apply a partial update, all or nothing: every change is validated before any is applied.
+
+    Changing the subject or the metric means a new rule (the old one's history would describe
+    something else)."""
     unknown = set(changes) - UPDATABLE
     if unknown:
         bad = sorted(unknown)[0]
         raise RuleError(f"{bad} cannot be changed; delete the rule and create a new one "
                         f"(changeable: {', '.join(sorted(UPDATABLE))})", bad)
+    new: dict[str, Any] = {}
     if "name" in changes:
         name = (changes["name"] or "").strip()
         if not name or len(name) > 200:
             raise RuleError("name must be 1-200 characters", "name")
-        rule.name = name
+        _printable(name, "name")
+        new["name"] = name
     threshold = parse_money(changes["threshold"], "threshold") if "threshold" in changes else rule.threshold
-    if "recovery_threshold" in changes and changes["recovery_threshold"] is not None:
+    if changes.get("recovery_threshold") is not None:
         recovery = parse_money(changes["recovery_threshold"], "recovery_threshold")
-    elif "threshold" in changes and rule.recovery_threshold == rule.threshold:
-        recovery = threshold  # no hysteresis before, none after
+    elif "recovery_threshold" in changes or ("threshold" in changes and rule.recovery_threshold == rule.threshold):
+        recovery = threshold  # null, or there was no hysteresis before: none after
     else:
         recovery = rule.recovery_threshold
     _thresholds(rule.condition, threshold, recovery)
-    rule.threshold, rule.recovery_threshold = threshold, recovery
+    new["threshold"], new["recovery_threshold"] = threshold, recovery
     if "for" in changes:
         for_s = parse_duration(changes["for"], "for") or 0
         if for_s > MAX_FOR.total_seconds():
             raise RuleError(f"for must be at most {MAX_FOR}", "for")
-        rule.for_s = for_s
+        new["for_s"] = for_s
     if "repeat" in changes:
         repeat_s = parse_duration(changes["repeat"], "repeat")
-        if repeat_s is not None and repeat_s < MIN_REPEAT.total_seconds():
-            raise RuleError(f"repeat must be at least {MIN_REPEAT}", "repeat")
-        rule.repeat_s = repeat_s
+        if repeat_s is not None and not MIN_REPEAT.total_seconds() <= repeat_s <= MAX_REPEAT.total_seconds():
+            raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT}", "repeat")
+        new["repeat_s"] = repeat_s
     if "enabled" in changes:
         if not isinstance(changes["enabled"], bool):
             raise RuleError("enabled must be true or false", "enabled")
-        rule.enabled = changes["enabled"]
+        new["enabled"] = changes["enabled"]
     if "silenced_until" in changes:
         until = changes["silenced_until"]
         if until is not None and (not isinstance(until, datetime) or until.tzinfo is None):
             raise RuleError("silenced_until must be a timezone-aware date-time (or null)", "silenced_until")
-        rule.silenced_until = until
+        new["silenced_until"] = until
     if "min_offers" in changes:
         m = changes["min_offers"]
         if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 10_000:
             raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
-        rule.min_offers = m
+        new["min_offers"] = m
     if "channels" in changes:
         # Replacing channels drops messages still queued for the old ones (their rows cascade away).
-        rule.channels = _channels(changes["channels"] or [], alert_settings, resolver, now)
+        new["channels"] = _channels(changes["channels"] or [], alert_settings, resolver, now)
+    for key, value in new.items():
+        setattr(rule, key, value)
     rule.updated_at = now
     session.flush()
     return rule

@@ -12,12 +12,11 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from providers.registry import UnknownProvider
-from tracker.alerts.settings import AlertSettings
 from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
+from tracker.config import Settings
 from tracker.worker import Worker, interval_for, scheduler_options
-from tracker.worker_settings import WorkerSettings
 
 STYLE = {"ok": "green", "failed": "red", "timeout": "red", "quarantined": "yellow"}
 
@@ -39,7 +38,7 @@ def worker_cmd(
     if replay_dir and not replay_dir.is_dir():
         fail(f"--replay-dir {replay_dir} is not a directory")
     try:
-        worker_settings, alert_settings = WorkerSettings(), AlertSettings()
+        worker_settings, alert_settings = Settings(), Settings()
     except ValidationError as exc:
         fail(f"bad worker configuration: {exc.errors()[0]['msg']}")
     rt = runtime(ctx)
@@ -50,7 +49,8 @@ def worker_cmd(
     except (UnknownProvider, ValueError) as exc:
         fail(str(exc))
     if not worker.providers:
-        fail("no provider to run" + (f": none has a cassette in {replay_dir}" if replay_dir else ""))
+        reasons = "; ".join(f"{n}: {why}" for n, why in worker.unscheduled.items())
+        fail(f"no provider to run ({reasons})" if reasons else "no provider to run")
 
     if once:
         report = worker.run_once()
@@ -75,6 +75,8 @@ def worker_cmd(
     signal.signal(signal.SIGTERM, _stop)
     for name, cls in worker.providers.items():
         console.print(f"  {name}: every {interval_for(cls, worker_settings)} ({source})")
+    for name, why in worker.unscheduled.items():
+        console.print(f"  [dim]{name}: not scheduled ({why})[/]")
     console.print(f"worker started: {len(worker.providers)} providers, alert sweep every "
                   f"{worker_settings.alert_sweep_s}s, delivery every {worker_settings.alert_deliver_s}s")
     try:
@@ -96,5 +98,6 @@ def _print_cycle(report: dict) -> None:  # type: ignore[type-arg]
                       (r["error"] or "")[:60])
     console.print(table)
     alerts = report["alerts"]
+    deliveries = report["deliveries"] or "none"
     console.print(f"alerts: {alerts['evaluated']} rules evaluated, {len(alerts['transitions'])} transitions, "
-                  f"{alerts['notifications_queued']} notifications queued; deliveries: {report['deliveries'] or 'none'}")
+                  f"{alerts['notifications_queued']} notifications queued; deliveries: {deliveries}")

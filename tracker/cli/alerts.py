@@ -1,0 +1,215 @@
+"""`gpu-tracker alerts add|list|show|rm|test|silence`: price alert rules and their history."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+from sqlalchemy import select
+
+from tracker.alerts.deliver import Deliverer, send_test
+from tracker.alerts.history import events, notifications
+from tracker.alerts.job_cost import default_cost_model
+from tracker.alerts.models import AlertRule
+from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, parse_duration, rule_dict, update_rule
+from tracker.cli.app import app
+from tracker.cli.context import runtime
+from tracker.cli.output import console, emit_json, fail
+from tracker.clock import utcnow
+from tracker.config import Settings
+from tracker.db import session_scope
+
+alerts_app = typer.Typer(help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True)
+app.add_typer(alerts_app, name="alerts")
+
+
+def _alert_settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        fail(f"bad alert configuration: {exc.errors()[0]['msg']}")
+
+
+@alerts_app.command("add")
+def add(
+    ctx: typer.Context,
+    gpu: str = typer.Option(..., "--gpu", help='Card id, family or alias, e.g. "H100-SXM-80GB" or "H100".'),
+    below: str | None = typer.Option(None, "--below", help="Fire when the metric drops below this."),
+    above: str | None = typer.Option(None, "--above", help="Fire when the metric rises above this."),
+    recovery: str | None = typer.Option(None, "--recovery", help="Resolve only past this (hysteresis)."),
+    metric: str = typer.Option("min", "--metric", help="min | p25 | median | cost_per_run | usd_per_mtoken"),
+    pricing: str = typer.Option("on_demand", "--pricing", help="on_demand | spot | reserved"),
+    for_: str = typer.Option("0", "--for", help="Pending period before firing, e.g. 15m."),
+    repeat: str | None = typer.Option(None, "--repeat", help="Remind while firing, e.g. 4h."),
+    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
+    region: list[str] = typer.Option(None, "--region", help="Region or prefix (repeatable)."),
+    min_offers: int = typer.Option(1, "--min-offers", help="Fewer fresh offers than this is no_data."),
+    webhook: list[str] = typer.Option(None, "--webhook", help="Webhook URL (repeatable), signed."),
+    webhook_secret: str | None = typer.Option(None, "--webhook-secret", help="whsec_… (default: generated)."),
+    apprise_url: list[str] = typer.Option(None, "--apprise", help="Apprise URL: slack://, tgram://, ntfy://, …"),
+    job: str | None = typer.Option(None, "--job", help='Cost metrics: JSON job, e.g. {"model": "llama-3.1-8b", '
+                                   '"method": "qlora", "tokens": "22.5M"}'),
+    job_gpus: float = typer.Option(1, "--job-gpus", help="Cost metrics: GPUs the job runs on."),
+    price_statistic: str = typer.Option("min", "--price-statistic", help="Cost metrics: the price used."),
+    name: str | None = typer.Option(None, "--name"),
+    allow_firing_now: bool = typer.Option(False, "--allow-firing-now", help="Accept a rule whose condition holds now."),
+    disabled: bool = typer.Option(False, "--disabled"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Create an alert rule. A rule that would fire at once is refused unless --allow-firing-now."""
+    if (below is None) == (above is None):
+        fail("give exactly one of --below or --above")
+    job_spec: dict[str, Any] | None = None
+    if job is not None:
+        try:
+            job_spec = json.loads(job)
+        except ValueError as exc:
+            fail(f"--job is not JSON: {exc}")
+    channels = [ChannelInput("webhook", u, webhook_secret) for u in webhook or []]
+    channels += [ChannelInput("apprise", u) for u in apprise_url or []]
+    if webhook_secret and not webhook:
+        fail("--webhook-secret needs --webhook")
+    inp = RuleInput(
+        gpu=gpu, condition="below" if below is not None else "above", threshold=below if below is not None else above,
+        pricing=pricing, metric=metric, recovery_threshold=recovery, for_=for_, repeat=repeat,
+        providers=provider or None, regions=region or None, min_offers=min_offers, price_statistic=price_statistic,
+        job=job_spec, job_gpus=job_gpus, channels=channels, name=name, enabled=not disabled,
+        allow_immediate=allow_firing_now,
+    )
+    alert_settings = _alert_settings()
+    rt = runtime(ctx)
+    try:
+        with session_scope(rt.engine) as session:
+            rule = create_rule(session, inp, now=utcnow(), settings=rt.settings, alert_settings=alert_settings,
+                               cost_model=default_cost_model())
+            row = rule_dict(rule, reveal=True)
+    except RuleError as exc:
+        fail(f"{exc.field}: {exc}")
+    if json_out:
+        emit_json(row)
+        return
+    console.print(f"alert {row['id']} created: {row['name']} (last value {row['last_value'] or 'n/a'})")
+    for ch in row["channels"]:
+        if ch["secret"]:
+            console.print(f"  webhook {ch['url']} signing secret (shown once): {ch['secret']}")
+
+
+@alerts_app.command("list")
+def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json")) -> None:
+    """Every rule with its state."""
+    rt = runtime(ctx)
+    with session_scope(rt.engine) as session:
+        rows = [rule_dict(r) for r in session.scalars(select(AlertRule).order_by(AlertRule.id))]
+    if json_out:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} alert rules")
+    for col in ("id", "name", "state", "since", "last value", "condition", "channels", "enabled"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(
+            str(r["id"]), r["name"], r["state"], r["state_since"].strftime("%Y-%m-%d %H:%M"),
+            str(r["last_value"] or "-"), f"{r['metric']} {r['condition']} {r['threshold']}",
+            str(len(r["channels"])), "yes" if r["enabled"] else "no",
+        )
+    console.print(table)
+
+
+def _get(session: Any, rule_id: int) -> AlertRule:
+    rule = session.get(AlertRule, rule_id)
+    if rule is None:
+        fail(f"no alert rule {rule_id}")
+    return rule
+
+
+@alerts_app.command("show")
+def show(
+    ctx: typer.Context,
+    rule_id: int = typer.Argument(...),
+    limit: int = typer.Option(20, "--events", min=1, max=1000, help="How many recent events and notifications."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """A rule, its recent transitions and its notifications with every delivery attempt."""
+    rt = runtime(ctx)
+    with session_scope(rt.engine) as session:
+        row = rule_dict(_get(session, rule_id))
+        row["events"] = events(session, rule_id, limit=limit)
+        row["notifications"] = notifications(session, rule_id, limit=limit)
+    if json_out:
+        emit_json(row)
+        return
+    console.print(f"[bold]{row['name']}[/] (#{row['id']}): {row['state']} since {row['state_since']:%Y-%m-%d %H:%M}")
+    console.print(f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({row['pricing']}) {row['condition']} "
+                  f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}")
+    table = Table(title="events")
+    for col in ("at", "from", "to", "value", "notified", "reason"):
+        table.add_column(col)
+    for e in row["events"]:
+        table.add_row(f"{e['at']:%Y-%m-%d %H:%M:%S}", e["from_state"], e["to_state"], str(e["value"] or "-"),
+                      "yes" if e["notified"] else "", e["reason"][:70])
+    console.print(table)
+    table = Table(title="notifications")
+    for col in ("id", "kind", "status", "attempts", "last error"):
+        table.add_column(col)
+    for n in row["notifications"]:
+        table.add_row(str(n["id"]), n["kind"], n["status"], str(n["attempts"]), (n["last_error"] or "")[:70])
+    console.print(table)
+
+
+@alerts_app.command("rm")
+def rm(ctx: typer.Context, rule_id: int = typer.Argument(...)) -> None:
+    """Delete a rule with its history and any undelivered notifications."""
+    rt = runtime(ctx)
+    with session_scope(rt.engine) as session:
+        session.delete(_get(session, rule_id))
+    console.print(f"alert {rule_id} deleted")
+
+
+@alerts_app.command("test")
+def test_notification(
+    ctx: typer.Context, rule_id: int = typer.Argument(...), json_out: bool = typer.Option(False, "--json")
+) -> None:
+    """Send a test notification to every channel of a rule now. Exits 1 if one was not delivered."""
+    alert_settings = _alert_settings()
+    rt = runtime(ctx)
+    try:
+        results = send_test(rt.engine, rule_id, Deliverer(rt.engine, alert_settings))
+    except LookupError as exc:
+        fail(str(exc))
+    if not results:
+        fail(f"alert {rule_id} has no channels")
+    if json_out:
+        emit_json(results)
+    else:
+        for r in results:
+            style = "green" if r["status"] == "delivered" else "red"
+            console.print(f"  channel {r['channel_id']}: [{style}]{r['status']}[/] {r['error'] or ''}")
+    if any(r["status"] != "delivered" for r in results):
+        raise typer.Exit(1)
+
+
+@alerts_app.command("silence")
+def silence(
+    ctx: typer.Context,
+    rule_id: int = typer.Argument(...),
+    for_: str | None = typer.Option(None, "--for", help="Mute notifications for this long, e.g. 2h."),
+    off: bool = typer.Option(False, "--off", help="End the silence."),
+) -> None:
+    """Mute a rule's notifications for a while (it keeps evaluating and recording events)."""
+    if off == (for_ is not None):
+        fail("give exactly one of --for or --off")
+    alert_settings = _alert_settings()
+    rt = runtime(ctx)
+    now = utcnow()
+    try:
+        until = None if off else now + timedelta(seconds=parse_duration(for_, "for") or 0)
+        with session_scope(rt.engine) as session:
+            update_rule(session, _get(session, rule_id), {"silenced_until": until}, now=now,
+                        alert_settings=alert_settings)
+    except RuleError as exc:
+        fail(f"{exc.field}: {exc}")
+    console.print(f"alert {rule_id} " + (f"silenced until {until:%Y-%m-%d %H:%M} UTC" if until else "unsilenced"))
