@@ -17,7 +17,9 @@ def require_token(
     expected = request.app.state.settings.api_token
     if expected is None:
         # Refuse rather than run open: an operator must choose a token to enable writes.
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "mutating endpoints are disabled: set TRACKER_API_TOKEN")
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN, "no API token is configured: set TRACKER_API_TOKEN to enable this endpoint"
+        )
     given = credentials.credentials if credentials else ""
     if not hmac.compare_digest(given.encode(), expected.get_secret_value().encode()):
         raise HTTPException(

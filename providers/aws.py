@@ -34,16 +34,14 @@ from __future__ import annotations
 
 import asyncio
 import csv
-import random
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any
 
-import httpx
-
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import RETRY_STATUS
+from providers.http import RETRY_STATUS, TRANSIENT_ERRORS, backoff_delay, gather_bounded
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
@@ -297,10 +295,10 @@ async def _stream_region(ctx: FetchContext, region: str) -> ScrapeResult:
                     if buffer:
                         parser.feed(buffer)
                     return parser.finish()
-        except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+        except TRANSIENT_ERRORS as exc:
             problem = f"{type(exc).__name__} on GET {url}"
         if attempt + 1 < attempts:
-            await asyncio.sleep(ctx.backoff_base_s * (2**attempt) * (1 + random.random() / 4))
+            await asyncio.sleep(backoff_delay(ctx, attempt))
     raise ProviderError(f"gave up after {attempts} attempts: {problem}")
 
 
@@ -313,20 +311,7 @@ class Aws(Provider):
     parser_version = "1"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
-        gate = asyncio.Semaphore(CONCURRENCY)
-
-        async def one(region: str) -> ScrapeResult:
-            async with gate:
-                return await _stream_region(ctx, region)
-
-        tasks = [asyncio.ensure_future(one(region)) for region in REGIONS]
-        try:
-            parts = await asyncio.gather(*tasks)
-        except BaseException:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        parts = await gather_bounded([partial(_stream_region, ctx, region) for region in REGIONS], CONCURRENCY)
         result = ScrapeResult()
         for part in parts:
             result.offers.extend(part.offers)

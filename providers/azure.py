@@ -35,13 +35,14 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, require, walk_pages
+from providers.parsing import as_list, to_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
-URL = "https://prices.azure.com/api/retail/prices"
+ORIGIN = "https://prices.azure.com"
+URL = f"{ORIGIN}/api/retail/prices"
 API_VERSION = "2023-01-01-preview"
 MAX_PAGES_PER_REGION = 100
 
@@ -130,20 +131,9 @@ SIZES: dict[str, Size] = {
 GPU_FAMILY = re.compile(r"^Standard_N[CDVG]\d")  # NC/ND/NV/NG sizes: GPUs; NP (FPGA) is not
 
 
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
 def page_items(payload: Any, where: str) -> tuple[list[Any], str | None]:
     """(Items, NextPageLink or None) of one page."""
-    items = require(payload, "Items", where)
-    if not isinstance(items, list):
-        raise ProviderError(f"schema changed: 'Items' is not a list at {where}")
+    items = as_list(require(payload, "Items", where), "'Items'", where)
     next_link = payload.get("NextPageLink")
     if next_link is not None and not isinstance(next_link, str):
         raise ProviderError(f"schema changed: 'NextPageLink' is not a string at {where}")
@@ -178,7 +168,7 @@ def parse_items(items: list[Any]) -> ScrapeResult:
         region = str(require(item, "armRegionName", where) or "").lower()
         unit = require(item, "unitOfMeasure", where)
         currency = item.get("currencyCode", "USD")
-        price = _dec(require(item, "retailPrice", where), f"{where}.retailPrice")
+        price = to_decimal(require(item, "retailPrice", where), f"{where}.retailPrice")
         if unit != "1 Hour" or currency != "USD":
             result.skipped.append(f"{sku} in {region}: priced per {unit!r} in {currency}")
             continue
@@ -210,11 +200,23 @@ def parse_items(items: list[Any]) -> ScrapeResult:
     return result
 
 
-def _check_next(link: str, region: str) -> str:
-    parts = urlsplit(link)
-    if parts.scheme != "https" or parts.hostname != "prices.azure.com":
-        raise ProviderError(f"unexpected NextPageLink host {parts.hostname!r} for region {region}")
-    return link
+async def _region_items(ctx: FetchContext, region: str) -> list[Any]:
+    """Every Retail Prices item of one region: its `$filter` query, then each NextPageLink to the end."""
+    items: list[Any] = []
+
+    def read(payload: Any, page: int) -> str | None:
+        page_rows, next_link = page_items(payload, f"{region} page {page}")
+        items.extend(page_rows)
+        return next_link
+
+    await walk_pages(
+        lambda link: get_json(ctx, link) if link else get_json(ctx, URL, params=region_params(region)),
+        read,
+        what=f"{region} prices",
+        max_pages=MAX_PAGES_PER_REGION,
+        origin=ORIGIN,  # never follow a NextPageLink off Azure's price API
+    )
+    return items
 
 
 class Azure(Provider):
@@ -228,17 +230,5 @@ class Azure(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         items: list[Any] = []
         for region in REGIONS:
-            payload = await get_json(ctx, URL, params=region_params(region))
-            page_rows, next_link = page_items(payload, f"{region} page 1")
-            items.extend(page_rows)
-            seen = {""}
-            page = 1
-            while next_link:
-                if next_link in seen or page >= MAX_PAGES_PER_REGION:
-                    raise ProviderError(f"pagination for region {region} did not end after {page} pages")
-                seen.add(next_link)
-                page += 1
-                payload = await get_json(ctx, _check_next(next_link, region))
-                page_rows, next_link = page_items(payload, f"{region} page {page}")
-                items.extend(page_rows)
+            items += await _region_items(ctx, region)
         return parse_items(items)

@@ -13,12 +13,12 @@ Variants without GPUs (CPU-only) are skipped silently. No pagination.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import post_json, require
+from providers.parsing import as_list, cents_to_dollars, gigabytes, slug, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://api.cloudrift.ai/api/v1/instance-types/list"
@@ -26,51 +26,26 @@ BODY: dict[str, Any] = {
     "version": "2025-03-21",
     "data": {"selector": {"ByServiceAndLocation": {"services": ["vm"]}}},
 }
-GIB = Decimal(1024**3)
-GB_PLACES = Decimal("0.01")
-
-
-def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
-def _gib(value: Decimal | None) -> Decimal | None:
-    return (value / GIB).quantize(GB_PLACES) if value else None
-
-
-def region_of(dc: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", dc.strip().lower()).strip("-")
+GIB = 1024**3  # bytes
 
 
 def parse(payload: Any) -> ScrapeResult:
     data = require(payload, "data", "response")
-    types = require(data, "instance_types", "data")
-    if not isinstance(types, list):
-        raise ProviderError("schema changed: data.instance_types is not a list")
+    types = as_list(require(data, "instance_types", "data"), "data.instance_types")
     result = ScrapeResult()
     for i, itype in enumerate(types):
         where = f"instance_types[{i}]"
         brand = itype.get("brand_short") if isinstance(itype, dict) else None
-        variants = require(itype, "variants", where)
-        if not isinstance(variants, list):
-            raise ProviderError(f"schema changed: {where}.variants is not a list")
-        for j, variant in enumerate(variants):
+        for j, variant in enumerate(as_list(require(itype, "variants", where), f"{where}.variants")):
             vwhere = f"{where}.variants[{j}]"
             name = str(require(variant, "name", vwhere))
-            count = _dec(variant.get("gpu_count"), f"{vwhere}.gpu_count")
+            count = to_optional_decimal(variant.get("gpu_count"), f"{vwhere}.gpu_count")
             if not count or count <= 0:
                 continue  # CPU-only variant
             if not brand:
                 result.skipped.append(f"{name}: GPU variant without brand_short")
                 continue
-            cents = _dec(require(variant, "cost_per_hour", vwhere), f"{vwhere}.cost_per_hour")
+            cents = to_optional_decimal(require(variant, "cost_per_hour", vwhere), f"{vwhere}.cost_per_hour")
             if cents is None or cents <= 0:
                 result.skipped.append(f"{name}: no price")
                 continue
@@ -80,13 +55,13 @@ def parse(payload: Any) -> ScrapeResult:
             common: dict[str, Any] = {
                 "gpu_name": str(brand),
                 "gpu_count": count,
-                "price_per_hour": cents / 100,
-                "gpu_memory_gb": _gib(_dec(variant.get("vram"), f"{vwhere}.vram")),
+                "price_per_hour": cents_to_dollars(cents),
+                "gpu_memory_gb": gigabytes(to_optional_decimal(variant.get("vram"), f"{vwhere}.vram"), GIB),
                 "instance_type": name,
-                "vcpus": _dec(variant.get("cpu_count"), f"{vwhere}.cpu_count"),
-                "ram_gb": _gib(_dec(variant.get("dram"), f"{vwhere}.dram")),
+                "vcpus": to_optional_decimal(variant.get("cpu_count"), f"{vwhere}.cpu_count"),
+                "ram_gb": gigabytes(to_optional_decimal(variant.get("dram"), f"{vwhere}.dram"), GIB),
             }
-            disk = _gib(_dec(variant.get("disk"), f"{vwhere}.disk"))
+            disk = gigabytes(to_optional_decimal(variant.get("disk"), f"{vwhere}.disk"), GIB)
             attributes: dict[str, Any] = {"disk_gb": str(disk)} if disk else {}
             if itype.get("name"):
                 attributes["instance_type_family"] = itype["name"]
@@ -96,11 +71,11 @@ def parse(payload: Any) -> ScrapeResult:
                 )
                 continue
             for dc, free in nodes.items():
-                free_nodes = _dec(free, f"{vwhere}.nodes_per_dc.{dc}") or Decimal(0)
+                free_nodes = to_optional_decimal(free, f"{vwhere}.nodes_per_dc.{dc}") or Decimal(0)
                 result.offers.append(
                     ScrapedOffer(
                         key=f"{name}:{dc}",
-                        region=region_of(str(dc)),
+                        region=slug(dc),
                         available=free_nodes > 0,
                         attributes=attributes | {"datacenter": dc, "free_nodes": int(free_nodes)},
                         **common,

@@ -18,11 +18,12 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, redacting_secrets, require, walk_pages
+from providers.parsing import as_list, region_codes, tidy_decimal, to_decimal, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
-API_ROOT = "https://api.digitalocean.com/"
-URL = f"{API_ROOT}v2/sizes?per_page=200"
+API_ROOT = "https://api.digitalocean.com"
+URL = f"{API_ROOT}/v2/sizes?per_page=200"
 MAX_PAGES = 50
 
 # `gpu_info.model` → the name the GPU catalog understands, with the form factor DO's product pages state.
@@ -39,27 +40,6 @@ VENDOR_PREFIXES = ("nvidia", "amd", "intel")
 MEMORY_UNITS = {"gib": Decimal(1), "gb": Decimal(1), "mib": Decimal(1) / 1024, "mb": Decimal(1) / 1024}
 
 
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
-def _opt_dec(value: Any, where: str) -> Decimal | None:
-    return None if value is None else _dec(value, where)
-
-
-def _tidy(value: Decimal) -> Decimal:
-    """Two decimals at most, no trailing zeros, never exponent notation: 640/8 → 80, 1.50 → 1.5."""
-    rounded = value.quantize(Decimal("0.01"))
-    if rounded == rounded.to_integral_value():
-        return rounded.quantize(Decimal(1))
-    return rounded.normalize()
-
-
 def gpu_name_of(model: str) -> str:
     """'nvidia_h100' → 'H100 SXM'; an unmapped model drops its vendor: 'nvidia_b300' → 'B300'."""
     model = model.strip().lower()
@@ -74,17 +54,14 @@ def gpu_name_of(model: str) -> str:
 def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[ScrapeResult, str | None]:
     """Parse one `/v2/sizes` page into `result`; return it and the next page's URL (None at the end)."""
     result = result if result is not None else ScrapeResult()
-    sizes = require(payload, "sizes", "response")
-    if not isinstance(sizes, list):
-        raise ProviderError("schema changed: 'sizes' is not a list")
-    for i, size in enumerate(sizes):
+    for i, size in enumerate(as_list(require(payload, "sizes", "response"), "'sizes'")):
         where = f"sizes[{i}]"
         slug = str(require(size, "slug", where))
         gpu_info = size.get("gpu_info")
         if not gpu_info:
             continue  # a CPU Droplet size
         where = f"size {slug}"
-        count = _dec(require(gpu_info, "count", f"{where}.gpu_info"), f"{where}.gpu_info.count")
+        count = to_decimal(require(gpu_info, "count", f"{where}.gpu_info"), f"{where}.gpu_info.count")
         if count <= 0:
             result.skipped.append(f"{slug}: gpu_info.count={count}")
             continue
@@ -95,16 +72,14 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[Scrape
             unit = str(vram.get("unit") or "gib").lower()
             if unit not in MEMORY_UNITS:
                 raise ProviderError(f"schema changed: unknown vram unit {unit!r} at {where}")
-            total = _dec(vram["amount"], f"{where}.gpu_info.vram.amount") * MEMORY_UNITS[unit]
-            per_gpu_memory = _tidy(total / count) if total > 0 else None
-        price = _dec(require(size, "price_hourly", where), f"{where}.price_hourly")
+            total = to_decimal(vram["amount"], f"{where}.gpu_info.vram.amount") * MEMORY_UNITS[unit]
+            per_gpu_memory = tidy_decimal(total / count) if total > 0 else None
+        price = to_decimal(require(size, "price_hourly", where), f"{where}.price_hourly")
         if price <= 0:
             result.skipped.append(f"{slug}: price_hourly={price}")
             continue
-        regions = require(size, "regions", where)
-        if not isinstance(regions, list):
-            raise ProviderError(f"schema changed: regions is not a list at {where}")
-        memory_mib = _opt_dec(size.get("memory"), f"{where}.memory")
+        regions = as_list(require(size, "regions", where), "regions", where)
+        memory_mib = to_optional_decimal(size.get("memory"), f"{where}.memory")
         attributes: dict[str, Any] = {"raw_gpu": model}
         for field in ("description", "price_monthly", "disk"):
             if size.get(field) is not None:
@@ -115,11 +90,11 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[Scrape
             "price_per_hour": price,
             "gpu_memory_gb": per_gpu_memory,
             "instance_type": slug,
-            "vcpus": _opt_dec(size.get("vcpus"), f"{where}.vcpus"),
-            "ram_gb": _tidy(memory_mib / 1024) if memory_mib else None,
+            "vcpus": to_optional_decimal(size.get("vcpus"), f"{where}.vcpus"),
+            "ram_gb": tidy_decimal(memory_mib / 1024) if memory_mib else None,
         }
         sellable = size.get("available", True) is not False
-        codes = sorted({str(r).strip().lower() for r in regions if str(r).strip()})
+        codes = region_codes(regions)
         if not codes or not sellable:
             result.offers.append(
                 ScrapedOffer(key=slug, region="", available=False, attributes=dict(attributes), **common)
@@ -138,18 +113,7 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[Scrape
     next_url = pages.get("next")
     if next_url is not None and not isinstance(next_url, str):
         raise ProviderError("schema changed: 'links.pages.next' is not a URL")
-    if next_url and not next_url.startswith(API_ROOT):
-        # Never follow a link (and send our token) off DigitalOcean's API host.
-        raise ProviderError(f"links.pages.next points outside {API_ROOT}")
     return result, next_url or None
-
-
-def _without_secret(exc: ProviderError, secret: str) -> ProviderError:
-    """The same error with the token blanked out, should a server ever echo it back."""
-    message = str(exc)
-    if secret and secret in message:
-        return type(exc)(message.replace(secret, "<redacted>"))
-    return exc
 
 
 class DigitalOcean(Provider):
@@ -165,14 +129,14 @@ class DigitalOcean(Provider):
         token = ctx.secret("DIGITALOCEAN_TOKEN")
         headers = {"Authorization": f"Bearer {token}"}
         result = ScrapeResult()
-        url: str | None = URL
-        seen: set[str] = set()
-        try:
-            while url is not None:
-                if url in seen or len(seen) >= MAX_PAGES:
-                    raise ProviderError(f"pagination did not end after {len(seen)} pages of /v2/sizes")
-                seen.add(url)
-                result, url = parse_page(await get_json(ctx, url, headers=headers), result)
-        except ProviderError as exc:
-            raise _without_secret(exc, token) from None
+        with redacting_secrets(token):
+            # walk_pages never follows a link (and sends our token) off DigitalOcean's API host.
+            await walk_pages(
+                lambda url: get_json(ctx, url, headers=headers),
+                lambda payload, _: parse_page(payload, result)[1],
+                what="/v2/sizes",
+                max_pages=MAX_PAGES,
+                first=URL,
+                origin=API_ROOT,
+            )
         return result

@@ -20,20 +20,12 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, redacting_secrets, require
+from providers.parsing import region_codes, to_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://platform.fluidstack.io/list_available_configurations"
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)GB$", re.IGNORECASE)
-
-
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value).strip())
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
 
 
 def memory_of(gpu_type: str) -> Decimal | None:
@@ -63,14 +55,14 @@ def parse(payload: Any) -> ScrapeResult:
         if rate is None:
             result.skipped.append(f"{gpu_type}: no price_per_gpu_hr")
             continue
-        per_gpu = _dec(rate, f"{where}.price_per_gpu_hr")
+        per_gpu = to_decimal(rate, f"{where}.price_per_gpu_hr")
         if per_gpu <= 0:
             result.skipped.append(f"{gpu_type}: price_per_gpu_hr={per_gpu}")
             continue
         memory = memory_of(gpu_type)
-        codes = sorted({str(r).strip().lower() for r in regions if r is not None and str(r).strip()})
+        codes = region_codes(r for r in regions if r is not None)
         for raw_count in counts:
-            count = _dec(raw_count, f"{where}.gpu_counts")
+            count = to_decimal(raw_count, f"{where}.gpu_counts")
             if count == count.to_integral_value():
                 count = count.quantize(Decimal(1))  # 8.0 → 8, so keys stay stable
             if count <= 0:
@@ -97,14 +89,6 @@ def parse(payload: Any) -> ScrapeResult:
     return result
 
 
-def _without_secret(exc: ProviderError, secret: str) -> ProviderError:
-    """The same error with the API key blanked out, should a server ever echo it back."""
-    message = str(exc)
-    if secret and secret in message:
-        return type(exc)(message.replace(secret, "<redacted>"))
-    return exc
-
-
 class FluidStack(Provider):
     name = "fluidstack"
     title = "FluidStack"
@@ -116,7 +100,5 @@ class FluidStack(Provider):
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("FLUIDSTACK_API_KEY")
-        try:
+        with redacting_secrets(key):
             return parse(await get_json(ctx, URL, headers={"api-key": key}))
-        except ProviderError as exc:
-            raise _without_secret(exc, key) from None

@@ -31,7 +31,8 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, require, walk_pages
+from providers.parsing import as_list
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
@@ -117,10 +118,7 @@ def unit_price(sku: dict[str, Any], where: str) -> tuple[Decimal, str, str]:
 
 def parse_page(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult:
     result = result if result is not None else ScrapeResult()
-    skus = require(payload, "skus", "response")
-    if not isinstance(skus, list):
-        raise ProviderError("schema changed: skus is not a list")
-    for i, sku in enumerate(skus):
+    for i, sku in enumerate(as_list(require(payload, "skus", "response"), "skus")):
         where = f"skus[{i}]"
         description = str(require(sku, "description", where))
         category = require(sku, "category", where)
@@ -140,9 +138,7 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult
         if unit != "h" or currency != "USD" or price <= 0:
             result.skipped.append(f"{sku_id}: price {price} {currency} per {unit!r}")
             continue
-        regions = require(sku, "serviceRegions", where)
-        if not isinstance(regions, list):
-            raise ProviderError(f"schema changed: {where}.serviceRegions is not a list")
+        regions = as_list(require(sku, "serviceRegions", where), f"{where}.serviceRegions")
         gpu = GPUS.get(re.sub(r"\s+", "", model.lower()))
         attributes: dict[str, Any] = {"price_scope": "gpu_only", "sku": sku_id, "description": description}
         if gpu is not None:
@@ -179,18 +175,17 @@ class Gcp(Provider):
     parser_version = "1"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
-        key = ctx.secret("GCP_API_KEY")
+        params = {"key": ctx.secret("GCP_API_KEY"), "pageSize": str(PAGE_SIZE)}
         result = ScrapeResult()
-        token = ""
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            params = {"key": key, "pageSize": str(PAGE_SIZE)} | ({"pageToken": token} if token else {})
-            payload = await get_json(ctx, URL, params=params)
+
+        def read(payload: Any, _: int) -> str:
             parse_page(payload, result)
-            token = str(payload.get("nextPageToken") or "")
-            if not token:
-                return result
-            if token in seen:
-                raise ProviderError("pagination loop: nextPageToken repeated")
-            seen.add(token)
-        raise ProviderError(f"pagination did not end after {MAX_PAGES} pages")
+            return str(payload.get("nextPageToken") or "")
+
+        await walk_pages(
+            lambda token: get_json(ctx, URL, params=params | ({"pageToken": token} if token else {})),
+            read,
+            what="Compute Engine SKUs",
+            max_pages=MAX_PAGES,
+        )
+        return result

@@ -22,7 +22,8 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, redacting_secrets, require
+from providers.parsing import as_list, to_decimal, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 API = "https://infrahub-api.nexgencloud.com/v1"
@@ -31,17 +32,8 @@ PRICEBOOK_URL = f"{API}/pricebook"
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)GB?$", re.IGNORECASE)
 
 
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value).strip())
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
 def _opt_dec(value: Any, where: str) -> Decimal | None:
-    return None if value is None or value == "" else _dec(value, where)
+    return to_optional_decimal(value, where, blank_is_none=True)
 
 
 def _plain(value: Decimal) -> Decimal:
@@ -61,10 +53,8 @@ def memory_of(raw: str) -> Decimal | None:
 
 def parse_pricebook(payload: Any) -> dict[str, dict[str, Any]]:
     """`[{name, value, original_value, …}]` → {lower-cased name: entry with `value` as Decimal}."""
-    if not isinstance(payload, list):
-        raise ProviderError(f"schema changed: pricebook is not a list (got {type(payload).__name__})")
     book: dict[str, dict[str, Any]] = {}
-    for i, entry in enumerate(payload):
+    for i, entry in enumerate(as_list(payload, "pricebook")):
         where = f"pricebook[{i}]"
         name = str(require(entry, "name", where)).strip()
         value = _opt_dec(require(entry, "value", where), f"{where}.value")
@@ -82,22 +72,17 @@ def parse(flavors_payload: Any, pricebook_payload: Any) -> ScrapeResult:
     if isinstance(flavors_payload, dict) and flavors_payload.get("status") is False:
         message = str(flavors_payload.get("message") or "no message")[:200]
         raise ProviderError(f"flavors call failed: {message}")
-    groups = require(flavors_payload, "data", "flavors response")
-    if not isinstance(groups, list):
-        raise ProviderError("schema changed: flavors 'data' is not a list")
+    groups = as_list(require(flavors_payload, "data", "flavors response"), "flavors 'data'")
     book = parse_pricebook(pricebook_payload)
     result = ScrapeResult()
     unpriced: set[str] = set()
     for i, group in enumerate(groups):
         where = f"data[{i}]"
-        flavors = require(group, "flavors", where)
-        if not isinstance(flavors, list):
-            raise ProviderError(f"schema changed: flavors is not a list at {where}")
-        for j, flavor in enumerate(flavors):
+        for j, flavor in enumerate(as_list(require(group, "flavors", where), "flavors", where)):
             fwhere = f"{where}.flavors[{j}]"
             name = str(require(flavor, "name", fwhere))
             raw_gpu = str(flavor.get("gpu") or group.get("gpu") or "").strip()
-            count = _dec(require(flavor, "gpu_count", fwhere), f"{fwhere}.gpu_count")
+            count = to_decimal(require(flavor, "gpu_count", fwhere), f"{fwhere}.gpu_count")
             if not raw_gpu or count <= 0:
                 continue  # CPU-only flavor
             price = book.get(raw_gpu.lower())
@@ -132,14 +117,6 @@ def parse(flavors_payload: Any, pricebook_payload: Any) -> ScrapeResult:
     return result
 
 
-def _without_secret(exc: ProviderError, secret: str) -> ProviderError:
-    """The same error with the API key blanked out, should a server ever echo it back."""
-    message = str(exc)
-    if secret and secret in message:
-        return type(exc)(message.replace(secret, "<redacted>"))
-    return exc
-
-
 class Hyperstack(Provider):
     name = "hyperstack"
     title = "Hyperstack (NexGen Cloud)"
@@ -152,9 +129,7 @@ class Hyperstack(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("HYPERSTACK_API_KEY")
         headers = {"api_key": key}
-        try:
+        with redacting_secrets(key):
             flavors = await get_json(ctx, FLAVORS_URL, headers=headers)
             pricebook = await get_json(ctx, PRICEBOOK_URL, headers=headers)
             return parse(flavors, pricebook)
-        except ProviderError as exc:
-            raise _without_secret(exc, key) from None

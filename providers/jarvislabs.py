@@ -29,7 +29,8 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, redacting_secrets, require
+from providers.parsing import as_list, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://backendn.jarvislabs.net/misc/server_meta"
@@ -40,17 +41,8 @@ GPU_NAMES = {"H100": "H100 SXM", "H200": "H200 SXM"}
 _NUMBER = re.compile(r"^\s*(\d+(?:\.\d+)?)")
 
 
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value).strip())
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
 def _opt_dec(value: Any, where: str) -> Decimal | None:
-    return None if value is None or value == "" else _dec(value, where)
+    return to_optional_decimal(value, where, blank_is_none=True)
 
 
 def _opt_int(value: Any, where: str) -> int | None:
@@ -67,9 +59,7 @@ def _vram(value: Any) -> Decimal | None:
 
 
 def parse(payload: Any) -> ScrapeResult:
-    rows = require(payload, "server_meta", "response")
-    if not isinstance(rows, list):
-        raise ProviderError("schema changed: 'server_meta' is not a list")
+    rows = as_list(require(payload, "server_meta", "response"), "'server_meta'")
     currency = payload.get("currency")
     if currency is not None and str(currency).upper() != "USD":
         raise ProviderError(f"prices are quoted in {currency}, expected USD")
@@ -138,14 +128,6 @@ def parse(payload: Any) -> ScrapeResult:
     return result
 
 
-def _without_secret(exc: ProviderError, secret: str) -> ProviderError:
-    """The same error with the API key blanked out, should a server ever echo it back."""
-    message = str(exc)
-    if secret and secret in message:
-        return type(exc)(message.replace(secret, "<redacted>"))
-    return exc
-
-
 class JarvisLabs(Provider):
     name = "jarvislabs"
     title = "JarvisLabs"
@@ -157,7 +139,5 @@ class JarvisLabs(Provider):
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("JARVISLABS_API_KEY")
-        try:
+        with redacting_secrets(key):
             return parse(await get_json(ctx, URL, headers={"Authorization": f"Bearer {key}"}))
-        except ProviderError as exc:
-            raise _without_secret(exc, key) from None

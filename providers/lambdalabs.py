@@ -20,7 +20,8 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.http import get_json, redacting_secrets, require
+from providers.parsing import cents_to_dollars, to_decimal, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://cloud.lambdalabs.com/api/v1/instance-types"
@@ -30,19 +31,6 @@ DESCRIPTION = re.compile(
     r"^\s*(?P<count>\d+)\s*x\s+(?P<model>.+?)\s*\(\s*(?P<memory>\d+(?:\.\d+)?)\s*GB\s*(?P<form>[^)]*?)\s*\)\s*$",
     re.IGNORECASE,
 )
-
-
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
-def _opt_dec(value: Any, where: str) -> Decimal | None:
-    return None if value is None else _dec(value, where)
 
 
 def parse_description(description: str) -> tuple[int, str, Decimal] | None:
@@ -68,11 +56,11 @@ def parse(payload: Any) -> ScrapeResult:
             raise ProviderError(f"schema changed: regions_with_capacity_available is not a list at {where}")
         name = str(require(instance, "name", f"{where}.instance_type"))
         description = require(instance, "description", f"{where}.instance_type")
-        cents = _dec(require(instance, "price_cents_per_hour", f"{where}.instance_type"), f"{where} price")
+        cents = to_decimal(require(instance, "price_cents_per_hour", f"{where}.instance_type"), f"{where} price")
         specs = require(instance, "specs", f"{where}.instance_type")
         if not isinstance(specs, dict):
             raise ProviderError(f"schema changed: specs is not an object at {where}")
-        spec_gpus = _opt_dec(specs.get("gpus"), f"{where}.specs.gpus")
+        spec_gpus = to_optional_decimal(specs.get("gpus"), f"{where}.specs.gpus")
         if spec_gpus is not None and spec_gpus <= 0:
             result.skipped.append(f"{name}: no GPUs (CPU-only instance type)")
             continue
@@ -88,11 +76,11 @@ def parse(payload: Any) -> ScrapeResult:
         common: dict[str, Any] = {
             "gpu_name": gpu_name,
             "gpu_count": gpu_count,
-            "price_per_hour": cents / 100,
+            "price_per_hour": cents_to_dollars(cents),
             "gpu_memory_gb": memory,
             "instance_type": name,
-            "vcpus": _opt_dec(specs.get("vcpus"), f"{where}.specs.vcpus"),
-            "ram_gb": _opt_dec(specs.get("memory_gib"), f"{where}.specs.memory_gib"),
+            "vcpus": to_optional_decimal(specs.get("vcpus"), f"{where}.specs.vcpus"),
+            "ram_gb": to_optional_decimal(specs.get("memory_gib"), f"{where}.specs.memory_gib"),
         }
         attributes: dict[str, Any] = {"raw_gpu": description}
         if specs.get("storage_gib") is not None:
@@ -123,14 +111,6 @@ def parse(payload: Any) -> ScrapeResult:
     return result
 
 
-def _without_secret(exc: ProviderError, secret: str) -> ProviderError:
-    """The same error with the API key blanked out, should a server ever echo it back."""
-    message = str(exc)
-    if secret and secret in message:
-        return type(exc)(message.replace(secret, "<redacted>"))
-    return exc
-
-
 class LambdaLabs(Provider):
     name = "lambdalabs"
     title = "Lambda Cloud"
@@ -142,8 +122,5 @@ class LambdaLabs(Provider):
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("LAMBDA_API_KEY")
-        try:
-            payload = await get_json(ctx, URL, headers={"Authorization": f"Bearer {key}"})
-            return parse(payload)
-        except ProviderError as exc:
-            raise _without_secret(exc, key) from None
+        with redacting_secrets(key):
+            return parse(await get_json(ctx, URL, headers={"Authorization": f"Bearer {key}"}))

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
+from providers.base import FetchContext, Provider, ProviderKind, default_interval_for
 from providers.http import get_json, require
+from providers.parsing import as_list, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 BASE = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data"
@@ -63,14 +64,10 @@ MODELS: dict[str, Model] = {
 
 
 def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
+    """An optional number; a whole one loses its fraction (gpuQty 8.0 → 8)."""
+    number = to_optional_decimal(value, where)
+    if number is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        number = Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
     return number.to_integral_value() if number == number.to_integral_value() else number
 
 
@@ -80,10 +77,7 @@ def _value(obj: Any) -> Any:
 
 
 def _items(payload: Any, what: str) -> list[Any]:
-    items = require(payload, "items", what)
-    if not isinstance(items, list):
-        raise ProviderError(f"schema changed: {what} 'items' is not a list")
-    return items
+    return as_list(require(payload, "items", what), f"{what} 'items'")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +92,11 @@ def parse_products(payload: Any) -> dict[str, Part]:
     for i, item in enumerate(_items(payload, "products.json")):
         where = f"products.json items[{i}]"
         number = require(item, "partNumber", where)
-        localizations = require(item, "currencyCodeLocalizations", where)
-        if not isinstance(localizations, list):
-            raise ProviderError(f"schema changed: currencyCodeLocalizations is not a list at {where}")
+        localizations = as_list(require(item, "currencyCodeLocalizations", where), "currencyCodeLocalizations", where)
         for loc in localizations:
             if not isinstance(loc, dict) or loc.get("currencyCode") != "USD":
                 continue
-            prices = require(loc, "prices", f"{where} USD")
-            if not isinstance(prices, list):
-                raise ProviderError(f"schema changed: prices is not a list at {where}")
-            for price in prices:
+            for price in as_list(require(loc, "prices", f"{where} USD"), "prices", where):
                 if isinstance(price, dict) and price.get("model") == "PAY_AS_YOU_GO":
                     value = _dec(require(price, "value", f"{where} price"), f"{where} price")
                     if value is not None and value > 0:
@@ -137,9 +126,7 @@ def parse(shapes_payload: Any, products_payload: Any) -> ScrapeResult:
         gpus = _dec(shape.get("gpuQty"), f"{where}.gpuQty")
         if gpus is None or gpus <= 0 or shape.get("hidden"):
             continue
-        products = require(shape, "products", where)
-        if not isinstance(products, list):
-            raise ProviderError(f"schema changed: products is not a list at {where}")
+        products = as_list(require(shape, "products", where), "products", where)
         gpu_parts = [p for p in products if isinstance(p, dict) and _value(p.get("type")) == "ocpu"]
         if len(gpu_parts) != 1:
             result.skipped.append(f"{name}: expected one 'ocpu' price part, found {len(gpu_parts)}")

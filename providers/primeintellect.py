@@ -26,6 +26,7 @@ from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import get_json, require
+from providers.parsing import as_list, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://api.primeintellect.ai/api/v1/availability/gpus"
@@ -37,22 +38,11 @@ OUT_OF_STOCK = {"unavailable", "out_of_stock", "out of stock", "outofstock", "no
 _NAME_MEMORY = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
 
 
-def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
 def _default_count(value: Any, where: str) -> Decimal | None:
     """`vcpu` / `memory` are objects with a `defaultCount`; tolerate a bare number or null."""
     if isinstance(value, dict):
-        return _dec(value.get("defaultCount"), f"{where}.defaultCount")
-    return _dec(value, where)
+        return to_optional_decimal(value.get("defaultCount"), f"{where}.defaultCount")
+    return to_optional_decimal(value, where)
 
 
 def availability(stock: Any) -> bool | None:
@@ -89,13 +79,10 @@ def _per_gpu_memory(total: Decimal | None, count: Decimal, gpu_type: str) -> tup
 def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] | None = None) -> ScrapeResult:
     result = result if result is not None else ScrapeResult()
     seen = seen if seen is not None else set()
-    items = require(payload, "items", "response")
-    if not isinstance(items, list):
-        raise ProviderError("schema changed: items is not a list")
-    for i, raw in enumerate(items):
+    for i, raw in enumerate(as_list(require(payload, "items", "response"), "items")):
         where = f"items[{i}]"
         gpu_type = require(raw, "gpuType", where)
-        count = _dec(require(raw, "gpuCount", where), f"{where}.gpuCount")
+        count = to_optional_decimal(require(raw, "gpuCount", where), f"{where}.gpuCount")
         if not gpu_type or not count or count <= 0 or str(gpu_type).upper().startswith("CPU"):
             continue  # CPU node
         gpu_type = str(gpu_type)
@@ -103,10 +90,10 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
         cloud_id = str(require(raw, "cloudId", where))
         prices = require(raw, "prices", where)
         price_field = "onDemand"
-        price = _dec(require(prices, "onDemand", f"{where}.prices"), f"{where}.prices.onDemand")
+        price = to_optional_decimal(require(prices, "onDemand", f"{where}.prices"), f"{where}.prices.onDemand")
         if price is None:
             price_field = "communityPrice"
-            price = _dec(prices.get("communityPrice"), f"{where}.prices.communityPrice")
+            price = to_optional_decimal(prices.get("communityPrice"), f"{where}.prices.communityPrice")
         if price is None or price <= 0:
             result.skipped.append(f"{provider}:{cloud_id}: no price")
             continue
@@ -128,7 +115,9 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
             result.skipped.append(f"{key}: listed twice")
             continue
         seen.add(key)
-        memory, per_gpu_field = _per_gpu_memory(_dec(raw.get("gpuMemory"), f"{where}.gpuMemory"), count, gpu_type)
+        memory, per_gpu_field = _per_gpu_memory(
+            to_optional_decimal(raw.get("gpuMemory"), f"{where}.gpuMemory"), count, gpu_type
+        )
         socket = raw.get("socket")
         attributes: dict[str, Any] = {"upstream": provider, "cloud_id": cloud_id, "raw_gpu": gpu_type}
         for field_name, attr in (
@@ -179,7 +168,7 @@ class PrimeIntellect(Provider):
         received = 0
         for page in range(1, MAX_PAGES + 1):
             payload = await get_json(ctx, URL, params={"page": page, "page_size": PAGE_SIZE}, headers=headers)
-            total = _dec(require(payload, "totalCount", "response"), "totalCount") or Decimal(0)
+            total = to_optional_decimal(require(payload, "totalCount", "response"), "totalCount") or Decimal(0)
             items = require(payload, "items", "response")
             parse_page(payload, result, seen)
             received += len(items)

@@ -29,14 +29,14 @@ does (`?api_key=`); it is not declared in `credentials`, so runs never skip for 
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import post_json, require
+from providers.http import gather_bounded, post_json, require
+from providers.parsing import as_list, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://api.runpod.io/graphql"
@@ -97,19 +97,8 @@ class Location:
         return {"secureCloud": self.secure, **where, "gpuCount": count}
 
 
-def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
 def _int(value: Any, where: str, default: int) -> int:
-    number = _dec(value, where)
+    number = to_optional_decimal(value, where)
     return default if number is None else int(number)
 
 
@@ -126,23 +115,17 @@ def _data(payload: Any, what: str) -> dict[str, Any]:
     return data
 
 
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ProviderError(f"schema changed: {where} is not a list")
-    return value
-
-
 def parse_metadata(payload: Any) -> Metadata:
     data = _data(payload, "metadata query")
     meta = Metadata()
-    for code in _list(require(data, "countryCodes", "data"), "countryCodes"):
+    for code in as_list(require(data, "countryCodes", "data"), "countryCodes"):
         if isinstance(code, str) and code.strip():
             meta.countries.append(code.strip())
-    for i, dc in enumerate(_list(require(data, "dataCenters", "data"), "dataCenters")):
+    for i, dc in enumerate(as_list(require(data, "dataCenters", "data"), "dataCenters")):
         dc_id = require(dc, "id", f"dataCenters[{i}]")
         if dc.get("listed") and isinstance(dc_id, str) and dc_id:
             meta.datacenters.append(dc_id)
-    for i, raw in enumerate(_list(require(data, "gpuTypes", "data"), "gpuTypes")):
+    for i, raw in enumerate(as_list(require(data, "gpuTypes", "data"), "gpuTypes")):
         where = f"gpuTypes[{i}]"
         gpu_id = str(require(raw, "id", where))
         overall = _int(raw.get("maxGpuCount"), f"{where}.maxGpuCount", 0)
@@ -150,7 +133,7 @@ def parse_metadata(payload: Any) -> Metadata:
             id=gpu_id,
             display_name=str(require(raw, "displayName", where) or gpu_id),
             manufacturer=raw.get("manufacturer"),
-            memory_gb=_dec(raw.get("memoryInGb"), f"{where}.memoryInGb"),
+            memory_gb=to_optional_decimal(raw.get("memoryInGb"), f"{where}.memoryInGb"),
             max_secure=_int(raw.get("maxGpuCountSecureCloud"), f"{where}.maxGpuCountSecureCloud", overall),
             max_community=_int(raw.get("maxGpuCountCommunityCloud"), f"{where}.maxGpuCountCommunityCloud", overall),
             min_count=_int(raw.get("minPodGpuCount"), f"{where}.minPodGpuCount", 1),
@@ -164,7 +147,7 @@ def parse_prices(payload: Any, meta: Metadata, location: Location, count: int) -
     """Offers from one price query: `count` GPUs of each type at `location`."""
     data = _data(payload, f"price query ({location.cloud} {location.id} ×{count})")
     result = ScrapeResult()
-    for i, raw in enumerate(_list(require(data, "gpuTypes", "data"), "gpuTypes")):
+    for i, raw in enumerate(as_list(require(data, "gpuTypes", "data"), "gpuTypes")):
         where = f"gpuTypes[{i}] ({location.cloud} {location.id} ×{count})"
         gpu_id = str(require(raw, "id", where))
         lowest = require(raw, "lowestPrice", where)
@@ -178,11 +161,13 @@ def parse_prices(payload: Any, meta: Metadata, location: Location, count: int) -
         limit = gpu.max_secure if location.secure else gpu.max_community
         if not offered or count > limit or count < gpu.min_count:
             continue
-        per_gpu = _dec(require(raw, "securePrice" if location.secure else "communityPrice", where), where)
+        per_gpu = to_optional_decimal(
+            require(raw, "securePrice" if location.secure else "communityPrice", where), where
+        )
         if per_gpu is None or per_gpu <= 0:
             result.skipped.append(f"{where}: {gpu.display_name} has no {location.cloud} price")
             continue
-        memory = _dec(raw.get("memoryInGb"), f"{where}.memoryInGb") or gpu.memory_gb
+        memory = to_optional_decimal(raw.get("memoryInGb"), f"{where}.memoryInGb") or gpu.memory_gb
         result.offers.append(
             ScrapedOffer(
                 key=f"{gpu_id}:{count}:{location.cloud}:{location.id}",
@@ -193,8 +178,8 @@ def parse_prices(payload: Any, meta: Metadata, location: Location, count: int) -
                 gpu_memory_gb=memory if memory and memory > 0 else None,
                 instance_type=f"{count}x {gpu.display_name}",
                 available=True,
-                vcpus=_dec(lowest.get("minVcpu"), f"{where}.minVcpu"),
-                ram_gb=_dec(lowest.get("minMemory"), f"{where}.minMemory"),
+                vcpus=to_optional_decimal(lowest.get("minVcpu"), f"{where}.minVcpu"),
+                ram_gb=to_optional_decimal(lowest.get("minMemory"), f"{where}.minMemory"),
                 attributes={
                     "gpu_id": gpu_id,
                     "cloud": location.cloud,
@@ -204,27 +189,6 @@ def parse_prices(payload: Any, meta: Metadata, location: Location, count: int) -
             )
         )
     return result
-
-
-T = TypeVar("T")
-
-
-async def _bounded(jobs: Iterable[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
-    """Run job factories at most `limit` at a time, results in order; the first failure cancels the rest."""
-    gate = asyncio.Semaphore(limit)
-
-    async def one(job: Callable[[], Awaitable[T]]) -> T:
-        async with gate:
-            return await job()
-
-    tasks = [asyncio.ensure_future(one(job)) for job in jobs]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 class RunPod(Provider):
@@ -250,7 +214,7 @@ class RunPod(Provider):
         locations = [Location(True, dc) for dc in dict.fromkeys(meta.datacenters)]
         locations += [Location(False, cc) for cc in dict.fromkeys(meta.countries)]
         combos = [(loc, count) for count in meta.counts() for loc in locations]
-        payloads = await _bounded([price_query(loc, count) for loc, count in combos], CONCURRENCY)
+        payloads = await gather_bounded([price_query(loc, count) for loc, count in combos], CONCURRENCY)
         result = ScrapeResult()
         seen: set[str] = set()
         for (loc, count), payload in zip(combos, payloads, strict=True):

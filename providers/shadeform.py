@@ -20,23 +20,13 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
+from providers.base import FetchContext, Provider, ProviderKind, default_interval_for
 from providers.http import get_json, require
+from providers.parsing import as_list, cents_to_dollars, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://api.shadeform.ai/v1/instances/types"
 _MEM_SUFFIX = re.compile(r"^(.*?)[ _-](\d+)GB?$", re.IGNORECASE)
-
-
-def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
 
 
 def gpu_name(gpu_type: str, interconnect: str | None, vram_gb: Decimal | None) -> str:
@@ -58,9 +48,7 @@ def gpu_name(gpu_type: str, interconnect: str | None, vram_gb: Decimal | None) -
 
 
 def parse(payload: Any) -> ScrapeResult:
-    rows = require(payload, "instance_types", "response")
-    if not isinstance(rows, list):
-        raise ProviderError("schema changed: instance_types is not a list")
+    rows = as_list(require(payload, "instance_types", "response"), "instance_types")
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(rows):
@@ -69,21 +57,19 @@ def parse(payload: Any) -> ScrapeResult:
         shade_type = str(require(raw, "shade_instance_type", where))
         config = require(raw, "configuration", where)
         cwhere = f"{where}.configuration"
-        count = _dec(require(config, "num_gpus", cwhere), f"{cwhere}.num_gpus")
+        count = to_optional_decimal(require(config, "num_gpus", cwhere), f"{cwhere}.num_gpus")
         gpu_type = config.get("gpu_type")
         if not count or count <= 0 or not gpu_type:
             continue  # CPU-only
-        cents = _dec(require(raw, "hourly_price", where), f"{where}.hourly_price")
+        cents = to_optional_decimal(require(raw, "hourly_price", where), f"{where}.hourly_price")
         if cents is None or cents <= 0:
             result.skipped.append(f"{cloud}:{shade_type}: no price")
             continue
-        availability = require(raw, "availability", where)
-        if not isinstance(availability, list):
-            raise ProviderError(f"schema changed: {where}.availability is not a list")
+        availability = as_list(require(raw, "availability", where), f"{where}.availability")
         if not availability:
             result.skipped.append(f"{cloud}:{shade_type}: no regions listed")
             continue
-        vram = _dec(config.get("vram_per_gpu_in_gb"), f"{cwhere}.vram_per_gpu_in_gb")
+        vram = to_optional_decimal(config.get("vram_per_gpu_in_gb"), f"{cwhere}.vram_per_gpu_in_gb")
         attributes: dict[str, Any] = {
             "cloud": cloud,
             "cloud_instance_type": raw.get("cloud_instance_type"),
@@ -107,13 +93,13 @@ def parse(payload: Any) -> ScrapeResult:
                     key=key,
                     gpu_name=gpu_name(str(gpu_type), config.get("interconnect"), vram),
                     gpu_count=count,
-                    price_per_hour=cents / 100,
+                    price_per_hour=cents_to_dollars(cents),
                     region=region,
                     gpu_memory_gb=vram,
                     instance_type=shade_type,
                     available=flag if isinstance(flag, bool) else None,
-                    vcpus=_dec(config.get("vcpus"), f"{cwhere}.vcpus"),
-                    ram_gb=_dec(config.get("memory_in_gb"), f"{cwhere}.memory_in_gb"),
+                    vcpus=to_optional_decimal(config.get("vcpus"), f"{cwhere}.vcpus"),
+                    ram_gb=to_optional_decimal(config.get("memory_in_gb"), f"{cwhere}.memory_in_gb"),
                     attributes=dict(attributes),
                 )
             )

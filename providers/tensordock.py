@@ -24,29 +24,14 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
+from providers.base import FetchContext, Provider, ProviderKind, default_interval_for
 from providers.http import get_json, require
+from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://dashboard.tensordock.com/api/v2/locations"
 MAX_COUNT = 8
 _MEMORY = re.compile(r"(\d+)\s*gb\b", re.IGNORECASE)
-
-
-def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
-def _slug(*parts: Any) -> str:
-    text = "-".join(str(p) for p in parts if p)
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def _memory(display: str, v0_name: str) -> Decimal | None:
@@ -58,26 +43,21 @@ def _memory(display: str, v0_name: str) -> Decimal | None:
 
 def parse(payload: Any) -> ScrapeResult:
     data = require(payload, "data", "response")
-    locations = require(data, "locations", "data")
-    if not isinstance(locations, list):
-        raise ProviderError("schema changed: data.locations is not a list")
+    locations = as_list(require(data, "locations", "data"), "data.locations")
     result = ScrapeResult()
     for i, loc in enumerate(locations):
         where = f"locations[{i}]"
         loc_id = str(require(loc, "id", where))
-        region = _slug(loc.get("country"), loc.get("stateprovince"), loc.get("city"))
-        gpus = require(loc, "gpus", where)
-        if not isinstance(gpus, list):
-            raise ProviderError(f"schema changed: {where}.gpus is not a list")
-        for j, gpu in enumerate(gpus):
+        region = slug(loc.get("country"), loc.get("stateprovince"), loc.get("city"))
+        for j, gpu in enumerate(as_list(require(loc, "gpus", where), f"{where}.gpus")):
             gwhere = f"{where}.gpus[{j}]"
             v0_name = str(require(gpu, "v0Name", gwhere))
             display = str(gpu.get("displayName") or v0_name)
-            per_gpu = _dec(require(gpu, "price_per_hr", gwhere), f"{gwhere}.price_per_hr")
+            per_gpu = to_optional_decimal(require(gpu, "price_per_hr", gwhere), f"{gwhere}.price_per_hr")
             if per_gpu is None or per_gpu <= 0:
                 result.skipped.append(f"{loc_id}:{v0_name}: no price")
                 continue
-            max_count = _dec(require(gpu, "max_count", gwhere), f"{gwhere}.max_count") or Decimal(0)
+            max_count = to_optional_decimal(require(gpu, "max_count", gwhere), f"{gwhere}.max_count") or Decimal(0)
             resources = gpu.get("resources") if isinstance(gpu.get("resources"), dict) else {}
             unit_prices = gpu.get("pricing") if isinstance(gpu.get("pricing"), dict) else {}
             attributes: dict[str, Any] = {
@@ -88,7 +68,7 @@ def parse(payload: Any) -> ScrapeResult:
             }
             attributes |= {k: v for k, v in resources.items() if v is not None}
             attributes |= {
-                k: format(_dec(v, f"{gwhere}.pricing.{k}"), "f") for k, v in unit_prices.items() if v is not None
+                k: format(to_decimal(v, f"{gwhere}.pricing.{k}"), "f") for k, v in unit_prices.items() if v is not None
             }
             if loc.get("tier") is not None:
                 attributes["tier"] = loc["tier"]

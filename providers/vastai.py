@@ -10,12 +10,12 @@ Quirks handled here:
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import post_json, require
+from providers.parsing import as_list, gigabytes, slug
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://console.vast.ai/api/v0/bundles/"
@@ -34,9 +34,8 @@ def region_of(geolocation: str | None) -> str:
         return ""
     parts = [p.strip() for p in geolocation.split(",")]
     if len(parts) >= 2 and len(parts[-1]) == 2:
-        place = re.sub(r"[^a-z0-9]+", "-", ",".join(parts[:-1]).lower()).strip("-")
-        return f"{parts[-1].lower()}-{place}"
-    return re.sub(r"[^a-z0-9]+", "-", geolocation.lower()).strip("-")
+        return f"{parts[-1].lower()}-{slug(','.join(parts[:-1]))}"
+    return slug(geolocation)
 
 
 def _dec(value: Any) -> Decimal | None:
@@ -48,9 +47,7 @@ def _dec(value: Any) -> Decimal | None:
 
 
 def parse(payload: Any) -> ScrapeResult:
-    offers = require(payload, "offers", "response")
-    if not isinstance(offers, list):
-        raise ProviderError("schema changed: 'offers' is not a list")
+    offers = as_list(require(payload, "offers", "response"), "'offers'")
     result = ScrapeResult()
     for i, raw in enumerate(offers):
         where = f"offers[{i}]"
@@ -68,11 +65,11 @@ def parse(payload: Any) -> ScrapeResult:
             "gpu_name": str(require(raw, "gpu_name", where)),
             "gpu_count": num_gpus,
             "region": region_of(raw.get("geolocation")),
-            "gpu_memory_gb": (gpu_ram_mb / 1024).quantize(Decimal("0.01")) if gpu_ram_mb else None,
+            "gpu_memory_gb": gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
             "instance_type": f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
             "available": True,  # every listed bundle is rentable and not rented
             "vcpus": _dec(raw.get("cpu_cores_effective")) if raw.get("cpu_cores") is not None else None,
-            "ram_gb": (cpu_ram_mb / 1000).quantize(Decimal("0.01")) if cpu_ram_mb else None,
+            "ram_gb": gigabytes(cpu_ram_mb, 1000),
             "attributes": {
                 k: raw[k]
                 for k in ("machine_id", "host_id", "verified", "datacenter", "reliability2", "compute_cap")

@@ -23,51 +23,32 @@ from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, post_json, require
+from providers.http import get_json, post_json, redacting_secrets, require
+from providers.parsing import as_list, tidy_decimal, to_decimal, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 BASE = "https://api.verda.com/v1"
 _COUNT_PREFIX = re.compile(r"^\s*\d+\s*x\s*", re.IGNORECASE)
 
 
-def _dec(value: Any, where: str) -> Decimal:
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value).strip())
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
 def _opt_dec(value: Any, where: str) -> Decimal | None:
-    return None if value is None or value == "" else _dec(value, where)
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ProviderError(f"schema changed: {what} is not a list (got {type(value).__name__})")
-    return value
-
-
-def _tidy(value: Decimal) -> Decimal:
-    rounded = value.quantize(Decimal("0.01"))
-    return rounded.quantize(Decimal(1)) if rounded == rounded.to_integral_value() else rounded.normalize()
+    return to_optional_decimal(value, where, blank_is_none=True)
 
 
 def parse_availability(payload: Any, what: str) -> dict[str, set[str]]:
     """`[{location_code, availabilities: [instance_type…]}]` → {location code (lower): {instance types}}."""
     found: dict[str, set[str]] = {}
-    for i, entry in enumerate(_list(payload, what)):
+    for i, entry in enumerate(as_list(payload, what)):
         where = f"{what}[{i}]"
         code = str(require(entry, "location_code", where)).strip().lower()
-        types = _list(require(entry, "availabilities", where), f"{where}.availabilities")
+        types = as_list(require(entry, "availabilities", where), f"{where}.availabilities")
         found.setdefault(code, set()).update(str(t) for t in types)
     return found
 
 
 def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot_availability: Any) -> ScrapeResult:
     codes: list[str] = []
-    for i, location in enumerate(_list(locations, "/locations response")):
+    for i, location in enumerate(as_list(locations, "/locations response")):
         code = str(require(location, "code", f"locations[{i}]")).strip().lower()
         if code and code not in codes:
             codes.append(code)
@@ -78,12 +59,12 @@ def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot
         Pricing.spot: parse_availability(spot_availability, "instance-availability?is_spot=true"),
     }
     result = ScrapeResult()
-    for i, item in enumerate(_list(instance_types, "/instance-types response")):
+    for i, item in enumerate(as_list(instance_types, "/instance-types response")):
         where = f"instance-types[{i}]"
         instance_type = str(require(item, "instance_type", where))
         where = f"instance type {instance_type}"
         gpu = require(item, "gpu", where)
-        count = _dec(require(gpu, "number_of_gpus", f"{where}.gpu"), f"{where}.gpu.number_of_gpus")
+        count = to_decimal(require(gpu, "number_of_gpus", f"{where}.gpu"), f"{where}.gpu.number_of_gpus")
         if count <= 0:
             continue  # CPU-only instance type
         currency = str(item.get("currency") or "usd").lower()
@@ -106,7 +87,7 @@ def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot
         common: dict[str, Any] = {
             "gpu_name": gpu_name,
             "gpu_count": count,
-            "gpu_memory_gb": _tidy(total_memory / count) if total_memory else None,
+            "gpu_memory_gb": tidy_decimal(total_memory / count) if total_memory else None,
             "instance_type": instance_type,
             "vcpus": _opt_dec(cpu.get("number_of_cores"), f"{where}.cpu") if isinstance(cpu, dict) else None,
             "ram_gb": _opt_dec(memory.get("size_in_gigabytes"), f"{where}.memory")
@@ -136,16 +117,6 @@ def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot
     return result
 
 
-def _scrubbed(exc: ProviderError, secrets: list[str]) -> ProviderError:
-    """The same error with every credential and token blanked out."""
-    message = str(exc)
-    cleaned = message
-    for secret in secrets:
-        if secret:
-            cleaned = cleaned.replace(secret, "<redacted>")
-    return exc if cleaned == message else type(exc)(cleaned)
-
-
 class Verda(Provider):
     name = "verda"
     title = "Verda (formerly DataCrunch)"
@@ -158,8 +129,7 @@ class Verda(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         client_id = ctx.secret("VERDA_CLIENT_ID")
         client_secret = ctx.secret("VERDA_CLIENT_SECRET")
-        secrets = [client_secret, client_id]
-        try:
+        with redacting_secrets(client_secret, client_id):
             grant = await post_json(
                 ctx,
                 f"{BASE}/oauth2/token",
@@ -172,14 +142,11 @@ class Verda(Provider):
             token = require(grant, "access_token", "oauth2/token response")
             if not isinstance(token, str) or not token.strip():
                 raise ProviderError("oauth2/token returned no usable access_token")
-            secrets.insert(0, token)
-            headers = {"Authorization": f"Bearer {token}"}
-            instance_types = await get_json(ctx, f"{BASE}/instance-types", headers=headers)
-            locations = await get_json(ctx, f"{BASE}/locations", headers=headers)
-            on_demand = await get_json(
-                ctx, f"{BASE}/instance-availability", params={"is_spot": "false"}, headers=headers
-            )
-            spot = await get_json(ctx, f"{BASE}/instance-availability", params={"is_spot": "true"}, headers=headers)
-            return parse(instance_types, locations, on_demand, spot)
-        except ProviderError as exc:
-            raise _scrubbed(exc, secrets) from None
+            with redacting_secrets(token):
+                headers = {"Authorization": f"Bearer {token}"}
+                instance_types = await get_json(ctx, f"{BASE}/instance-types", headers=headers)
+                locations = await get_json(ctx, f"{BASE}/locations", headers=headers)
+                availability = f"{BASE}/instance-availability"
+                on_demand = await get_json(ctx, availability, params={"is_spot": "false"}, headers=headers)
+                spot = await get_json(ctx, availability, params={"is_spot": "true"}, headers=headers)
+                return parse(instance_types, locations, on_demand, spot)

@@ -20,11 +20,13 @@ whether capacity is free, so `available` is None. CPU-only plans are skipped sil
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
-from providers.http import get_json, require
+from providers.base import FetchContext, Provider, ProviderKind, default_interval_for
+from providers.http import get_json, require, walk_pages
+from providers.parsing import as_list, gigabytes, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 PLANS_URL = "https://api.vultr.com/v2/plans"
@@ -56,32 +58,11 @@ BARE_METAL_GPUS: dict[str, tuple[str, int, Decimal]] = {
 _METAL_GPU_ID = re.compile(r"-(?:(\d+)-)?([a-z0-9]+)-gpu$")
 
 COUNT_PLACES = Decimal("0.001")  # offers.gpu_count is stored with 3 decimals
-GB_PLACES = Decimal("0.01")
-
-
-def _dec(value: Any, where: str) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
-    try:
-        return Decimal(str(value))
-    except ArithmeticError:
-        raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
-
-
-def _mib_to_gib(value: Decimal | None) -> Decimal | None:
-    return (value / 1024).quantize(GB_PLACES) if value else None
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise ProviderError(f"schema changed: {where} is not a list")
-    return value
+MIB_PER_GIB = 1024
 
 
 def _locations(raw: dict[str, Any], where: str) -> list[str]:
-    return [str(loc).strip().lower() for loc in _list(require(raw, "locations", where), f"{where}.locations")]
+    return [str(loc).strip().lower() for loc in as_list(require(raw, "locations", where), f"{where}.locations")]
 
 
 def _cloud_gpu(gpu_type: str, vram: Decimal) -> tuple[str, Decimal, Decimal, dict[str, Any]]:
@@ -113,17 +94,17 @@ def _metal_gpu(plan_id: str) -> tuple[str, Decimal, Decimal | None, dict[str, An
 def parse_plans(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult:
     """One page of `/v2/plans`."""
     result = result if result is not None else ScrapeResult()
-    for i, raw in enumerate(_list(require(payload, "plans", "response"), "plans")):
+    for i, raw in enumerate(as_list(require(payload, "plans", "response"), "plans")):
         where = f"plans[{i}]"
         plan_id = str(require(raw, "id", where))
         if raw.get("type") != "vcg" and not raw.get("gpu_type"):
             continue  # CPU plan
-        vram = _dec(raw.get("gpu_vram_gb"), f"{where}.gpu_vram_gb")
+        vram = to_optional_decimal(raw.get("gpu_vram_gb"), f"{where}.gpu_vram_gb")
         gpu_type = raw.get("gpu_type")
         if not gpu_type or not vram or vram <= 0:
             result.skipped.append(f"{plan_id}: GPU plan without gpu_type/gpu_vram_gb")
             continue
-        price = _dec(require(raw, "hourly_cost", where), f"{where}.hourly_cost")
+        price = to_optional_decimal(require(raw, "hourly_cost", where), f"{where}.hourly_cost")
         if not price or price <= 0:
             result.skipped.append(f"{plan_id}: zero price")
             continue
@@ -132,7 +113,7 @@ def parse_plans(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
             result.skipped.append(f"{plan_id}: no locations")
             continue
         name, count, per_gpu, extra = _cloud_gpu(str(gpu_type), vram)
-        ram_mb = _dec(raw.get("ram"), f"{where}.ram")
+        ram_mb = to_optional_decimal(raw.get("ram"), f"{where}.ram")
         attributes = {"raw_gpu": gpu_type, "gpu_vram_gb_total": int(vram) if vram == int(vram) else str(vram)}
         attributes |= extra
         if raw.get("monthly_cost") is not None:
@@ -148,8 +129,8 @@ def parse_plans(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
                     gpu_memory_gb=per_gpu,
                     instance_type=plan_id,
                     available=None,
-                    vcpus=_dec(raw.get("vcpu_count"), f"{where}.vcpu_count"),
-                    ram_gb=_mib_to_gib(ram_mb),
+                    vcpus=to_optional_decimal(raw.get("vcpu_count"), f"{where}.vcpu_count"),
+                    ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
                     attributes=dict(attributes),
                 )
             )
@@ -159,14 +140,14 @@ def parse_plans(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
 def parse_metal(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult:
     """One page of `/v2/plans-metal`."""
     result = result if result is not None else ScrapeResult()
-    for i, raw in enumerate(_list(require(payload, "plans_metal", "response"), "plans_metal")):
+    for i, raw in enumerate(as_list(require(payload, "plans_metal", "response"), "plans_metal")):
         where = f"plans_metal[{i}]"
         plan_id = str(require(raw, "id", where))
         gpu = _metal_gpu(plan_id)
         if gpu is None:
             continue  # CPU-only bare metal
         name, count, memory, extra = gpu
-        price = _dec(require(raw, "hourly_cost", where), f"{where}.hourly_cost")
+        price = to_optional_decimal(require(raw, "hourly_cost", where), f"{where}.hourly_cost")
         if not price or price <= 0:
             result.skipped.append(f"{plan_id}: zero price")
             continue
@@ -174,8 +155,8 @@ def parse_metal(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
         if not locations:
             result.skipped.append(f"{plan_id}: no locations")
             continue
-        spot = _dec(raw.get("hourly_cost_preemptible"), f"{where}.hourly_cost_preemptible")
-        ram_mb = _dec(raw.get("ram"), f"{where}.ram")
+        spot = to_optional_decimal(raw.get("hourly_cost_preemptible"), f"{where}.hourly_cost_preemptible")
+        ram_mb = to_optional_decimal(raw.get("ram"), f"{where}.ram")
         attributes: dict[str, Any] = {"bare_metal": True} | extra
         if raw.get("cpu_model"):
             attributes["cpu_model"] = raw["cpu_model"]
@@ -187,8 +168,8 @@ def parse_metal(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
                 "gpu_memory_gb": memory,
                 "instance_type": plan_id,
                 "available": None,
-                "vcpus": _dec(raw.get("cpu_threads"), f"{where}.cpu_threads"),
-                "ram_gb": _mib_to_gib(ram_mb),
+                "vcpus": to_optional_decimal(raw.get("cpu_threads"), f"{where}.cpu_threads"),
+                "ram_gb": gigabytes(ram_mb, MIB_PER_GIB),
             }
             result.offers.append(
                 ScrapedOffer(key=f"{plan_id}:{location}", price_per_hour=price, attributes=dict(attributes), **common)
@@ -214,6 +195,27 @@ def next_cursor(payload: Any) -> str:
     return str(links.get("next") or "")
 
 
+async def _fetch_listing(
+    ctx: FetchContext,
+    url: str,
+    params: dict[str, str],
+    parse: Callable[[Any, ScrapeResult], ScrapeResult],
+    result: ScrapeResult,
+) -> None:
+    """Every page of one listing, the cursor passed back as `cursor=`, parsed into `result`."""
+
+    def read(payload: Any, _: int) -> str:
+        parse(payload, result)
+        return next_cursor(payload)
+
+    await walk_pages(
+        lambda cursor: get_json(ctx, url, params=params | ({"cursor": cursor} if cursor else {})),
+        read,
+        what=url,
+        max_pages=MAX_PAGES,
+    )
+
+
 class Vultr(Provider):
     name = "vultr"
     title = "Vultr"
@@ -225,22 +227,6 @@ class Vultr(Provider):
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         result = ScrapeResult()
-        for url, params, parse in (
-            (PLANS_URL, PLANS_PARAMS, parse_plans),
-            (METAL_URL, METAL_PARAMS, parse_metal),
-        ):
-            seen: set[str] = set()
-            cursor = ""
-            for _ in range(MAX_PAGES):
-                query = dict(params) | ({"cursor": cursor} if cursor else {})
-                payload = await get_json(ctx, url, params=query)
-                parse(payload, result)
-                cursor = next_cursor(payload)
-                if not cursor:
-                    break
-                if cursor in seen:
-                    raise ProviderError(f"pagination loop at {url}: cursor repeated")
-                seen.add(cursor)
-            else:
-                raise ProviderError(f"pagination at {url} did not end after {MAX_PAGES} pages")
+        await _fetch_listing(ctx, PLANS_URL, PLANS_PARAMS, parse_plans, result)
+        await _fetch_listing(ctx, METAL_URL, METAL_PARAMS, parse_metal, result)
         return result

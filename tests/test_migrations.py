@@ -12,7 +12,10 @@ from tests.conftest import PG_ADMIN_URL
 from tracker import migrate
 from tracker.db import make_engine
 
-TABLES = {"scrape_runs", "offers", "offer_prices", "unknown_gpu_names"}
+TABLES = {
+    "scrape_runs", "offers", "offer_prices", "unknown_gpu_names", "data_version",
+    "alert_rules", "alert_channels", "alert_events", "alert_notifications", "alert_delivery_attempts",
+}  # fmt: skip
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -44,3 +47,18 @@ def test_upgrade_check_downgrade_upgrade(blank_engine):
     assert migrate.current(blank_engine) is None
     migrate.upgrade(blank_engine)
     assert migrate.current(blank_engine) is not None
+
+
+def test_embedded_database_behind_head_is_upgraded_by_the_cli(tmp_path):
+    """A SQLite file left at an older revision catches up the next time any command opens it."""
+    from typer.testing import CliRunner
+
+    import tracker.cli  # noqa: F401
+    from tracker.cli.app import app
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = make_engine(url)
+    migrate.upgrade(engine, "0001")
+    result = CliRunner().invoke(app, ["--database-url", url, "providers", "--json"])
+    assert result.exit_code == 0, result.output
+    assert migrate.current(engine) == migrate.head()

@@ -39,6 +39,13 @@ def check(engine: Engine) -> None:
         command.check(cfg)
 
 
+def head() -> str | None:
+    """The newest revision the code ships."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
 def current(engine: Engine) -> str | None:
     from alembic.runtime.migration import MigrationContext
 

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from providers.aws import INSTANCES, REGIONS, URL, Aws, parse_csv
-from providers.base import FetchContext, ProviderError, ProviderKind
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.base import ProviderKind
+from providers.cassette import bundled_cassette
 from providers.registry import get_provider
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    Mutation,
+    assert_integrity,
+    assert_replay_raises,
+    by_key,
+    fetch_recording,
+    replay_fixture,
+)
 from tracker.gpus import get_catalog
 from tracker.offers import Pricing, ScrapeResult
 
@@ -24,30 +29,23 @@ def us_east_csv() -> str:
     return next(i["response"]["text"] for i in raw["interactions"] if "/us-east-1/" in i["request"]["url"])
 
 
-def set_body(raw: dict[str, Any], region: str, text: str, status: int = 200) -> None:
-    for interaction in raw["interactions"]:
-        if f"/{region}/" in interaction["request"]["url"]:
-            interaction["response"] = {"status": status, "headers": {"content-type": "text/csv"}, "text": text}
+def csv_body(region: str, text: str, status: int = 200) -> Mutation:
+    """A mutation: `region`'s price list is answered `status` with `text`."""
+
+    def mutate(raw: dict[str, Any]) -> None:
+        for interaction in raw["interactions"]:
+            if f"/{region}/" in interaction["request"]["url"]:
+                interaction["response"] = {"status": status, "headers": {"content-type": "text/csv"}, "text": text}
+
+    return mutate
 
 
-class Recorder(httpx.AsyncBaseTransport):
-    def __init__(self, cassette: Cassette) -> None:
-        self.inner = ReplayTransport(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await self.inner.handle_async_request(request)
-
-
-@pytest.fixture(scope="module")
-def result() -> ScrapeResult:
-    return replay(Aws)
+result = replay_fixture(Aws)
 
 
 @pytest.fixture(scope="module")
 def offers(result: ScrapeResult) -> dict[str, Any]:
-    return {o.key: o for o in result.offers}
+    return by_key(result)
 
 
 def test_registered_without_credentials() -> None:
@@ -133,20 +131,14 @@ def test_quoted_newline_cell(offers: dict[str, Any]) -> None:
 
 
 def test_regions_retry_and_no_auth() -> None:
-    recorder = Recorder(Cassette.load(bundled_cassette("aws")))
-
-    async def go() -> ScrapeResult:
-        async with httpx.AsyncClient(transport=recorder, timeout=5) as client:
-            return await Aws().fetch(FetchContext(client=client, retries=3, backoff_base_s=0))
-
-    result = asyncio.run(go())
+    result, requests = fetch_recording(Aws)
     assert {o.region for o in result.offers} == {"us-east-1", "eu-west-1"}
     assert all(o.available is None for o in result.offers)
-    urls = [str(r.url) for r in recorder.requests]
+    urls = [str(r.url) for r in requests]
     assert sorted(set(urls)) == sorted(URL.format(region=r) for r in REGIONS)
     assert urls.count(URL.format(region="eu-west-1")) == 2  # 503, then 200
     assert "g6e.12xlarge:eu-west-1:on_demand" in {o.key for o in result.offers}
-    assert all("authorization" not in r.headers for r in recorder.requests)
+    assert all("authorization" not in r.headers for r in requests)
 
 
 def test_crlf_line_endings() -> None:
@@ -166,45 +158,29 @@ def test_instance_table_is_consistent() -> None:
 def test_truncated_csv_raises() -> None:
     text = us_east_csv()
     cut = text[: text.index("g5.12xlarge") + 4]  # stops inside a quoted cell
-
-    with pytest.raises(ProviderError, match="truncated price list for us-east-1"):
-        replay(Aws, mutated_cassette(Aws, lambda raw: set_body(raw, "us-east-1", cut)))
+    assert_replay_raises(Aws, csv_body("us-east-1", cut), "truncated price list for us-east-1")
 
 
 def test_missing_column_raises() -> None:
     text = us_east_csv().replace('"PricePerUnit"', '"PricePerUnitUSD"', 1)
-
-    with pytest.raises(ProviderError, match=r"lacks columns \['PricePerUnit'\]"):
-        replay(Aws, mutated_cassette(Aws, lambda raw: set_body(raw, "us-east-1", text)))
+    assert_replay_raises(Aws, csv_body("us-east-1", text), r"lacks columns \['PricePerUnit'\]")
 
 
 def test_non_csv_body_raises() -> None:
     html = "\n".join(["<html>", "<body>", "maintenance", *["<p>please wait</p>"] * 12, "</body>", "</html>"])
-
-    with pytest.raises(ProviderError, match="no 'SKU' header"):
-        replay(Aws, mutated_cassette(Aws, lambda raw: set_body(raw, "us-east-1", html)))
-    with pytest.raises(ProviderError, match="no header row"):
-        replay(Aws, mutated_cassette(Aws, lambda raw: set_body(raw, "us-east-1", "")))
+    assert_replay_raises(Aws, csv_body("us-east-1", html), "no 'SKU' header")
+    assert_replay_raises(Aws, csv_body("us-east-1", ""), "no header row")
 
 
 def test_row_width_change_raises() -> None:
     text = us_east_csv().replace('"g5.xlarge","Yes"', '"g5.xlarge","Yes","extra"', 1)
-
-    with pytest.raises(ProviderError, match="cells"):
-        replay(Aws, mutated_cassette(Aws, lambda raw: set_body(raw, "us-east-1", text)))
+    assert_replay_raises(Aws, csv_body("us-east-1", text), "cells")
 
 
 def test_repeated_500_raises() -> None:
-    def fail(raw: dict[str, Any]) -> None:
-        set_body(raw, "us-east-1", "internal error", status=500)
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(Aws, mutated_cassette(Aws, fail))
+    assert_replay_raises(Aws, csv_body("us-east-1", "internal error", status=500), "gave up after 4 attempts: HTTP 500")
 
 
 def test_client_error_raises_at_once() -> None:
-    def forbidden(raw: dict[str, Any]) -> None:
-        set_body(raw, "ap-south-1", "<Error><Code>AccessDenied</Code></Error>", status=403)
-
-    with pytest.raises(ProviderError, match=r"HTTP 403 .*AccessDenied"):
-        replay(Aws, mutated_cassette(Aws, forbidden))
+    forbidden = csv_body("ap-south-1", "<Error><Code>AccessDenied</Code></Error>", status=403)
+    assert_replay_raises(Aws, forbidden, r"HTTP 403 .*AccessDenied")

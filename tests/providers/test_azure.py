@@ -2,50 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
 from providers.azure import REGIONS, SIZES, Azure, parse_items
-from providers.base import FetchContext, ProviderError, ProviderKind
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.base import ProviderKind
 from providers.registry import get_provider
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_replay_raises,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.gpus import get_catalog
 from tracker.offers import Pricing, ScrapeResult
 
-
-class Recorder(httpx.AsyncBaseTransport):
-    def __init__(self, cassette: Cassette) -> None:
-        self.inner = ReplayTransport(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await self.inner.handle_async_request(request)
-
-
-def run(cassette: Cassette | None = None) -> tuple[ScrapeResult, Recorder]:
-    recorder = Recorder(cassette or Cassette.load(bundled_cassette("azure")))
-
-    async def go() -> ScrapeResult:
-        async with httpx.AsyncClient(transport=recorder, timeout=5) as client:
-            return await Azure().fetch(FetchContext(client=client, retries=3, backoff_base_s=0))
-
-    return asyncio.run(go()), recorder
-
-
-@pytest.fixture(scope="module")
-def result() -> ScrapeResult:
-    return replay(Azure)
+result = replay_fixture(Azure)
 
 
 @pytest.fixture(scope="module")
 def offers(result: ScrapeResult) -> dict[str, Any]:
-    return {o.key: o for o in result.offers}
+    return by_key(result)
 
 
 def test_registered_without_credentials() -> None:
@@ -111,18 +94,18 @@ def test_newest_meter_wins(offers: dict[str, Any]) -> None:
 
 
 def test_second_page_and_429_followed() -> None:
-    result, recorder = run()
+    result, requests = fetch_recording(Azure)
     keys = {o.key for o in result.offers}
     assert "Standard_NC4as_T4_v3:eastus:on_demand" in keys  # only on page 2
     assert "Standard_ND40rs_v2:eastus:on_demand" in keys
-    urls = [str(r.url) for r in recorder.requests]
+    urls = [str(r.url) for r in requests]
     assert sum("%24skip=1000" in u or "$skip=1000" in u for u in urls) == 1
     # one walk per region, the first eastus request answered 429 and retried, plus eastus page 2
-    assert len(recorder.requests) == len(REGIONS) + 2
-    filters = [r.url.params.get("$filter", "") for r in recorder.requests]
+    assert len(requests) == len(REGIONS) + 2
+    filters = [r.url.params.get("$filter", "") for r in requests]
     for region in REGIONS:
         assert sum(f"armRegionName eq '{region}'" in f for f in filters) == (3 if region == "eastus" else 1)
-    assert all("authorization" not in r.headers for r in recorder.requests)
+    assert all("authorization" not in r.headers for r in requests)
 
 
 def test_regions_and_availability(result: ScrapeResult) -> None:
@@ -176,48 +159,24 @@ def test_windows_and_unknown_units_are_not_offers() -> None:
 
 
 def test_truncated_json_raises() -> None:
-    def truncate(raw: dict[str, Any]) -> None:
-        raw["interactions"][1]["response"] = {
-            "status": 200,
-            "headers": {"content-type": "application/json"},
-            "text": '{"Items": [{"currencyCode": "US',
-        }
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Azure, mutated_cassette(Azure, truncate))
+    assert_replay_raises(Azure, answer(200, text='{"Items": [{"currencyCode": "US', at=1), "invalid JSON")
 
 
 def test_missing_items_raises() -> None:
-    def drop(raw: dict[str, Any]) -> None:
-        del raw["interactions"][1]["response"]["json"]["Items"]
-
-    with pytest.raises(ProviderError, match="'Items' missing"):
-        replay(Azure, mutated_cassette(Azure, drop))
+    assert_replay_raises(Azure, json_without(1, "Items"), "'Items' missing")
 
 
 def test_missing_item_field_raises() -> None:
-    def drop(raw: dict[str, Any]) -> None:
-        del raw["interactions"][2]["response"]["json"]["Items"][0]["retailPrice"]
-
-    with pytest.raises(ProviderError, match="'retailPrice' missing"):
-        replay(Azure, mutated_cassette(Azure, drop))
+    assert_replay_raises(Azure, json_without(2, "Items", 0, "retailPrice"), "'retailPrice' missing")
 
 
 def test_repeated_500_raises() -> None:
-    def fail(raw: dict[str, Any]) -> None:
-        raw["interactions"][0]["response"] = {"status": 500, "headers": {}, "text": "busy"}
-        raw["interactions"][1]["response"] = {"status": 500, "headers": {}, "text": "busy"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(Azure, mutated_cassette(Azure, fail))
+    assert_replay_raises(Azure, answer(500, text="busy", at=(0, 1)), "gave up after 4 attempts: HTTP 500")
 
 
 def test_foreign_next_link_refused() -> None:
-    def redirect(raw: dict[str, Any]) -> None:
-        raw["interactions"][1]["response"]["json"]["NextPageLink"] = "https://evil.example.com/api/retail/prices"
-
-    with pytest.raises(ProviderError, match="unexpected NextPageLink host"):
-        replay(Azure, mutated_cassette(Azure, redirect))
+    redirect = json_with(1, "NextPageLink", value="https://evil.example.com/api/retail/prices")
+    assert_replay_raises(Azure, redirect, "next page of eastus prices is outside https://prices.azure.com")
 
 
 def test_next_link_loop_detected() -> None:
@@ -225,5 +184,4 @@ def test_next_link_loop_detected() -> None:
         page2 = raw["interactions"][2]
         page2["response"]["json"]["NextPageLink"] = raw["interactions"][1]["response"]["json"]["NextPageLink"]
 
-    with pytest.raises(ProviderError, match="did not end"):
-        replay(Azure, mutated_cassette(Azure, loop))
+    assert_replay_raises(Azure, loop, "did not end")

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.cloudrift import BODY, CloudRift
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_replay_raises,
+    by_key,
+    fetch_recording,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(CloudRift)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(CloudRift)
 
 
 def test_integrity(result):
@@ -63,19 +58,7 @@ def test_availability_per_datacenter(result):
 
 
 def test_request_body_and_no_auth():
-    cassette = Cassette.load(bundled_cassette("cloudrift"))
-    seen: list[httpx.Request] = []
-
-    class Spy(ReplayTransport):
-        async def handle_async_request(self, request):
-            seen.append(request)
-            return await super().handle_async_request(request)
-
-    async def go():
-        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
-            return await CloudRift().fetch(FetchContext(client=client, credentials={}, backoff_base_s=0))
-
-    asyncio.run(go())
+    _, seen = fetch_recording(CloudRift)
     assert len(seen) == 2  # a 503, then the retry
     assert all(r.method == "POST" and json.loads(r.content) == BODY for r in seen)
     assert BODY["version"] == "2025-03-21"
@@ -83,21 +66,13 @@ def test_request_body_and_no_auth():
 
 
 def test_truncated_json_raises():
-    def mutate(raw):
-        response = raw["interactions"][1]["response"]
-        del response["json"]
-        response["text"] = '{"version": "2025-03-21", "data": {"instance_types": [{"brand_short": "RTX'
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(CloudRift, mutated_cassette(CloudRift, mutate))
+    truncated = answer(200, text='{"version": "2025-03-21", "data": {"instance_types": [{"brand_short": "RTX', at=1)
+    assert_replay_raises(CloudRift, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def mutate(raw):
-        del raw["interactions"][1]["response"]["json"]["data"]["instance_types"][0]["variants"][0]["cost_per_hour"]
-
-    with pytest.raises(ProviderError, match="cost_per_hour"):
-        replay(CloudRift, mutated_cassette(CloudRift, mutate))
+    no_cost = json_without(1, "data", "instance_types", 0, "variants", 0, "cost_per_hour")
+    assert_replay_raises(CloudRift, no_cost, "cost_per_hour")
 
 
 def test_renamed_envelope_raises():
@@ -105,14 +80,8 @@ def test_renamed_envelope_raises():
         data = raw["interactions"][1]["response"]["json"]["data"]
         data["types"] = data.pop("instance_types")
 
-    with pytest.raises(ProviderError, match="instance_types"):
-        replay(CloudRift, mutated_cassette(CloudRift, mutate))
+    assert_replay_raises(CloudRift, mutate, "instance_types")
 
 
 def test_repeated_500_raises():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 500, "headers": {}, "text": "boom"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts"):
-        replay(CloudRift, mutated_cassette(CloudRift, mutate))
+    assert_replay_raises(CloudRift, answer(500, text="boom"), "gave up after 4 attempts")

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, ProviderKind
+from providers.base import ProviderKind
 from providers.crusoe import CrusoeRates
 from providers.sheet import load_sheet
-from tests.providers.helpers import assert_integrity
-from tracker.offers import Pricing, ScrapeResult
+from tests.providers.helpers import assert_integrity, replay_fixture
+from tracker.offers import Pricing
 
 # providers.md §C.2, Crusoe table: canonical id → (on-demand, spot or None) $/GPU-hour
 EXPECTED = {
@@ -29,13 +25,7 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def result() -> ScrapeResult:
-    async def go() -> ScrapeResult:
-        async with httpx.AsyncClient() as client:  # a sheet makes no request
-            return await CrusoeRates().fetch(FetchContext(client=client))
-
-    return asyncio.run(go())
+result = replay_fixture(CrusoeRates)  # replayed against an empty cassette: a sheet makes no request
 
 
 def test_registered_as_static_sheet():

@@ -2,51 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.digitalocean import DigitalOcean, gpu_name_of
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 PAGE_2 = "https://api.digitalocean.com/v2/sizes?page=2&per_page=200"
 
 
-class SpyTransport(ReplayTransport):
-    """Replays the cassette and keeps every request the adapter sent."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        super().__init__(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await super().handle_async_request(request)
-
-
-def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
-    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("digitalocean")))
-
-    async def go():
-        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
-            return await DigitalOcean().fetch(ctx)
-
-    return asyncio.run(go()), spy.requests
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(DigitalOcean)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(DigitalOcean)
 
 
 def test_integrity(result):
@@ -88,7 +66,7 @@ def test_price_is_per_droplet(result):
 
 
 def test_second_page_followed_after_429():
-    result, requests = fetch_with({"DIGITALOCEAN_TOKEN": "do-tok"})
+    result, requests = fetch_recording(DigitalOcean, {"DIGITALOCEAN_TOKEN": "do-tok"})
     offers = by_key(result)
     assert "gpu-l40sx1-48gb:tor1" in offers  # only on page 2
     assert offers["gpu-mi325x8-2048gb:atl1"].gpu_memory_gb == 256
@@ -128,71 +106,30 @@ def test_gpu_name_of(model, name):
 
 
 def test_token_never_in_errors():
-    def echo(raw):
-        raw["interactions"] = [
-            {
-                "request": raw["interactions"][0]["request"],
-                "response": {"status": 401, "json": {"id": "unauthorized", "message": "bad token do-tok"}},
-            }
-        ]
-
-    with pytest.raises(ProviderError) as err:
-        fetch_with({"DIGITALOCEAN_TOKEN": "do-tok"}, mutated_cassette(DigitalOcean, echo))
-    assert "HTTP 401" in str(err.value) and "do-tok" not in str(err.value)
+    echo = answer(401, json={"id": "unauthorized", "message": "bad token do-tok"})
+    assert_secrets_hidden(DigitalOcean, {"DIGITALOCEAN_TOKEN": "do-tok"}, echo, status=401)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials):
-        fetch_with({})
-
-
-def _page(raw, index):
-    return raw["interactions"][index]["response"]["json"]
+    assert_missing_credentials(DigitalOcean, "DIGITALOCEAN_TOKEN")
 
 
 def test_pagination_loop_and_foreign_links_raise():
-    def loop(raw):
-        _page(raw, 2)["links"]["pages"]["next"] = "https://api.digitalocean.com/v2/sizes?per_page=200"
-
-    with pytest.raises(ProviderError, match="pagination did not end"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, loop))
-
-    def elsewhere(raw):
-        _page(raw, 0)["links"]["pages"]["next"] = "https://evil.example/v2/sizes?page=2"
-
-    with pytest.raises(ProviderError, match="outside"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, elsewhere))
+    loop = json_with(2, "links", "pages", "next", value="https://api.digitalocean.com/v2/sizes?per_page=200")
+    assert_replay_raises(DigitalOcean, loop, "pagination did not end")
+    elsewhere = json_with(0, "links", "pages", "next", value="https://evil.example/v2/sizes?page=2")
+    assert_replay_raises(DigitalOcean, elsewhere, "outside https://api.digitalocean.com")
 
 
 def test_truncated_json_raises():
-    def truncate(raw):
-        raw["interactions"][0]["response"] = {"status": 200, "text": '{"sizes": [{"slug": "gpu-h1'}
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, truncate))
+    assert_replay_raises(DigitalOcean, answer(200, text='{"sizes": [{"slug": "gpu-h1', at=0), "invalid JSON")
 
 
 def test_schema_change_raises():
-    with pytest.raises(ProviderError, match="'sizes'"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, lambda raw: _page(raw, 2).pop("sizes")))
-
-    def no_price(raw):
-        del _page(raw, 0)["sizes"][3]["price_hourly"]
-
-    with pytest.raises(ProviderError, match="price_hourly"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, no_price))
-
-    def no_count(raw):
-        del _page(raw, 2)["sizes"][0]["gpu_info"]["count"]
-
-    with pytest.raises(ProviderError, match="'count'"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, no_count))
+    assert_replay_raises(DigitalOcean, json_without(2, "sizes"), "'sizes'")
+    assert_replay_raises(DigitalOcean, json_without(0, "sizes", 3, "price_hourly"), "price_hourly")
+    assert_replay_raises(DigitalOcean, json_without(2, "sizes", 0, "gpu_info", "count"), "'count'")
 
 
 def test_http_500_past_retries_raises():
-    def always_500(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"]["status"] = 500
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(DigitalOcean, mutated_cassette(DigitalOcean, always_500))
+    assert_replay_raises(DigitalOcean, answer(500, text="internal error"), "gave up after 4 attempts: HTTP 500")

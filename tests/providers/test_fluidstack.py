@@ -2,49 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.fluidstack import FluidStack, memory_of
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
-
-class SpyTransport(ReplayTransport):
-    """Replays the cassette and keeps every request the adapter sent."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        super().__init__(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await super().handle_async_request(request)
-
-
-def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
-    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("fluidstack")))
-
-    async def go():
-        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
-            return await FluidStack().fetch(ctx)
-
-    return asyncio.run(go()), spy.requests
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(FluidStack)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(FluidStack)
 
 
 def test_integrity(result):
@@ -110,61 +87,33 @@ def test_memory_of(raw, memory):
 
 
 def test_api_key_header_after_429_and_never_in_errors():
-    result, requests = fetch_with({"FLUIDSTACK_API_KEY": "fs-key-1"})
+    result, requests = fetch_recording(FluidStack, {"FLUIDSTACK_API_KEY": "fs-key-1"})
     assert len(result.offers) == 36
     assert [r.headers["api-key"] for r in requests] == ["fs-key-1"] * 2  # 429, then 200
     assert "authorization" not in requests[0].headers
-
-    def echo(raw):
-        raw["interactions"] = [
-            {
-                "request": raw["interactions"][0]["request"],
-                "response": {"status": 401, "json": {"detail": "api key fs-key-1 is not valid"}},
-            }
-        ]
-
-    with pytest.raises(ProviderError) as err:
-        fetch_with({"FLUIDSTACK_API_KEY": "fs-key-1"}, mutated_cassette(FluidStack, echo))
-    assert "HTTP 401" in str(err.value) and "fs-key-1" not in str(err.value)
+    echo = answer(401, json={"detail": "api key fs-key-1 is not valid"})
+    assert_secrets_hidden(FluidStack, {"FLUIDSTACK_API_KEY": "fs-key-1"}, echo, status=401)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials):
-        fetch_with({})
+    assert_missing_credentials(FluidStack, "FLUIDSTACK_API_KEY")
 
 
 def test_truncated_json_raises():
-    def truncate(raw):
-        raw["interactions"][1]["response"] = {"status": 200, "text": '[{"gpu_type": "H100_SXM5_80GB", "gpu_co'}
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(FluidStack, mutated_cassette(FluidStack, truncate))
+    truncated = answer(200, text='[{"gpu_type": "H100_SXM5_80GB", "gpu_co', at=1)
+    assert_replay_raises(FluidStack, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def no_price(raw):
-        del raw["interactions"][1]["response"]["json"][0]["price_per_gpu_hr"]
-
-    with pytest.raises(ProviderError, match="'price_per_gpu_hr' missing"):
-        replay(FluidStack, mutated_cassette(FluidStack, no_price))
+    assert_replay_raises(FluidStack, json_without(1, 0, "price_per_gpu_hr"), "'price_per_gpu_hr' missing")
 
     def wrapped(raw):
         raw["interactions"][1]["response"]["json"] = {"configurations": raw["interactions"][1]["response"]["json"]}
 
-    with pytest.raises(ProviderError, match="expected a list of configurations"):
-        replay(FluidStack, mutated_cassette(FluidStack, wrapped))
-
-    def counts_string(raw):
-        raw["interactions"][1]["response"]["json"][0]["gpu_counts"] = "1,2,4,8"
-
-    with pytest.raises(ProviderError, match="gpu_counts/regions are not lists"):
-        replay(FluidStack, mutated_cassette(FluidStack, counts_string))
+    assert_replay_raises(FluidStack, wrapped, "expected a list of configurations")
+    counts_string = json_with(1, 0, "gpu_counts", value="1,2,4,8")
+    assert_replay_raises(FluidStack, counts_string, "gpu_counts/regions are not lists")
 
 
 def test_http_500_past_retries_raises():
-    def always_500(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"]["status"] = 500
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(FluidStack, mutated_cassette(FluidStack, always_500))
+    assert_replay_raises(FluidStack, answer(500, text="internal error"), "gave up after 4 attempts: HTTP 500")

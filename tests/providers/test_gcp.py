@@ -2,44 +2,31 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.base import ProviderError
 from providers.gcp import Gcp, model_of
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    mutated_cassette,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 SECRET = "AIzaSyD-test-0123456789abcdefghij"
 
 
-@pytest.fixture(scope="module")
-def result():
-    return replay(Gcp)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
-
-
-def fetch_with(cassette: Cassette, credentials: dict[str, str]) -> list[httpx.Request]:
-    seen: list[httpx.Request] = []
-
-    class Spy(ReplayTransport):
-        async def handle_async_request(self, request):
-            seen.append(request)
-            return await super().handle_async_request(request)
-
-    async def go():
-        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
-            await Gcp().fetch(FetchContext(client=client, credentials=credentials, backoff_base_s=0))
-
-    asyncio.run(go())
-    return seen
+result = replay_fixture(Gcp)
 
 
 def test_integrity(result):
@@ -105,7 +92,7 @@ def test_model_of():
 
 
 def test_api_key_in_query_and_page_token():
-    seen = fetch_with(Cassette.load(bundled_cassette("gcp")), {"GCP_API_KEY": SECRET})
+    _, seen = fetch_recording(Gcp, {"GCP_API_KEY": SECRET})
     assert len(seen) == 3  # page 1, page 2 answered 429, page 2 again
     assert all(r.url.params["key"] == SECRET and r.url.params["pageSize"] == "5000" for r in seen)
     assert [r.url.params.get("pageToken") for r in seen] == [
@@ -114,63 +101,32 @@ def test_api_key_in_query_and_page_token():
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials, match="GCP_API_KEY"):
-        fetch_with(Cassette.load(bundled_cassette("gcp")), {})
+    assert_missing_credentials(Gcp, "GCP_API_KEY")
 
 
 def test_key_not_in_errors():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {
-                "status": 400, "headers": {},
-                "json": {"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}},
-            }  # fmt: skip
-
-    with pytest.raises(ProviderError) as info:
-        fetch_with(mutated_cassette(Gcp, mutate), {"GCP_API_KEY": SECRET})
-    assert "HTTP 400" in str(info.value) and SECRET not in str(info.value)
-
-    def broken(raw):
-        raw["interactions"][0]["response"] = {"status": 200, "headers": {}, "text": '{"skus": ['}
-
+    invalid = answer(400, json={"error": {"code": 400, "message": "API key not valid.", "status": "INVALID_ARGUMENT"}})
+    assert_secrets_hidden(Gcp, {"GCP_API_KEY": SECRET}, invalid, status=400)
     with pytest.raises(ProviderError, match="invalid JSON") as info:
-        fetch_with(mutated_cassette(Gcp, broken), {"GCP_API_KEY": SECRET})
+        fetch_recording(Gcp, {"GCP_API_KEY": SECRET}, mutated_cassette(Gcp, answer(200, text='{"skus": [', at=0)))
     assert SECRET not in str(info.value)
 
 
 def test_truncated_json_raises():
-    def mutate(raw):
-        response = raw["interactions"][2]["response"]
-        del response["json"]
-        response["text"] = '{"skus": [{"name": "services/6F81-5844-456A/skus/E3C6'
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Gcp, mutated_cassette(Gcp, mutate))
+    truncated = answer(200, text='{"skus": [{"name": "services/6F81-5844-456A/skus/E3C6', at=2)
+    assert_replay_raises(Gcp, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def mutate(raw):
-        sku = raw["interactions"][0]["response"]["json"]["skus"][1]
-        sku["pricingInfo"][0]["pricingExpression"].pop("tieredRates")
-
-    with pytest.raises(ProviderError, match="tieredRates"):
-        replay(Gcp, mutated_cassette(Gcp, mutate))
+    no_tiers = json_without(0, "skus", 1, "pricingInfo", 0, "pricingExpression", "tieredRates")
+    assert_replay_raises(Gcp, no_tiers, "tieredRates")
 
 
 def test_bad_price_raises():
-    def mutate(raw):
-        sku = raw["interactions"][0]["response"]["json"]["skus"][1]
-        sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]["units"] = "two"
-
-    with pytest.raises(ProviderError, match="not a number"):
-        replay(Gcp, mutated_cassette(Gcp, mutate))
+    path = ("skus", 1, "pricingInfo", 0, "pricingExpression", "tieredRates", 0, "unitPrice", "units")
+    assert_replay_raises(Gcp, json_with(0, *path, value="two"), "not a number")
 
 
 def test_repeated_500_raises():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 500, "headers": {}, "text": "backend error"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts") as info:
-        replay(Gcp, mutated_cassette(Gcp, mutate), GCP_API_KEY=SECRET)
-    assert SECRET not in str(info.value)
+    error = assert_replay_raises(Gcp, answer(500, text="backend error"), "gave up after 4 attempts", GCP_API_KEY=SECRET)
+    assert SECRET not in error

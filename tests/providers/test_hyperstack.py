@@ -2,51 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.hyperstack import Hyperstack, memory_of
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 FLAVORS, PRICEBOOK_502, PRICEBOOK = range(3)  # interaction indexes
 
 
-class SpyTransport(ReplayTransport):
-    """Replays the cassette and keeps every request the adapter sent."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        super().__init__(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await super().handle_async_request(request)
-
-
-def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
-    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("hyperstack")))
-
-    async def go():
-        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
-            return await Hyperstack().fetch(ctx)
-
-    return asyncio.run(go()), spy.requests
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(Hyperstack)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(Hyperstack)
 
 
 def test_integrity(result):
@@ -110,68 +88,38 @@ def test_memory_of(raw, memory):
 
 
 def test_api_key_header_and_never_in_errors():
-    result, requests = fetch_with({"HYPERSTACK_API_KEY": "hs-key-7"})
+    result, requests = fetch_recording(Hyperstack, {"HYPERSTACK_API_KEY": "hs-key-7"})
     assert len(result.offers) == 15
     assert [r.url.path for r in requests] == ["/v1/core/flavors", "/v1/pricebook", "/v1/pricebook"]  # 502 retried
     assert {r.headers["api_key"] for r in requests} == {"hs-key-7"}
-
-    def echo(raw):
-        raw["interactions"][FLAVORS]["response"] = {
-            "status": 401,
-            "json": {"status": False, "message": "api_key hs-key-7 is invalid"},
-        }
-
-    with pytest.raises(ProviderError) as err:
-        fetch_with({"HYPERSTACK_API_KEY": "hs-key-7"}, mutated_cassette(Hyperstack, echo))
-    assert "HTTP 401" in str(err.value) and "hs-key-7" not in str(err.value)
+    echo = answer(401, json={"status": False, "message": "api_key hs-key-7 is invalid"}, at=FLAVORS)
+    assert_secrets_hidden(Hyperstack, {"HYPERSTACK_API_KEY": "hs-key-7"}, echo, status=401)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials):
-        fetch_with({})
+    assert_missing_credentials(Hyperstack, "HYPERSTACK_API_KEY")
 
 
 def test_status_false_raises():
-    def failed(raw):
-        raw["interactions"][FLAVORS]["response"]["json"] = {"status": False, "message": "Environment not found"}
-
-    with pytest.raises(ProviderError, match="flavors call failed: Environment not found"):
-        replay(Hyperstack, mutated_cassette(Hyperstack, failed))
+    failed = json_with(FLAVORS, value={"status": False, "message": "Environment not found"})
+    assert_replay_raises(Hyperstack, failed, "flavors call failed: Environment not found")
 
 
 def test_truncated_json_raises():
-    def truncate(raw):
-        raw["interactions"][PRICEBOOK]["response"] = {"status": 200, "text": '[{"id": 1, "name": "H100-80G-PC'}
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Hyperstack, mutated_cassette(Hyperstack, truncate))
+    truncated = answer(200, text='[{"id": 1, "name": "H100-80G-PC', at=PRICEBOOK)
+    assert_replay_raises(Hyperstack, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def no_count(raw):
-        del raw["interactions"][FLAVORS]["response"]["json"]["data"][0]["flavors"][1]["gpu_count"]
-
-    with pytest.raises(ProviderError, match="'gpu_count' missing"):
-        replay(Hyperstack, mutated_cassette(Hyperstack, no_count))
+    assert_replay_raises(Hyperstack, json_without(FLAVORS, "data", 0, "flavors", 1, "gpu_count"), "'gpu_count' missing")
 
     def renamed_value(raw):
         for entry in raw["interactions"][PRICEBOOK]["response"]["json"]:
             entry["price"] = entry.pop("value")
 
-    with pytest.raises(ProviderError, match="'value' missing"):
-        replay(Hyperstack, mutated_cassette(Hyperstack, renamed_value))
-
-    def pricebook_object(raw):
-        raw["interactions"][PRICEBOOK]["response"]["json"] = {"data": []}
-
-    with pytest.raises(ProviderError, match="pricebook is not a list"):
-        replay(Hyperstack, mutated_cassette(Hyperstack, pricebook_object))
+    assert_replay_raises(Hyperstack, renamed_value, "'value' missing")
+    assert_replay_raises(Hyperstack, json_with(PRICEBOOK, value={"data": []}), "pricebook is not a list")
 
 
 def test_http_500_past_retries_raises():
-    def always_500(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"]["status"] = 500
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(Hyperstack, mutated_cassette(Hyperstack, always_500))
+    assert_replay_raises(Hyperstack, answer(500, text="internal error"), "gave up after 4 attempts: HTTP 500")

@@ -2,49 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.base import ProviderError
 from providers.jarvislabs import JarvisLabs, parse
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
-
-class SpyTransport(ReplayTransport):
-    """Replays the cassette and keeps every request the adapter sent."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        super().__init__(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await super().handle_async_request(request)
-
-
-def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
-    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("jarvislabs")))
-
-    async def go():
-        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
-            return await JarvisLabs().fetch(ctx)
-
-    return asyncio.run(go()), spy.requests
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(JarvisLabs)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(JarvisLabs)
 
 
 def test_integrity(result):
@@ -107,26 +85,15 @@ def test_spot_only_for_containers(result):
 
 
 def test_bearer_key_sent_after_503_retry_and_never_in_errors():
-    result, requests = fetch_with({"JARVISLABS_API_KEY": "jl-key-9"})
+    result, requests = fetch_recording(JarvisLabs, {"JARVISLABS_API_KEY": "jl-key-9"})
     assert len(result.offers) == 94
     assert [r.headers["authorization"] for r in requests] == ["Bearer jl-key-9"] * 2  # 503, then 200
-
-    def echo(raw):
-        raw["interactions"] = [
-            {
-                "request": raw["interactions"][0]["request"],
-                "response": {"status": 401, "json": {"message": "Invalid token jl-key-9"}},
-            }
-        ]
-
-    with pytest.raises(ProviderError) as err:
-        fetch_with({"JARVISLABS_API_KEY": "jl-key-9"}, mutated_cassette(JarvisLabs, echo))
-    assert "HTTP 401" in str(err.value) and "jl-key-9" not in str(err.value)
+    echo = answer(401, json={"message": "Invalid token jl-key-9"})
+    assert_secrets_hidden(JarvisLabs, {"JARVISLABS_API_KEY": "jl-key-9"}, echo, status=401)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials):
-        fetch_with({})
+    assert_missing_credentials(JarvisLabs, "JARVISLABS_API_KEY")
 
 
 def test_parse_edge_rows():
@@ -145,38 +112,17 @@ def test_parse_edge_rows():
         parse({"currency": "INR", "server_meta": []})
 
 
-def _payload(raw):
-    return raw["interactions"][1]["response"]["json"]
-
-
 def test_truncated_json_raises():
-    def truncate(raw):
-        raw["interactions"][1]["response"] = {"status": 200, "text": '{"server_meta": [{"gpu_type": "A1'}
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(JarvisLabs, mutated_cassette(JarvisLabs, truncate))
+    truncated = answer(200, text='{"server_meta": [{"gpu_type": "A1', at=1)
+    assert_replay_raises(JarvisLabs, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    with pytest.raises(ProviderError, match="'server_meta'"):
-        replay(JarvisLabs, mutated_cassette(JarvisLabs, lambda raw: _payload(raw).pop("server_meta")))
-
-    with pytest.raises(ProviderError, match=r"'price_per_hour' missing at server_meta\[2\]"):
-        replay(
-            JarvisLabs, mutated_cassette(JarvisLabs, lambda raw: _payload(raw)["server_meta"][2].pop("price_per_hour"))
-        )
-
-    def bad_count(raw):
-        _payload(raw)["server_meta"][0]["num_gpus"] = "four"
-
-    with pytest.raises(ProviderError, match="not a number"):
-        replay(JarvisLabs, mutated_cassette(JarvisLabs, bad_count))
+    assert_replay_raises(JarvisLabs, json_without(1, "server_meta"), "'server_meta'")
+    no_price = json_without(1, "server_meta", 2, "price_per_hour")
+    assert_replay_raises(JarvisLabs, no_price, r"'price_per_hour' missing at server_meta\[2\]")
+    assert_replay_raises(JarvisLabs, json_with(1, "server_meta", 0, "num_gpus", value="four"), "not a number")
 
 
 def test_http_500_past_retries_raises():
-    def always_500(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"]["status"] = 500
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(JarvisLabs, mutated_cassette(JarvisLabs, always_500))
+    assert_replay_raises(JarvisLabs, answer(500, text="internal error"), "gave up after 4 attempts: HTTP 500")

@@ -2,49 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.lambdalabs import LambdaLabs, parse, parse_description
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
-
-class SpyTransport(ReplayTransport):
-    """Replays the cassette and keeps every request the adapter sent."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        super().__init__(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await super().handle_async_request(request)
-
-
-def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
-    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("lambdalabs")))
-
-    async def go():
-        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
-            return await LambdaLabs().fetch(ctx)
-
-    return asyncio.run(go()), spy.requests
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(LambdaLabs)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(LambdaLabs)
 
 
 def test_integrity(result):
@@ -157,74 +134,32 @@ def test_multi_digit_count_and_cpu_only_types():
 
 
 def test_bearer_key_sent_and_never_in_errors():
-    result, requests = fetch_with({"LAMBDA_API_KEY": "lam-key-123"})
+    result, requests = fetch_recording(LambdaLabs, {"LAMBDA_API_KEY": "lam-key-123"})
     assert len(result.offers) == 16
     # The cassette answers the first call with 429: the adapter retried once, sending the key each time.
     assert [r.headers["authorization"] for r in requests] == ["Bearer lam-key-123"] * 2
-
-    def echo_key(raw):
-        raw["interactions"] = [
-            {
-                "request": raw["interactions"][0]["request"],
-                "response": {"status": 401, "json": {"error": {"message": "invalid API key lam-key-123"}}},
-            }
-        ]
-
-    with pytest.raises(ProviderError) as err:
-        fetch_with({"LAMBDA_API_KEY": "lam-key-123"}, mutated_cassette(LambdaLabs, echo_key))
-    assert "HTTP 401" in str(err.value)
-    assert "lam-key-123" not in str(err.value)
+    echo_key = answer(401, json={"error": {"message": "invalid API key lam-key-123"}})
+    assert_secrets_hidden(LambdaLabs, {"LAMBDA_API_KEY": "lam-key-123"}, echo_key, status=401)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials):
-        fetch_with({})
-
-
-def _set_body(raw, **response):
-    for interaction in raw["interactions"]:
-        interaction["response"] = {"status": 200, "headers": {"content-type": "application/json"}} | response
-
-
-def _data(raw):
-    return raw["interactions"][1]["response"]["json"]["data"]
+    assert_missing_credentials(LambdaLabs, "LAMBDA_API_KEY")
 
 
 def test_truncated_json_raises():
-    truncated = '{"data": {"gpu_1x_h100_sxm5": {"inst'
-    cassette = mutated_cassette(LambdaLabs, lambda raw: _set_body(raw, text=truncated))
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(LambdaLabs, cassette)
+    truncated = answer(200, text='{"data": {"gpu_1x_h100_sxm5": {"inst')
+    assert_replay_raises(LambdaLabs, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def drop_price(raw):
-        del _data(raw)["gpu_1x_a10"]["instance_type"]["price_cents_per_hour"]
-
-    with pytest.raises(ProviderError, match="price_cents_per_hour"):
-        replay(LambdaLabs, mutated_cassette(LambdaLabs, drop_price))
-
-    def no_regions(raw):
-        del _data(raw)["gpu_1x_a10"]["regions_with_capacity_available"]
-
-    with pytest.raises(ProviderError, match="regions_with_capacity_available"):
-        replay(LambdaLabs, mutated_cassette(LambdaLabs, no_regions))
-
-    with pytest.raises(ProviderError, match="'data'"):
-        replay(LambdaLabs, mutated_cassette(LambdaLabs, lambda raw: _set_body(raw, json={"error": "gone"})))
-
-    def bad_number(raw):
-        _data(raw)["gpu_1x_a10"]["instance_type"]["specs"]["vcpus"] = "thirty"
-
-    with pytest.raises(ProviderError, match="not a number"):
-        replay(LambdaLabs, mutated_cassette(LambdaLabs, bad_number))
+    drop_price = json_without(1, "data", "gpu_1x_a10", "instance_type", "price_cents_per_hour")
+    assert_replay_raises(LambdaLabs, drop_price, "price_cents_per_hour")
+    no_regions = json_without(1, "data", "gpu_1x_a10", "regions_with_capacity_available")
+    assert_replay_raises(LambdaLabs, no_regions, "regions_with_capacity_available")
+    assert_replay_raises(LambdaLabs, answer(200, json={"error": "gone"}), "'data'")
+    bad_number = json_with(1, "data", "gpu_1x_a10", "instance_type", "specs", "vcpus", value="thirty")
+    assert_replay_raises(LambdaLabs, bad_number, "not a number")
 
 
 def test_http_500_past_retries_raises():
-    def always_500(raw):
-        _set_body(raw, json={"error": "internal"})
-        for interaction in raw["interactions"]:
-            interaction["response"]["status"] = 500
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(LambdaLabs, mutated_cassette(LambdaLabs, always_500))
+    assert_replay_raises(LambdaLabs, answer(500, json={"error": "internal"}), "gave up after 4 attempts: HTTP 500")

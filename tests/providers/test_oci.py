@@ -2,41 +2,35 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import pytest
 
-from providers.base import FetchContext, ProviderError, ProviderKind
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.base import ProviderKind
 from providers.oci import DERIVED, PRODUCTS_URL, SHAPES_URL, Oci, gpu_model, parse
 from providers.registry import get_provider
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_replay_raises,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing, ScrapeResult
 
 SHAPES, PRODUCTS = 0, 2  # interaction indexes (1 is the recorded 429 for products.json)
 
 
-class Recorder(httpx.AsyncBaseTransport):
-    def __init__(self, cassette: Cassette) -> None:
-        self.inner = ReplayTransport(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await self.inner.handle_async_request(request)
-
-
-@pytest.fixture(scope="module")
-def result() -> ScrapeResult:
-    return replay(Oci)
+result = replay_fixture(Oci)
 
 
 @pytest.fixture(scope="module")
 def offers(result: ScrapeResult) -> dict[str, Any]:
-    return {o.key: o for o in result.offers}
+    return by_key(result)
 
 
 def test_registered_without_credentials() -> None:
@@ -112,16 +106,10 @@ def test_skipped_shapes(result: ScrapeResult, offers: dict[str, Any]) -> None:
 
 
 def test_requests_and_429_retry() -> None:
-    recorder = Recorder(Cassette.load(bundled_cassette("oci")))
-
-    async def go() -> ScrapeResult:
-        async with httpx.AsyncClient(transport=recorder, timeout=5) as client:
-            return await Oci().fetch(FetchContext(client=client, retries=3, backoff_base_s=0))
-
-    result = asyncio.run(go())
+    result, requests = fetch_recording(Oci)
     assert len(result.offers) == 14
-    assert [str(r.url) for r in recorder.requests] == [SHAPES_URL, PRODUCTS_URL, PRODUCTS_URL]
-    assert all("authorization" not in r.headers for r in recorder.requests)
+    assert [str(r.url) for r in requests] == [SHAPES_URL, PRODUCTS_URL, PRODUCTS_URL]
+    assert all("authorization" not in r.headers for r in requests)
 
 
 def test_gpu_model_from_shape_name() -> None:
@@ -157,40 +145,20 @@ def test_price_in_first_usd_pay_as_you_go_entry() -> None:
 
 
 def test_truncated_json_raises() -> None:
-    def truncate(raw: dict[str, Any]) -> None:
-        raw["interactions"][SHAPES]["response"] = {"status": 200, "headers": {}, "text": '{"items": [{"name": "BM.GPU'}
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Oci, mutated_cassette(Oci, truncate))
+    assert_replay_raises(Oci, answer(200, text='{"items": [{"name": "BM.GPU', at=SHAPES), "invalid JSON")
 
 
 def test_missing_items_raises() -> None:
-    def drop(raw: dict[str, Any]) -> None:
-        del raw["interactions"][PRODUCTS]["response"]["json"]["items"]
-
-    with pytest.raises(ProviderError, match="'items' missing"):
-        replay(Oci, mutated_cassette(Oci, drop))
+    assert_replay_raises(Oci, json_without(PRODUCTS, "items"), "'items' missing")
 
 
 def test_missing_shape_products_raises() -> None:
-    def drop(raw: dict[str, Any]) -> None:
-        del raw["interactions"][SHAPES]["response"]["json"]["items"][2]["products"]
-
-    with pytest.raises(ProviderError, match="'products' missing"):
-        replay(Oci, mutated_cassette(Oci, drop))
+    assert_replay_raises(Oci, json_without(SHAPES, "items", 2, "products"), "'products' missing")
 
 
 def test_bad_quantity_raises() -> None:
-    def corrupt(raw: dict[str, Any]) -> None:
-        raw["interactions"][SHAPES]["response"]["json"]["items"][2]["gpuQty"] = {"value": 8}
-
-    with pytest.raises(ProviderError, match="expected a number"):
-        replay(Oci, mutated_cassette(Oci, corrupt))
+    assert_replay_raises(Oci, json_with(SHAPES, "items", 2, "gpuQty", value={"value": 8}), "expected a number")
 
 
 def test_repeated_500_raises() -> None:
-    def fail(raw: dict[str, Any]) -> None:
-        raw["interactions"][SHAPES]["response"] = {"status": 500, "headers": {}, "text": "oops"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(Oci, mutated_cassette(Oci, fail))
+    assert_replay_raises(Oci, answer(500, text="oops", at=SHAPES), "gave up after 4 attempts: HTTP 500")

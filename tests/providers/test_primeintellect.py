@@ -2,47 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.primeintellect import PrimeIntellect, availability
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    mutated_cassette,
+    replay,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 SECRET = "pit_live_0123456789abcdef"
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(PrimeIntellect)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
-
-
-def fetch_with(cassette: Cassette, credentials: dict[str, str]) -> list[httpx.Request]:
-    seen: list[httpx.Request] = []
-
-    class Spy(ReplayTransport):
-        async def handle_async_request(self, request):
-            seen.append(request)
-            return await super().handle_async_request(request)
-
-    async def go():
-        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
-            await PrimeIntellect().fetch(FetchContext(client=client, credentials=credentials, backoff_base_s=0))
-
-    asyncio.run(go())
-    return seen
-
-
 H200 = "nebius:gpu-h200-sxm.8gpu-128vcpu-1600gb:eu-north1:8:secure_cloud"
+
+result = replay_fixture(PrimeIntellect)
 
 
 def test_integrity(result):
@@ -96,66 +78,41 @@ def test_stock_status_region_and_community_price(result):
 
 
 def test_bearer_header_and_pages():
-    seen = fetch_with(Cassette.load(bundled_cassette("primeintellect")), {"PRIME_API_KEY": SECRET})
+    _, seen = fetch_recording(PrimeIntellect, {"PRIME_API_KEY": SECRET})
     assert [r.url.params["page"] for r in seen] == ["1", "2", "2"]  # page 2 once more after its 502
     assert all(r.url.params["page_size"] == "100" for r in seen)
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in seen)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials, match="PRIME_API_KEY"):
-        fetch_with(Cassette.load(bundled_cassette("primeintellect")), {})
+    assert_missing_credentials(PrimeIntellect, "PRIME_API_KEY")
 
 
 def test_flaky_empty_answer_returns_no_offers():
-    def mutate(raw):
-        raw["interactions"][0]["response"]["json"] = {"items": [], "totalCount": 0}
-
-    empty = replay(PrimeIntellect, mutated_cassette(PrimeIntellect, mutate))
+    flaky = json_with(0, value={"items": [], "totalCount": 0})
+    empty = replay(PrimeIntellect, mutated_cassette(PrimeIntellect, flaky))
     assert empty.offers == [] and empty.skipped == []  # ingest's quarantine handles the collapse
 
 
 def test_secret_not_in_errors():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 403, "headers": {}, "json": {"detail": "Forbidden"}}
-
-    with pytest.raises(ProviderError) as info:
-        fetch_with(mutated_cassette(PrimeIntellect, mutate), {"PRIME_API_KEY": SECRET})
-    assert "HTTP 403" in str(info.value) and SECRET not in str(info.value)
+    forbidden = answer(403, json={"detail": "Forbidden"})
+    assert_secrets_hidden(PrimeIntellect, {"PRIME_API_KEY": SECRET}, forbidden, status=403)
 
 
 def test_truncated_json_raises():
-    def mutate(raw):
-        response = raw["interactions"][0]["response"]
-        del response["json"]
-        response["text"] = '{"items": [{"cloudId": "NVIDIA H100'
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(PrimeIntellect, mutated_cassette(PrimeIntellect, mutate))
+    truncated = answer(200, text='{"items": [{"cloudId": "NVIDIA H100', at=0)
+    assert_replay_raises(PrimeIntellect, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def mutate(raw):
-        del raw["interactions"][0]["response"]["json"]["items"][0]["prices"]
-
-    with pytest.raises(ProviderError, match="prices"):
-        replay(PrimeIntellect, mutated_cassette(PrimeIntellect, mutate))
+    assert_replay_raises(PrimeIntellect, json_without(0, "items", 0, "prices"), "prices")
 
 
 def test_missing_total_count_raises():
-    def mutate(raw):
-        del raw["interactions"][0]["response"]["json"]["totalCount"]
-
-    with pytest.raises(ProviderError, match="totalCount"):
-        replay(PrimeIntellect, mutated_cassette(PrimeIntellect, mutate))
+    assert_replay_raises(PrimeIntellect, json_without(0, "totalCount"), "totalCount")
 
 
 def test_repeated_500_raises():
-    def mutate(raw):
-        raw["interactions"][1]["response"] = {"status": 500, "headers": {}, "text": "internal"}
-        raw["interactions"][2]["response"] = {"status": 500, "headers": {}, "text": "internal"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts") as info:
-        replay(PrimeIntellect, mutated_cassette(PrimeIntellect, mutate), PRIME_API_KEY=SECRET)
-    assert SECRET not in str(info.value)
+    page_2_fails = answer(500, text="internal", at=(1, 2))
+    error = assert_replay_raises(PrimeIntellect, page_2_fails, "gave up after 4 attempts", PRIME_API_KEY=SECRET)
+    assert SECRET not in error

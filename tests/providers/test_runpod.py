@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from decimal import Decimal
 from typing import Any
@@ -10,51 +9,48 @@ from typing import Any
 import httpx
 import pytest
 
-from providers.base import FetchContext, ProviderError, ProviderKind
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.base import ProviderError, ProviderKind
+from providers.cassette import Cassette
 from providers.registry import get_provider
 from providers.runpod import META_QUERY, Location, RunPod, parse_metadata, parse_prices
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    SpyTransport,
+    answer,
+    assert_integrity,
+    assert_replay_raises,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    mutated_cassette,
+    replay_fixture,
+)
 from tracker.offers import Pricing, ScrapeResult
 
 H100 = "NVIDIA H100 80GB HBM3"
 RTX4090 = "NVIDIA GeForce RTX 4090"
 
 
-class Recorder(httpx.AsyncBaseTransport):
-    """Replays a cassette, recording each request; strips `api_key` before matching."""
+class KeyStrippingSpy(SpyTransport):
+    """Records each request as sent, then matches it without `api_key` (the cassette was recorded without)."""
 
-    def __init__(self, cassette: Cassette) -> None:
-        self.inner = ReplayTransport(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        bare = httpx.Request(
-            request.method, request.url.copy_remove_param("api_key"), headers=request.headers, content=request.content
-        )
-        return await self.inner.handle_async_request(bare)
+    def as_recorded(self, request: httpx.Request) -> httpx.Request:
+        url = request.url.copy_remove_param("api_key")
+        return httpx.Request(request.method, url, headers=request.headers, content=request.content)
 
 
-def run(cassette: Cassette | None = None, credentials: dict[str, str] | None = None) -> tuple[ScrapeResult, Recorder]:
-    recorder = Recorder(cassette or Cassette.load(bundled_cassette("runpod")))
-
-    async def go() -> ScrapeResult:
-        async with httpx.AsyncClient(transport=recorder, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials or {}, retries=3, backoff_base_s=0)
-            return await RunPod().fetch(ctx)
-
-    return asyncio.run(go()), recorder
+def run(
+    cassette: Cassette | None = None, credentials: dict[str, str] | None = None
+) -> tuple[ScrapeResult, list[httpx.Request]]:
+    return fetch_recording(RunPod, credentials, cassette, transport=KeyStrippingSpy)
 
 
-@pytest.fixture(scope="module")
-def result() -> ScrapeResult:
-    return replay(RunPod)
+result = replay_fixture(RunPod)
 
 
 @pytest.fixture(scope="module")
 def offers(result: ScrapeResult) -> dict[str, Any]:
-    return {o.key: o for o in result.offers}
+    return by_key(result)
 
 
 def test_registered_without_required_credentials() -> None:
@@ -133,8 +129,8 @@ def test_skipped_reasons(result: ScrapeResult) -> None:
 
 
 def test_call_budget_and_retry() -> None:
-    result, recorder = run()
-    bodies = [json.loads(r.content) for r in recorder.requests]
+    result, requests = run()
+    bodies = [json.loads(r.content) for r in requests]
     assert bodies[0] == {"query": META_QUERY}
     inputs = [b["variables"]["lowestPriceInput"] for b in bodies[1:]]
     # 4 sizes × (2 listed datacenters + 2 country codes), plus one retry after the recorded 429
@@ -149,64 +145,39 @@ def test_call_budget_and_retry() -> None:
 
 def test_anonymous_by_default_and_optional_key_as_query_param() -> None:
     _, anonymous = run()
-    assert all("api_key" not in r.url.params and "authorization" not in r.headers for r in anonymous.requests)
+    assert all("api_key" not in r.url.params and "authorization" not in r.headers for r in anonymous)
     _, keyed = run(credentials={"RUNPOD_API_KEY": "rp-secret-123"})
-    assert all(r.url.params["api_key"] == "rp-secret-123" for r in keyed.requests)
+    assert all(r.url.params["api_key"] == "rp-secret-123" for r in keyed)
 
 
 def test_key_never_in_error_message() -> None:
-    def fail(raw: dict[str, Any]) -> None:
-        raw["interactions"][0]["response"] = {"status": 500, "headers": {}, "text": "upstream error"}
-
+    fail = mutated_cassette(RunPod, answer(500, text="upstream error", at=0))
     with pytest.raises(ProviderError) as err:
-        run(mutated_cassette(RunPod, fail), credentials={"RUNPOD_API_KEY": "rp-secret-123"})
+        run(fail, credentials={"RUNPOD_API_KEY": "rp-secret-123"})
     assert "rp-secret-123" not in str(err.value)
     assert "gave up after 4 attempts" in str(err.value)
 
 
 def test_truncated_json_raises() -> None:
-    def truncate(raw: dict[str, Any]) -> None:
-        raw["interactions"][0]["response"] = {
-            "status": 200,
-            "headers": {"content-type": "application/json"},
-            "text": '{"data": {"countryCodes": ["US"',
-        }
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(RunPod, mutated_cassette(RunPod, truncate))
+    assert_replay_raises(RunPod, answer(200, text='{"data": {"countryCodes": ["US"', at=0), "invalid JSON")
 
 
 def test_missing_metadata_key_raises() -> None:
-    def drop(raw: dict[str, Any]) -> None:
-        del raw["interactions"][0]["response"]["json"]["data"]["dataCenters"]
-
-    with pytest.raises(ProviderError, match="'dataCenters' missing"):
-        replay(RunPod, mutated_cassette(RunPod, drop))
+    assert_replay_raises(RunPod, json_without(0, "data", "dataCenters"), "'dataCenters' missing")
 
 
 def test_missing_price_field_raises() -> None:
-    def drop(raw: dict[str, Any]) -> None:
-        del raw["interactions"][1]["response"]["json"]["data"]["gpuTypes"][0]["lowestPrice"]["stockStatus"]
-
-    with pytest.raises(ProviderError, match="'stockStatus' missing"):
-        replay(RunPod, mutated_cassette(RunPod, drop))
+    no_stock = json_without(1, "data", "gpuTypes", 0, "lowestPrice", "stockStatus")
+    assert_replay_raises(RunPod, no_stock, "'stockStatus' missing")
 
 
 def test_graphql_errors_raise() -> None:
-    def errors(raw: dict[str, Any]) -> None:
-        raw["interactions"][1]["response"]["json"] = {"errors": [{"message": "Unknown argument gpuCount"}]}
-
-    with pytest.raises(ProviderError, match=r"GraphQL error.*Unknown argument gpuCount"):
-        replay(RunPod, mutated_cassette(RunPod, errors))
+    errors = json_with(1, value={"errors": [{"message": "Unknown argument gpuCount"}]})
+    assert_replay_raises(RunPod, errors, r"GraphQL error.*Unknown argument gpuCount")
 
 
 def test_repeated_500_raises() -> None:
-    def fail(raw: dict[str, Any]) -> None:
-        for interaction in raw["interactions"][1:]:
-            interaction["response"] = {"status": 500, "headers": {}, "text": "oops"}
-
-    with pytest.raises(ProviderError, match="HTTP 500"):
-        replay(RunPod, mutated_cassette(RunPod, fail))
+    assert_replay_raises(RunPod, answer(500, text="oops", at=slice(1, None)), "HTTP 500")
 
 
 def test_min_pod_count_respected() -> None:

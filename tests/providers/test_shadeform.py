@@ -2,44 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.shadeform import Shadeform, gpu_name
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 SECRET = "sf-live-9f8e7d6c5b4a"
 
 
-@pytest.fixture(scope="module")
-def result():
-    return replay(Shadeform)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
-
-
-def fetch_with(cassette: Cassette, credentials: dict[str, str]) -> list[httpx.Request]:
-    seen: list[httpx.Request] = []
-
-    class Spy(ReplayTransport):
-        async def handle_async_request(self, request):
-            seen.append(request)
-            return await super().handle_async_request(request)
-
-    async def go():
-        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
-            await Shadeform().fetch(FetchContext(client=client, credentials=credentials, backoff_base_s=0))
-
-    asyncio.run(go())
-    return seen
+result = replay_fixture(Shadeform)
 
 
 def test_integrity(result):
@@ -89,50 +71,32 @@ def test_form_factor_in_raw_name(result):
 
 
 def test_api_key_header():
-    seen = fetch_with(Cassette.load(bundled_cassette("shadeform")), {"SHADEFORM_API_KEY": SECRET})
+    _, seen = fetch_recording(Shadeform, {"SHADEFORM_API_KEY": SECRET})
     assert len(seen) == 2  # 429, then the retry
     assert all(r.headers["x-api-key"] == SECRET for r in seen)
     assert all("available" not in r.url.params for r in seen)  # every type, not only available ones
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials, match="SHADEFORM_API_KEY"):
-        fetch_with(Cassette.load(bundled_cassette("shadeform")), {})
+    assert_missing_credentials(Shadeform, "SHADEFORM_API_KEY")
 
 
 def test_secret_not_in_errors():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 401, "headers": {}, "json": {"error": "invalid api key"}}
-
-    with pytest.raises(ProviderError) as info:
-        fetch_with(mutated_cassette(Shadeform, mutate), {"SHADEFORM_API_KEY": SECRET})
-    assert "HTTP 401" in str(info.value) and SECRET not in str(info.value)
+    rejected = answer(401, json={"error": "invalid api key"})
+    assert_secrets_hidden(Shadeform, {"SHADEFORM_API_KEY": SECRET}, rejected, status=401)
 
 
 def test_truncated_json_raises():
-    def mutate(raw):
-        response = raw["interactions"][1]["response"]
-        del response["json"]
-        response["text"] = '{"instance_types": [{"cloud": "lambdalabs", "shade_'
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Shadeform, mutated_cassette(Shadeform, mutate))
+    truncated = answer(200, text='{"instance_types": [{"cloud": "lambdalabs", "shade_', at=1)
+    assert_replay_raises(Shadeform, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def mutate(raw):
-        del raw["interactions"][1]["response"]["json"]["instance_types"][0]["configuration"]
-
-    with pytest.raises(ProviderError, match="configuration"):
-        replay(Shadeform, mutated_cassette(Shadeform, mutate))
+    assert_replay_raises(Shadeform, json_without(1, "instance_types", 0, "configuration"), "configuration")
 
 
 def test_repeated_500_raises():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 500, "headers": {}, "text": "internal error"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts") as info:
-        replay(Shadeform, mutated_cassette(Shadeform, mutate), SHADEFORM_API_KEY=SECRET)
-    assert SECRET not in str(info.value)
+    error = assert_replay_raises(
+        Shadeform, answer(500, text="internal error"), "gave up after 4 attempts", SHADEFORM_API_KEY=SECRET
+    )
+    assert SECRET not in error

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.tensordock import TensorDock
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_without,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 SECRET = "td-key-5c4b3a2910"
@@ -19,29 +23,7 @@ DALLAS = "1a7f3e0c-55b1-4f55-8f77-0f1c1b1a2d01"
 FRANKFURT = "9b42c6d8-0e2a-4a57-a8b4-6d3f6b1c9e02"
 
 
-@pytest.fixture(scope="module")
-def result():
-    return replay(TensorDock)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
-
-
-def fetch_with(cassette: Cassette, credentials: dict[str, str]) -> list[httpx.Request]:
-    seen: list[httpx.Request] = []
-
-    class Spy(ReplayTransport):
-        async def handle_async_request(self, request):
-            seen.append(request)
-            return await super().handle_async_request(request)
-
-    async def go():
-        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
-            await TensorDock().fetch(FetchContext(client=client, credentials=credentials, backoff_base_s=0))
-
-    asyncio.run(go())
-    return seen
+result = replay_fixture(TensorDock)
 
 
 def test_integrity(result):
@@ -87,48 +69,28 @@ def test_region_availability_and_skips(result):
 
 
 def test_bearer_header():
-    seen = fetch_with(Cassette.load(bundled_cassette("tensordock")), {"TENSORDOCK_API_KEY": SECRET})
+    _, seen = fetch_recording(TensorDock, {"TENSORDOCK_API_KEY": SECRET})
     assert len(seen) == 2  # 429, then the retry
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in seen)
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials, match="TENSORDOCK_API_KEY"):
-        fetch_with(Cassette.load(bundled_cassette("tensordock")), {})
+    assert_missing_credentials(TensorDock, "TENSORDOCK_API_KEY")
 
 
 def test_secret_not_in_errors():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 401, "headers": {}, "json": {"message": "Unauthorized"}}
-
-    with pytest.raises(ProviderError) as info:
-        fetch_with(mutated_cassette(TensorDock, mutate), {"TENSORDOCK_API_KEY": SECRET})
-    assert "HTTP 401" in str(info.value) and SECRET not in str(info.value)
+    rejected = answer(401, json={"message": "Unauthorized"})
+    assert_secrets_hidden(TensorDock, {"TENSORDOCK_API_KEY": SECRET}, rejected, status=401)
 
 
 def test_truncated_json_raises():
-    def mutate(raw):
-        response = raw["interactions"][1]["response"]
-        del response["json"]
-        response["text"] = '{"data": {"locations": [{"id": "1a7f'
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(TensorDock, mutated_cassette(TensorDock, mutate))
+    assert_replay_raises(TensorDock, answer(200, text='{"data": {"locations": [{"id": "1a7f', at=1), "invalid JSON")
 
 
 def test_schema_change_raises():
-    def mutate(raw):
-        del raw["interactions"][1]["response"]["json"]["data"]["locations"][0]["gpus"][0]["price_per_hr"]
-
-    with pytest.raises(ProviderError, match="price_per_hr"):
-        replay(TensorDock, mutated_cassette(TensorDock, mutate))
+    no_price = json_without(1, "data", "locations", 0, "gpus", 0, "price_per_hr")
+    assert_replay_raises(TensorDock, no_price, "price_per_hr")
 
 
 def test_repeated_500_raises():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 500, "headers": {}, "text": "internal"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts"):
-        replay(TensorDock, mutated_cassette(TensorDock, mutate))
+    assert_replay_raises(TensorDock, answer(500, text="internal"), "gave up after 4 attempts")

@@ -9,12 +9,13 @@ import pytest
 
 from providers.base import ProviderError
 from providers.vastai import VastAi, parse, region_of
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import answer, assert_integrity, assert_replay_raises, by_key, replay_fixture
 from tracker.offers import Pricing
 
+result = replay_fixture(VastAi)
 
-def test_integrity():
-    result = replay(VastAi)
+
+def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={"H100-SXM-80GB", "H100-PCIE-80GB", "RTX4090-24GB", "A100-SXM-40GB", "A100-SXM-80GB",
@@ -25,8 +26,8 @@ def test_integrity():
     assert resolved["22005300"] == "H200-SXM-141GB"  # Vast's bare "H200" is the SXM part by convention
 
 
-def test_price_covers_all_gpus_and_bid_is_spot():
-    offers = {o.key: o for o in replay(VastAi).offers}
+def test_price_covers_all_gpus_and_bid_is_spot(result):
+    offers = by_key(result)
     eight = offers["21543210"]
     assert (eight.gpu_count, eight.price_per_hour, eight.pricing) == (Decimal(8), Decimal("15.2011"), Pricing.on_demand)
     assert eight.price_per_gpu_hour == Decimal("15.2011") / 8
@@ -35,8 +36,8 @@ def test_price_covers_all_gpus_and_bid_is_spot():
     assert "22001234:bid" not in offers  # min_bid null → no spot offer
 
 
-def test_quirks_null_geolocation_cpu_cores_and_gpu_ram_in_mb():
-    offers = {o.key: o for o in replay(VastAi).offers}
+def test_quirks_null_geolocation_cpu_cores_and_gpu_ram_in_mb(result):
+    offers = by_key(result)
     assert offers["22001234"].region == ""  # geolocation null
     assert offers["22004410"].vcpus is None  # cpu_cores null: still a real price
     assert offers["21543210"].gpu_memory_gb == Decimal("79.65")  # 81559 MB as GiB, snapped to 80 by the catalog
@@ -58,13 +59,8 @@ def test_schema_change_and_truncation_raise_provider_error():
         body = json.dumps(raw["interactions"][0]["response"].pop("json"))
         raw["interactions"][0]["response"]["text"] = body[:100]
 
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(VastAi, mutated_cassette(VastAi, truncate))
+    assert_replay_raises(VastAi, truncate, "invalid JSON")
 
 
 def test_server_errors_are_retried_then_reported():
-    def always_500(raw):
-        raw["interactions"][0]["response"] = {"status": 500, "headers": {}, "text": "oops"}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500"):
-        replay(VastAi, mutated_cassette(VastAi, always_500))
+    assert_replay_raises(VastAi, answer(500, text="oops", at=0), "gave up after 4 attempts: HTTP 500")

@@ -2,60 +2,31 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, MissingCredentials, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.cassette import bundled_cassette
 from providers.verda import Verda
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    mutated_cassette,
+    replay_fixture,
+)
 from tracker.offers import Pricing
 
 CREDS = {"VERDA_CLIENT_ID": "cid-123", "VERDA_CLIENT_SECRET": "shh-secret-456"}
 TOKEN, TYPES, TYPES_OK, LOCATIONS, AVAIL_OD, AVAIL_SPOT = range(6)  # interaction indexes
 
 
-class SpyTransport(ReplayTransport):
-    """Replays the cassette and keeps every request the adapter sent."""
-
-    def __init__(self, cassette: Cassette) -> None:
-        super().__init__(cassette)
-        self.requests: list[httpx.Request] = []
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return await super().handle_async_request(request)
-
-
-def fetch_with(credentials: dict[str, str], cassette: Cassette | None = None):
-    spy = SpyTransport(cassette or Cassette.load(bundled_cassette("verda")))
-
-    async def go():
-        async with httpx.AsyncClient(transport=spy, timeout=5) as client:
-            ctx = FetchContext(client=client, credentials=credentials, retries=3, backoff_base_s=0)
-            return await Verda().fetch(ctx)
-
-    return asyncio.run(go()), spy.requests
-
-
-def with_token(value: str):
-    def mutate(raw):
-        raw["interactions"][TOKEN]["response"]["json"]["access_token"] = value
-
-    return mutated_cassette(Verda, mutate)
-
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(Verda)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(Verda)
 
 
 def test_integrity(result):
@@ -116,7 +87,8 @@ def test_availability_per_location(result):
 
 
 def test_oauth_flow_sends_credentials_then_bearer_token():
-    result, requests = fetch_with(CREDS, with_token("tok-live-789"))
+    with_token = mutated_cassette(Verda, json_with(TOKEN, "access_token", value="tok-live-789"))
+    result, requests = fetch_recording(Verda, CREDS, with_token)
     assert len(result.offers) == 60
     token_call = requests[0]
     assert (token_call.method, token_call.url.path) == ("POST", "/v1/oauth2/token")
@@ -146,12 +118,8 @@ def test_secrets_and_token_never_in_errors():
             "json": {"code": "forbidden", "message": "token tok-live-789 of cid-123 lacks scope (shh-secret-456)"},
         }
 
-    with pytest.raises(ProviderError) as err:
-        fetch_with(CREDS, mutated_cassette(Verda, echo))
-    message = str(err.value)
-    assert "HTTP 403" in message and "/v1/locations" in message
-    for secret in ("tok-live-789", "cid-123", "shh-secret-456"):
-        assert secret not in message
+    message = assert_secrets_hidden(Verda, CREDS, echo, status=403)  # client id and secret
+    assert "/v1/locations" in message and "tok-live-789" not in message
 
 
 def test_cassette_holds_no_secrets():
@@ -163,58 +131,32 @@ def test_cassette_holds_no_secrets():
 
 
 def test_missing_credentials():
-    with pytest.raises(MissingCredentials):
-        fetch_with({})
-    with pytest.raises(MissingCredentials, match="VERDA_CLIENT_SECRET"):
-        fetch_with({"VERDA_CLIENT_ID": "cid-123"})
+    assert_missing_credentials(Verda, "VERDA_CLIENT_ID")
+    assert_missing_credentials(Verda, "VERDA_CLIENT_SECRET", VERDA_CLIENT_ID="cid-123")
 
 
 def test_token_response_without_access_token_raises():
-    def no_token(raw):
-        raw["interactions"][TOKEN]["response"]["json"] = {"error": "invalid_client"}
-
-    with pytest.raises(ProviderError, match="access_token"):
-        replay(Verda, mutated_cassette(Verda, no_token))
+    assert_replay_raises(Verda, json_with(TOKEN, value={"error": "invalid_client"}), "access_token")
 
 
 def test_truncated_json_raises():
-    def truncate(raw):
-        raw["interactions"][TYPES_OK]["response"] = {"status": 200, "text": '[{"id": "c01dd00d", "instance_ty'}
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Verda, mutated_cassette(Verda, truncate))
+    truncated = answer(200, text='[{"id": "c01dd00d", "instance_ty', at=TYPES_OK)
+    assert_replay_raises(Verda, truncated, "invalid JSON")
 
 
 def test_schema_change_raises():
-    def no_gpu(raw):
-        del raw["interactions"][TYPES_OK]["response"]["json"][0]["gpu"]
-
-    with pytest.raises(ProviderError, match="'gpu' missing"):
-        replay(Verda, mutated_cassette(Verda, no_gpu))
-
-    def no_price(raw):
-        del raw["interactions"][TYPES_OK]["response"]["json"][2]["price_per_hour"]
-
-    with pytest.raises(ProviderError, match="'price_per_hour' missing"):
-        replay(Verda, mutated_cassette(Verda, no_price))
-
-    def locations_object(raw):
-        raw["interactions"][LOCATIONS]["response"]["json"] = {"locations": []}
-
-    with pytest.raises(ProviderError, match="/locations response is not a list"):
-        replay(Verda, mutated_cassette(Verda, locations_object))
+    assert_replay_raises(Verda, json_without(TYPES_OK, 0, "gpu"), "'gpu' missing")
+    assert_replay_raises(Verda, json_without(TYPES_OK, 2, "price_per_hour"), "'price_per_hour' missing")
+    locations_object = json_with(LOCATIONS, value={"locations": []})
+    assert_replay_raises(Verda, locations_object, "/locations response is not a list")
 
     def availability_renamed(raw):
         for entry in raw["interactions"][AVAIL_SPOT]["response"]["json"]:
             entry["instance_types"] = entry.pop("availabilities")
 
-    with pytest.raises(ProviderError, match="'availabilities' missing"):
-        replay(Verda, mutated_cassette(Verda, availability_renamed))
+    assert_replay_raises(Verda, availability_renamed, "'availabilities' missing")
 
 
 def test_http_500_past_retries_raises():
-    def token_500(raw):
-        raw["interactions"][TOKEN]["response"] = {"status": 500, "json": {"error": "internal"}}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts: HTTP 500 from POST"):
-        replay(Verda, mutated_cassette(Verda, token_500))
+    token_500 = answer(500, json={"error": "internal"}, at=TOKEN)
+    assert_replay_raises(Verda, token_500, "gave up after 4 attempts: HTTP 500 from POST")

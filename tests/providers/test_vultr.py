@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
-import httpx
-import pytest
-
-from providers.base import FetchContext, ProviderError
-from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.vultr import Vultr
-from tests.providers.helpers import assert_integrity, mutated_cassette, replay
+from tests.providers.helpers import (
+    answer,
+    assert_integrity,
+    assert_replay_raises,
+    by_key,
+    fetch_recording,
+    json_with,
+    json_without,
+    replay_fixture,
+)
 from tracker.gpus import get_catalog
 from tracker.offers import Pricing, ScrapeResult
 
-
-@pytest.fixture(scope="module")
-def result():
-    return replay(Vultr)
-
-
-def by_key(result):
-    return {o.key: o for o in result.offers}
+result = replay_fixture(Vultr)
 
 
 def test_integrity(result):
@@ -129,19 +125,7 @@ def test_regions_skips_and_availability(result):
 
 
 def test_no_credentials_needed_and_cursor_sent():
-    cassette = Cassette.load(bundled_cassette("vultr"))
-    seen: list[httpx.Request] = []
-
-    class Spy(ReplayTransport):
-        async def handle_async_request(self, request):
-            seen.append(request)
-            return await super().handle_async_request(request)
-
-    async def go():
-        async with httpx.AsyncClient(transport=Spy(cassette)) as client:
-            return await Vultr().fetch(FetchContext(client=client, credentials={}, backoff_base_s=0))
-
-    asyncio.run(go())
+    _, seen = fetch_recording(Vultr)
     assert [r.url.params.get("cursor") for r in seen if r.url.path == "/v2/plans"] == [
         None,
         "bmV4dF9fdmNnLWExMDAtMjRj",
@@ -151,43 +135,21 @@ def test_no_credentials_needed_and_cursor_sent():
 
 
 def test_truncated_json_raises():
-    def mutate(raw):
-        response = raw["interactions"][0]["response"]
-        del response["json"]
-        response["text"] = '{"plans": [{"id": "vcg-a100'
-
-    with pytest.raises(ProviderError, match="invalid JSON"):
-        replay(Vultr, mutated_cassette(Vultr, mutate))
+    assert_replay_raises(Vultr, answer(200, text='{"plans": [{"id": "vcg-a100', at=0), "invalid JSON")
 
 
 def test_schema_change_raises():
-    def mutate(raw):
-        del raw["interactions"][0]["response"]["json"]["plans"][2]["hourly_cost"]
-
-    with pytest.raises(ProviderError, match="hourly_cost"):
-        replay(Vultr, mutated_cassette(Vultr, mutate))
+    assert_replay_raises(Vultr, json_without(0, "plans", 2, "hourly_cost"), "hourly_cost")
 
 
 def test_wrong_type_raises():
-    def mutate(raw):
-        raw["interactions"][3]["response"]["json"]["plans_metal"][1]["locations"] = "sea"
-
-    with pytest.raises(ProviderError, match="not a list"):
-        replay(Vultr, mutated_cassette(Vultr, mutate))
+    assert_replay_raises(Vultr, json_with(3, "plans_metal", 1, "locations", value="sea"), "not a list")
 
 
 def test_repeated_500_raises():
-    def mutate(raw):
-        for interaction in raw["interactions"]:
-            interaction["response"] = {"status": 500, "headers": {}, "json": {"error": "internal"}}
-
-    with pytest.raises(ProviderError, match="gave up after 4 attempts"):
-        replay(Vultr, mutated_cassette(Vultr, mutate))
+    assert_replay_raises(Vultr, answer(500, json={"error": "internal"}), "gave up after 4 attempts")
 
 
 def test_cursor_loop_raises():
-    def mutate(raw):
-        raw["interactions"][1]["response"]["json"]["meta"]["links"]["next"] = "bmV4dF9fdmNnLWExMDAtMjRj"
-
-    with pytest.raises(ProviderError, match="cursor repeated"):
-        replay(Vultr, mutated_cassette(Vultr, mutate))
+    loop = json_with(1, "meta", "links", "next", value="bmV4dF9fdmNnLWExMDAtMjRj")
+    assert_replay_raises(Vultr, loop, "pagination did not end: page 2 of https://api.vultr.com/v2/plans links back")

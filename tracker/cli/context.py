@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import typer
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from tracker import migrate
@@ -37,12 +37,14 @@ def runtime(ctx: typer.Context, *, ensure_schema: bool = True) -> Runtime:
 
 def _ensure_schema(engine: Engine) -> None:
     """The embedded SQLite default migrates itself; a shared Postgres is migrated on purpose."""
-    if "scrape_runs" in inspect(engine).get_table_names():
+    current, head = migrate.current(engine), migrate.head()
+    if current == head:
         return
     if engine.dialect.name == "sqlite":
         migrate.upgrade(engine)
         return
-    fail("the database has no schema yet: run `gpu-tracker db upgrade` first")
+    state = "has no schema yet" if current is None else f"is at revision {current}, not {head}"
+    fail(f"the database {state}: run `gpu-tracker db upgrade` first")
 
 
 def engine_label(url: str) -> str:
