@@ -10,12 +10,11 @@ Quirks handled here:
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import post_json, require
-from providers.parsing import as_list, gigabytes, slug
+from providers.parsing import as_list, gigabytes, slug, to_decimal, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://console.vast.ai/api/v0/bundles/"
@@ -38,29 +37,23 @@ def region_of(geolocation: str | None) -> str:
     return slug(geolocation)
 
 
-def _dec(value: Any) -> Decimal | None:
-    if value is None:
-        return None
-    if not isinstance(value, int | float | str):
-        raise ProviderError(f"schema changed: expected a number, got {type(value).__name__}")
-    return Decimal(str(value))
-
-
 def parse(payload: Any) -> ScrapeResult:
     offers = as_list(require(payload, "offers", "response"), "'offers'")
     result = ScrapeResult()
     for i, raw in enumerate(offers):
         where = f"offers[{i}]"
         offer_id = require(raw, "id", where)
-        num_gpus = _dec(require(raw, "num_gpus", where))
+        num_gpus = to_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
         if not num_gpus or num_gpus <= 0:
             result.skipped.append(f"{where}: num_gpus={num_gpus}")
             continue
-        price = _dec(raw.get("dph_total")) or _dec(raw.get("dph_base"))
+        price = to_optional_decimal(raw.get("dph_total"), f"{where}.dph_total") or to_optional_decimal(
+            raw.get("dph_base"), f"{where}.dph_base"
+        )
         if price is None:
             raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
-        gpu_ram_mb = _dec(raw.get("gpu_ram"))
-        cpu_ram_mb = _dec(raw.get("cpu_ram"))
+        gpu_ram_mb = to_optional_decimal(raw.get("gpu_ram"), f"{where}.gpu_ram")
+        cpu_ram_mb = to_optional_decimal(raw.get("cpu_ram"), f"{where}.cpu_ram")
         common = {
             "gpu_name": str(require(raw, "gpu_name", where)),
             "gpu_count": num_gpus,
@@ -68,7 +61,9 @@ def parse(payload: Any) -> ScrapeResult:
             "gpu_memory_gb": gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
             "instance_type": f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
             "available": True,  # every listed bundle is rentable and not rented
-            "vcpus": _dec(raw.get("cpu_cores_effective")) if raw.get("cpu_cores") is not None else None,
+            "vcpus": to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
+            if raw.get("cpu_cores") is not None
+            else None,
             "ram_gb": gigabytes(cpu_ram_mb, 1000),
             "attributes": {
                 k: raw[k]
@@ -77,7 +72,7 @@ def parse(payload: Any) -> ScrapeResult:
             },
         }
         result.offers.append(ScrapedOffer(key=str(offer_id), price_per_hour=price, **common))
-        min_bid = _dec(raw.get("min_bid"))
+        min_bid = to_optional_decimal(raw.get("min_bid"), f"{where}.min_bid")
         if min_bid is not None and min_bid > 0:
             result.offers.append(
                 ScrapedOffer(key=f"{offer_id}:bid", price_per_hour=min_bid, pricing=Pricing.spot, **common)

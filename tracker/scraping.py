@@ -16,10 +16,10 @@ from datetime import datetime
 from pathlib import Path
 
 import httpx
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
-from providers.base import FetchContext, MissingCredentials, Provider, ProviderKind
+from providers.base import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.registry import all_providers, get_provider
 from tracker.clock import Clock, utcnow
@@ -193,12 +193,12 @@ async def _run_one(
             return fail("skipped", str(exc))
         except TimeoutError:
             return fail("failed", f"timed out after {settings.scrape_timeout_s:.0f}s")
-        except Exception as exc:  # any provider failure is contained to its own run
+        except ProviderError as exc:
             log.warning("provider %s failed: %s", name, exc)
-            return fail(
-                "failed",
-                f"{type(exc).__name__}: {exc}" if not str(exc).startswith(type(exc).__name__) else str(exc),
-            )
+            return fail("failed", str(exc))
+        except Exception as exc:  # a parser bug too stays contained to its own run
+            log.exception("provider %s raised unexpectedly", name)
+            return fail("failed", f"{type(exc).__name__}: {exc}")
     observed_at = clock()
     try:
         return await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock)
@@ -238,10 +238,3 @@ async def run_scrape(
         return report
 
     return list(await asyncio.gather(*(one(j) for j in jobs)))
-
-
-def last_runs(engine: Engine) -> dict[str, ScrapeRun]:
-    """The latest ledger row per provider."""
-    newest = select(func.max(ScrapeRun.id)).group_by(ScrapeRun.provider)
-    with session_scope(engine) as session:
-        return {r.provider: r for r in session.scalars(select(ScrapeRun).where(ScrapeRun.id.in_(newest)))}

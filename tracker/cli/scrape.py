@@ -12,13 +12,13 @@ from rich.table import Table
 
 from providers.base import FetchContext, ProviderKind
 from providers.cassette import CassetteError, RecordingTransport
-from providers.registry import UnknownProvider, all_providers, get_provider
+from providers.registry import UnknownProvider, get_provider
 from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, err_console, fail
 from tracker.config import get_settings
 from tracker.ingest import IngestReport
-from tracker.scraping import last_runs, plan, run_scrape
+from tracker.scraping import plan, run_scrape
 from tracker.status import provider_status
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
@@ -165,5 +165,3 @@ def record(
     recorder.cassette(provider).save(path)
     console.print(f"recorded {len(recorder.interactions)} exchanges ({count} offers) to {path}")
 
-
-__all__ = ["all_providers", "last_runs"]
