@@ -21,7 +21,8 @@ from tracker.models import ScrapeRun
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-LOCAL = Settings(webhook_allow="127.0.0.1/32", alert_retry_base_s=10, alert_retry_max_s=600)
+# What the alert tests change in their settings: webhooks may reach the 127.0.0.1 receiver, retries are short.
+LOCAL: dict[str, Any] = {"webhook_allow": "127.0.0.1/32", "alert_retry_base_s": 10.0, "alert_retry_max_s": 600.0}
 H100 = "H100-SXM-80GB"
 
 
@@ -57,8 +58,7 @@ class Receiver:
                 body = self.rfile.read(length)
                 receiver.hits += 1
                 if receiver.status < 300:
-                    receiver.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()},
-                                                      body))
+                    receiver.requests.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 self.send_response(receiver.status)
                 if receiver.location:
                     self.send_header("location", receiver.location)
@@ -93,32 +93,48 @@ def offer(key: str, price: str, gpu: str = H100, count: int = 1, **kw: Any) -> S
     return ScrapedOffer(key=key, gpu_name=gpu, gpu_count=Decimal(count), price_per_hour=Decimal(price), **kw)
 
 
-def ingest_prices(engine: Engine, settings: Settings, at: Any, *offers: ScrapedOffer,
-                  provider: str = "vastai") -> IngestReport:
+def ingest_prices(
+    engine: Engine, settings: Settings, at: Any, *offers: ScrapedOffer, provider: str = "vastai"
+) -> IngestReport:
     """One successful provider batch observed at `at`."""
     with session_scope(engine) as session:
         run = ScrapeRun(provider=provider, status="running", started_at=at, source="live")
         session.add(run)
         session.flush()
-        report = ingest(session, run, ScrapeResult(offers=list(offers)), catalog=get_catalog(), settings=settings,
-                        observed_at=at)
+        report = ingest(
+            session, run, ScrapeResult(offers=list(offers)), catalog=get_catalog(), settings=settings, observed_at=at
+        )
         run.finished_at = at
         return report
 
 
 def failed_run(engine: Engine, provider: str, at: Any, error: str = "HTTP 503 from provider") -> None:
     with session_scope(engine) as session:
-        session.add(ScrapeRun(provider=provider, status="failed", started_at=at, finished_at=at, error=error,
-                              source="live"))
+        session.add(
+            ScrapeRun(provider=provider, status="failed", started_at=at, finished_at=at, error=error, source="live")
+        )
 
 
-def add_rule(engine: Engine, settings: Settings, now: Any, *, channels: list[ChannelInput] | None = None,
-             alert_settings: Settings = LOCAL, cost_model: Any = None, **kw: Any) -> int:
+def local(settings: Settings, **update: Any) -> Settings:
+    """`settings` with the LOCAL alert fields (and any other `update`)."""
+    return settings.model_copy(update=LOCAL | update)
+
+
+def add_rule(
+    engine: Engine,
+    settings: Settings,
+    now: Any,
+    *,
+    channels: list[ChannelInput] | None = None,
+    cost_model: Any = None,
+    **kw: Any,
+) -> int:
     kw.setdefault("gpu", H100)
     kw.setdefault("condition", "below")
     with session_scope(engine) as session:
-        rule = create_rule(session, RuleInput(channels=channels or [], **kw), now=now, settings=settings,
-                           alert_settings=alert_settings, cost_model=cost_model)
+        rule = create_rule(
+            session, RuleInput(channels=channels or [], **kw), now=now, settings=settings, cost_model=cost_model
+        )
         return rule.id
 
 

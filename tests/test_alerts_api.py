@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
 from api.app import create_app
-from tests.alert_helpers import LOCAL, Receiver, ingest_prices, offer
+from tests.alert_helpers import Receiver, ingest_prices, local, offer
 from tracker.alerts.evaluate import evaluate_rules
 
 TOKEN = "s3cret-token"
@@ -15,9 +15,14 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
+def settings(settings):
+    """The shared settings, letting webhooks reach the local receiver."""
+    return local(settings)
+
+
+@pytest.fixture
 def client(engine, settings):
     app = create_app(settings.model_copy(update={"api_token": SecretStr(TOKEN)}), engine)
-    app.state.alert_settings = LOCAL
     with TestClient(app) as c:
         yield c
 
@@ -30,8 +35,14 @@ def receiver():
 
 
 def body(receiver: Receiver | None = None, **kw):
-    out = {"gpu": "H100-SXM-80GB", "condition": "below", "threshold": "2.00", "recovery_threshold": "2.20",
-           "for": "10m", "channels": [{"type": "webhook", "url": receiver.url}] if receiver else []}
+    out = {
+        "gpu": "H100-SXM-80GB",
+        "condition": "below",
+        "threshold": "2.00",
+        "recovery_threshold": "2.20",
+        "for": "10m",
+        "channels": [{"type": "webhook", "url": receiver.url}] if receiver else [],
+    }
     return out | kw
 
 
@@ -47,8 +58,12 @@ def test_crud_round_trip(client, receiver):
     created = client.post("/v1/alerts", json=body(receiver, name="cheap H100"), headers=AUTH)
     assert created.status_code == 201, created.text
     rule = created.json()
-    assert (rule["name"], rule["state"], rule["for_s"], rule["gpu_ids"]) == ("cheap H100", "inactive", 600,
-                                                                          ["H100-SXM-80GB"])
+    assert (rule["name"], rule["state"], rule["for_s"], rule["gpu_ids"]) == (
+        "cheap H100",
+        "inactive",
+        600,
+        ["H100-SXM-80GB"],
+    )
     secret = rule["channels"][0]["secret"]
     assert secret.startswith("whsec_") and rule["channels"][0]["url"] == receiver.url
 
@@ -56,8 +71,9 @@ def test_crud_round_trip(client, receiver):
     assert shown["channels"][0]["secret"] == f"whsec_…{secret[-4:]}"
     assert [r["id"] for r in client.get("/v1/alerts", headers=AUTH).json()["alerts"]] == [rule["id"]]
 
-    patched = client.patch(f"/v1/alerts/{rule['id']}", json={"threshold": "1.80", "for": "1h", "enabled": False},
-                           headers=AUTH)
+    patched = client.patch(
+        f"/v1/alerts/{rule['id']}", json={"threshold": "1.80", "for": "1h", "enabled": False}, headers=AUTH
+    )
     assert patched.status_code == 200, patched.text
     assert (patched.json()["threshold"], patched.json()["for_s"], patched.json()["enabled"]) == (1.8, 3600, False)
 
@@ -114,11 +130,15 @@ def test_events_and_test_notification(client, engine, settings, receiver):
 
     rule = client.post("/v1/alerts", json=body(receiver, **{"for": 0}), headers=AUTH).json()
     ingest_prices(engine, settings, utcnow(), offer("a", "1.70"))
-    evaluate_rules(engine, settings, alert_settings=LOCAL)
+    evaluate_rules(engine, settings)
     events = client.get(f"/v1/alerts/{rule['id']}/events", headers=AUTH).json()
     (event,) = events["events"]
-    assert (event["from_state"], event["to_state"], event["value"], event["notified"]) == ("inactive", "firing", 1.7,
-                                                                                           True)
+    assert (event["from_state"], event["to_state"], event["value"], event["notified"]) == (
+        "inactive",
+        "firing",
+        1.7,
+        True,
+    )
     assert events["notifications"][0]["status"] == "pending"
 
     sent = client.post(f"/v1/alerts/{rule['id']}/test", headers=AUTH)

@@ -17,12 +17,12 @@ from sqlalchemy import select
 
 from tests.alert_helpers import (
     H100,
-    LOCAL,
     SECRET,
     Receiver,
     add_rule,
     failed_run,
     ingest_prices,
+    local,
     offer,
     outbox_count,
     rule_state,
@@ -39,6 +39,12 @@ from tracker.market import weighted_quantiles
 
 
 @pytest.fixture
+def settings(settings):
+    """The shared settings, letting webhooks reach the local receiver."""
+    return local(settings)
+
+
+@pytest.fixture
 def receiver():
     r = Receiver().start()
     yield r
@@ -48,14 +54,22 @@ def receiver():
 def _price(engine, settings, clock, price, provider="vastai"):
     """A scrape observing one H100 SXM on-demand offer at `price`, then the post-ingest hook."""
     ingest_prices(engine, settings, clock(), offer("h100-a", price), offer("h100-b", "3.50"), provider=provider)
-    return evaluate_after_ingest(engine, settings, provider, clock(), alert_settings=LOCAL)
+    return evaluate_after_ingest(engine, settings, provider, clock())
 
 
 def test_fires_once_after_pending_ignores_flapping_and_resolves_once(engine, settings, clock, receiver):
     _price(engine, settings, clock, "2.50")
-    rule = add_rule(engine, settings, clock(), threshold="2.00", recovery_threshold="2.20", for_="10m",
-                    metric="min", channels=webhook(receiver))
-    deliverer = Deliverer(engine, LOCAL, clock=clock)
+    rule = add_rule(
+        engine,
+        settings,
+        clock(),
+        threshold="2.00",
+        recovery_threshold="2.20",
+        for_="10m",
+        metric="min",
+        channels=webhook(receiver),
+    )
+    deliverer = Deliverer(engine, settings, clock=clock)
 
     clock.advance(minutes=10)
     _price(engine, settings, clock, "1.90")
@@ -63,7 +77,7 @@ def test_fires_once_after_pending_ignores_flapping_and_resolves_once(engine, set
     assert deliverer.deliver_due() == {} and receiver.requests == []
 
     clock.advance(minutes=5)  # the sweep between scrapes: still inside the pending period
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL)
+    evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, rule) == "pending"
 
     clock.advance(minutes=5)
@@ -76,7 +90,7 @@ def test_fires_once_after_pending_ignores_flapping_and_resolves_once(engine, set
     for price in ("2.10", "1.95", "2.15", "1.80", "2.19"):
         clock.advance(minutes=10)
         _price(engine, settings, clock, price)
-        evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL)
+        evaluate_rules(engine, settings, now=clock())
         deliverer.deliver_due()
     assert rule_state(engine, rule) == "firing"
     assert receiver.kinds() == ["firing"]
@@ -114,7 +128,7 @@ def test_fires_once_after_pending_ignores_flapping_and_resolves_once(engine, set
 def test_a_new_breach_after_resolving_is_a_new_episode(engine, settings, clock, receiver):
     _price(engine, settings, clock, "2.50")
     rule = add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver))
-    deliverer = Deliverer(engine, LOCAL, clock=clock)
+    deliverer = Deliverer(engine, settings, clock=clock)
     for price in ("1.90", "2.50", "1.80"):
         clock.advance(minutes=10)
         _price(engine, settings, clock, price)
@@ -129,7 +143,7 @@ def test_receiver_down_is_retried_with_backoff_and_delivered_once_back(engine, s
     _price(engine, settings, clock, "2.50")
     rule = add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver))
     receiver.stop()
-    deliverer = Deliverer(engine, LOCAL, clock=clock)
+    deliverer = Deliverer(engine, settings, clock=clock)
     clock.advance(minutes=10)
     _price(engine, settings, clock, "1.90")
     assert rule_state(engine, rule) == "firing"
@@ -163,7 +177,7 @@ def test_receiver_down_is_retried_with_backoff_and_delivered_once_back(engine, s
 def test_gives_up_after_max_attempts_and_permanent_errors_do_not_retry(engine, settings, clock, receiver):
     _price(engine, settings, clock, "2.50")
     add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver))
-    few = LOCAL.model_copy(update={"alert_max_attempts": 2})
+    few = settings.model_copy(update={"alert_max_attempts": 2})
     deliverer = Deliverer(engine, few, clock=clock)
     receiver.status = 500
     clock.advance(minutes=10)
@@ -187,8 +201,8 @@ def test_state_change_survives_a_crash_before_delivery(engine, settings, clock, 
     assert outbox_count(engine, status="pending") == 1
     # "Killed" before any delivery; a fresh process (new connections, new deliverer) picks it up.
     engine.dispose()
-    assert Deliverer(engine, LOCAL, clock=clock).deliver_due() == {"delivered": 1}
-    assert Deliverer(engine, LOCAL, clock=clock).deliver_due() == {}
+    assert Deliverer(engine, settings, clock=clock).deliver_due() == {"delivered": 1}
+    assert Deliverer(engine, settings, clock=clock).deliver_due() == {}
     assert receiver.kinds() == ["firing"]
 
 
@@ -197,11 +211,11 @@ def test_crash_mid_send_redelivers_after_the_lease_with_the_same_id(engine, sett
     add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver))
     clock.advance(minutes=10)
     _price(engine, settings, clock, "1.90")
-    lease = timedelta(seconds=LOCAL.alert_claim_lease_s)
+    lease = timedelta(seconds=settings.alert_claim_lease_s)
     (claimed,) = claim_due(engine, now=clock(), lease=lease, limit=10)  # a deliverer takes it, then dies
-    other = Deliverer(engine, LOCAL, clock=clock)
+    other = Deliverer(engine, settings, clock=clock)
     assert other.deliver_due() == {}  # leased: nobody else sends it meanwhile
-    clock.advance(seconds=LOCAL.alert_claim_lease_s + 1)
+    clock.advance(seconds=settings.alert_claim_lease_s + 1)
     assert other.deliver_due() == {"delivered": 1}
     assert receiver.kinds() == ["firing"]
     assert receiver.requests[0].headers["webhook-id"] == claimed.key
@@ -222,16 +236,16 @@ def test_two_deliverers_never_send_the_same_message_twice(engine, settings, cloc
 def test_stale_data_goes_no_data_without_notifying(engine, settings, clock, receiver):
     _price(engine, settings, clock, "2.50")
     rule = add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver))
-    deliverer = Deliverer(engine, LOCAL, clock=clock)
+    deliverer = Deliverer(engine, settings, clock=clock)
     clock.advance(minutes=10)
     _price(engine, settings, clock, "1.90")
     deliverer.deliver_due()
     assert receiver.kinds() == ["firing"]
 
     clock.advance(hours=7)  # past stale_after (6 h) with no scrape
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL)
+    evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, rule) == "no_data"
-    evaluate_rules(engine, settings, now=clock() + timedelta(minutes=1), alert_settings=LOCAL)
+    evaluate_rules(engine, settings, now=clock() + timedelta(minutes=1))
     assert deliverer.deliver_due() == {}
     assert outbox_count(engine) == 1
 
@@ -244,7 +258,10 @@ def test_stale_data_goes_no_data_without_notifying(engine, settings, clock, rece
     deliverer.deliver_due()
     assert receiver.kinds() == ["firing", "resolved"]
     assert transitions(engine, rule) == [
-        ("inactive", "firing"), ("firing", "no_data"), ("no_data", "firing"), ("firing", "resolved"),
+        ("inactive", "firing"),
+        ("firing", "no_data"),
+        ("no_data", "firing"),
+        ("firing", "resolved"),
     ]
 
 
@@ -252,7 +269,7 @@ def test_stale_data_never_fires_a_new_rule(engine, settings, clock, receiver):
     _price(engine, settings, clock, "1.50")
     clock.advance(hours=7)
     rule = add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver))  # no fresh data: accepted
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL)
+    evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, rule) == "no_data"
     assert outbox_count(engine) == 0
 
@@ -264,7 +281,7 @@ def test_failed_provider_run_is_no_data_and_does_not_resolve(engine, settings, c
     _price(engine, settings, clock, "1.90")
     clock.advance(minutes=10)
     failed_run(engine, "vastai", clock())  # the offers are still "fresh", but the provider is failing
-    evaluate_after_ingest(engine, settings, "vastai", clock(), alert_settings=LOCAL)
+    evaluate_after_ingest(engine, settings, "vastai", clock())
     assert rule_state(engine, rule) == "no_data"
     with session_scope(engine) as s:
         event = s.scalar(select(AlertEvent).order_by(AlertEvent.id.desc()))
@@ -280,7 +297,7 @@ def test_pending_interrupted_by_no_data_starts_over(engine, settings, clock):
     assert rule_state(engine, rule) == "pending"
     clock.advance(minutes=10)
     failed_run(engine, "vastai", clock())
-    evaluate_after_ingest(engine, settings, "vastai", clock(), alert_settings=LOCAL)
+    evaluate_after_ingest(engine, settings, "vastai", clock())
     clock.advance(minutes=15)
     _price(engine, settings, clock, "1.90")  # 35 min after the first breach, but the gap broke it
     assert rule_state(engine, rule) == "pending"
@@ -291,8 +308,14 @@ def test_pending_interrupted_by_no_data_starts_over(engine, settings, clock):
 
 def test_silenced_rule_records_events_but_sends_nothing(engine, settings, clock, receiver):
     _price(engine, settings, clock, "2.50")
-    rule = add_rule(engine, settings, clock(), threshold="2.00", channels=webhook(receiver),
-                    silenced_until=clock() + timedelta(hours=1))
+    rule = add_rule(
+        engine,
+        settings,
+        clock(),
+        threshold="2.00",
+        channels=webhook(receiver),
+        silenced_until=clock() + timedelta(hours=1),
+    )
     clock.advance(minutes=10)
     _price(engine, settings, clock, "1.90")
     assert rule_state(engine, rule) == "firing"
@@ -302,7 +325,7 @@ def test_silenced_rule_records_events_but_sends_nothing(engine, settings, clock,
 def test_repeat_reminders_while_firing(engine, settings, clock, receiver):
     _price(engine, settings, clock, "2.50")
     add_rule(engine, settings, clock(), threshold="2.00", repeat="1h", channels=webhook(receiver))
-    deliverer = Deliverer(engine, LOCAL, clock=clock)
+    deliverer = Deliverer(engine, settings, clock=clock)
     for _ in range(7):  # 70 minutes of scrapes every 10 minutes, all below
         clock.advance(minutes=10)
         _price(engine, settings, clock, "1.90")
@@ -314,7 +337,7 @@ def test_other_providers_and_cards_do_not_trigger_evaluation(engine, settings, c
     _price(engine, settings, clock, "2.50")
     rule = add_rule(engine, settings, clock(), threshold="2.00", providers=["vastai"])
     ingest_prices(engine, settings, clock(), offer("x", "1.00"), provider="runpod")
-    report = evaluate_after_ingest(engine, settings, "runpod", clock(), alert_settings=LOCAL)
+    report = evaluate_after_ingest(engine, settings, "runpod", clock())
     assert report.evaluated == 0 and rule_state(engine, rule) == "inactive"
 
 
@@ -323,7 +346,7 @@ def test_statistics_use_the_market_definition(engine, settings, clock, metric):
     prices = ["4.0", "1.0", "3.0", "2.0", "5.0"]
     ingest_prices(engine, settings, clock(), *(offer(f"k{i}", p) for i, p in enumerate(prices)))
     rule = add_rule(engine, settings, clock(), gpu=H100, metric=metric, threshold="0.50")
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL)
+    evaluate_rules(engine, settings, now=clock())
     as_float = np.array([float(p) for p in prices])
     expected = as_float.min() if metric == "min" else weighted_quantiles(as_float, np.ones(5))[metric]
     with session_scope(engine) as s:
@@ -337,8 +360,17 @@ def test_idempotency_key_is_a_pure_function_of_rule_transition_and_episode():
 
     t = datetime(2026, 11, 1, tzinfo=UTC)
     assert idempotency_key(1, "firing", t) == idempotency_key(1, "firing", t)
-    assert len({idempotency_key(1, "firing", t), idempotency_key(1, "resolved", t), idempotency_key(2, "firing", t),
-                idempotency_key(1, "firing", t + timedelta(seconds=1))}) == 4
+    assert (
+        len(
+            {
+                idempotency_key(1, "firing", t),
+                idempotency_key(1, "resolved", t),
+                idempotency_key(2, "firing", t),
+                idempotency_key(1, "firing", t + timedelta(seconds=1)),
+            }
+        )
+        == 4
+    )
 
 
 def test_signature_matches_the_standard_webhooks_reference():
@@ -347,7 +379,8 @@ def test_signature_matches_the_standard_webhooks_reference():
 
     body = b'{"test": 2432232314}'
     key = base64.b64decode(SECRET.removeprefix("whsec_"))
-    expected = base64.b64encode(hmac.new(key, b"msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330." + body,
-                                        hashlib.sha256).digest()).decode()
+    expected = base64.b64encode(
+        hmac.new(key, b"msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330." + body, hashlib.sha256).digest()
+    ).decode()
     assert sign(SECRET, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body) == f"v1,{expected}"
     assert expected == "g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.alert_helpers import LOCAL, add_rule, ingest_prices, offer, rule_state
+from tests.alert_helpers import add_rule, ingest_prices, local, offer, rule_state
 from tracker.alerts.evaluate import evaluate_rules
 from tracker.alerts.job_cost import CostError, default_cost_model
 from tracker.alerts.models import AlertRule
@@ -19,6 +19,12 @@ from tracker.alerts.states import step
 from tracker.db import session_scope
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def settings(settings):
+    """The shared settings, letting webhooks reach the local receiver."""
+    return local(settings)
 
 
 @dataclass
@@ -47,7 +53,9 @@ def run(rule: R, values: list[str | None], every: timedelta = timedelta(minutes=
 def test_pending_needs_the_breach_to_hold_for_the_whole_period():
     rule = R()
     assert run(rule, ["1.9", "1.9", "2.05", "1.9", "1.9", "1.9"]) == [
-        ("inactive", "pending", ""), ("pending", "inactive", ""), ("inactive", "pending", ""),
+        ("inactive", "pending", ""),
+        ("pending", "inactive", ""),
+        ("inactive", "pending", ""),
         ("pending", "firing", "firing"),
     ]
 
@@ -63,15 +71,20 @@ def test_hysteresis_band_is_silent_both_ways():
 def test_above_rules_mirror_below_rules():
     rule = R(condition="above", threshold=Decimal("3.00"), recovery_threshold=Decimal("2.80"), for_s=0)
     assert run(rule, ["3.00", "3.01", "2.90", "3.50", "2.80"]) == [
-        ("inactive", "firing", "firing"), ("firing", "resolved", "resolved"),
+        ("inactive", "firing", "firing"),
+        ("firing", "resolved", "resolved"),
     ]
 
 
 def test_no_data_holds_firing_and_never_notifies():
     rule = R(for_s=0)
     assert run(rule, ["1.5", None, None, "1.5", None, "2.5"]) == [
-        ("inactive", "firing", "firing"), ("firing", "no_data", ""), ("no_data", "firing", ""),
-        ("firing", "no_data", ""), ("no_data", "firing", ""), ("firing", "resolved", "resolved"),
+        ("inactive", "firing", "firing"),
+        ("firing", "no_data", ""),
+        ("no_data", "firing", ""),
+        ("firing", "no_data", ""),
+        ("no_data", "firing", ""),
+        ("firing", "resolved", "resolved"),
     ]
 
 
@@ -83,8 +96,14 @@ def test_repeat_reminders_count_from_the_last_notification():
 
 @pytest.mark.parametrize(
     ("stat", "prices", "expected"),
-    [("min", ["3", "1", "2"], "1"), ("median", ["4", "1", "3", "2"], "2"), ("median", ["3", "1", "2"], "2"),
-     ("p25", ["4", "1", "3", "2"], "1"), ("p25", ["5", "1", "4", "2", "3"], "2"), ("median", ["7"], "7")],
+    [
+        ("min", ["3", "1", "2"], "1"),
+        ("median", ["4", "1", "3", "2"], "2"),
+        ("median", ["3", "1", "2"], "2"),
+        ("p25", ["4", "1", "3", "2"], "1"),
+        ("p25", ["5", "1", "4", "2", "3"], "2"),
+        ("median", ["7"], "7"),
+    ],
 )
 def test_pick_is_the_inverted_cdf(stat, prices, expected):
     assert pick([Decimal(p) for p in prices], stat) == Decimal(expected)
@@ -148,7 +167,7 @@ def test_a_rule_that_would_fire_at_once_is_refused_unless_allowed(engine, settin
         add_rule(engine, settings, clock(), threshold="2.00")
     assert exc.value.field == "threshold" and "1.800000 now" in str(exc.value)
     rule = add_rule(engine, settings, clock(), threshold="2.00", allow_immediate=True, for_="5m")
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL)
+    evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, rule) == "pending"  # then the normal path: pending period, firing
     above = add_rule(engine, settings, clock(), threshold="2.00", condition="above", metric="min")
     assert rule_state(engine, above) == "inactive"  # 1.80 is not above 2.00: accepted
@@ -159,18 +178,23 @@ def test_update_is_all_or_nothing_and_keeps_the_subject(engine, settings, clock)
     with session_scope(engine) as s:
         rule = s.get_one(AlertRule, rule_id)
         with pytest.raises(RuleError) as exc:
-            update_rule(s, rule, {"name": "renamed", "recovery_threshold": "1.00"}, now=clock(), alert_settings=LOCAL)
+            update_rule(s, rule, {"name": "renamed", "recovery_threshold": "1.00"}, now=clock(), settings=settings)
         assert exc.value.field == "recovery_threshold" and rule.name != "renamed"
         with pytest.raises(RuleError) as exc:
-            update_rule(s, rule, {"gpu": "A100"}, now=clock(), alert_settings=LOCAL)
+            update_rule(s, rule, {"gpu": "A100"}, now=clock(), settings=settings)
         assert exc.value.field == "gpu"
-        update_rule(s, rule, {"threshold": "1.50", "for": "15m"}, now=clock(), alert_settings=LOCAL)
+        update_rule(s, rule, {"threshold": "1.50", "for": "15m"}, now=clock(), settings=settings)
         assert (rule.threshold, rule.recovery_threshold, rule.for_s) == (Decimal("1.5"), Decimal("2.2"), 900)
 
 
 def test_secrets_are_shown_once(engine, settings, clock):
-    rule_id = add_rule(engine, settings, clock(), threshold="2.00",
-                       channels=[ChannelInput("webhook", "http://127.0.0.1:9/private/path?token=abc")])
+    rule_id = add_rule(
+        engine,
+        settings,
+        clock(),
+        threshold="2.00",
+        channels=[ChannelInput("webhook", "http://127.0.0.1:9/private/path?token=abc")],
+    )
     with session_scope(engine) as s:
         rule = s.get_one(AlertRule, rule_id)
         shown, hidden = rule_dict(rule, reveal=True)["channels"][0], rule_dict(rule)["channels"][0]
@@ -193,18 +217,20 @@ class TenTimesPrice:
 def test_cost_metric_fires_on_the_estimated_run_cost(engine, settings, clock):
     fake = TenTimesPrice()
     ingest_prices(engine, settings, clock(), offer("a", "2.50"), offer("b", "3.00"))
-    rule = add_rule(engine, settings, clock(), metric="cost_per_run", threshold="20", job={"model": "m"},
-                    cost_model=fake, for_="0")
+    rule = add_rule(
+        engine, settings, clock(), metric="cost_per_run", threshold="20", job={"model": "m"}, cost_model=fake, for_="0"
+    )
     with pytest.raises(RuleError) as exc:
-        add_rule(engine, settings, clock(), metric="cost_per_run", threshold="20", job={"model": "too-big"},
-                 cost_model=fake)
+        add_rule(
+            engine, settings, clock(), metric="cost_per_run", threshold="20", job={"model": "too-big"}, cost_model=fake
+        )
     assert exc.value.field == "job_gpus"
     with pytest.raises(RuleError) as exc:
         add_rule(engine, settings, clock(), metric="cost_per_run", threshold="20", cost_model=fake)
     assert exc.value.field == "job"
     clock.advance(minutes=10)
     ingest_prices(engine, settings, clock(), offer("a", "1.90"), offer("b", "3.00"))
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL, cost_model=fake)
+    evaluate_rules(engine, settings, now=clock(), cost_model=fake)
     with session_scope(engine) as s:
         r = s.get_one(AlertRule, rule)
         assert (r.state, r.last_value) == ("firing", Decimal("19.000000"))
@@ -217,15 +243,29 @@ def test_cost_metric_with_the_real_estimate(engine, settings, clock):
     ingest_prices(engine, settings, clock(), offer("a", "2.50"))
     job = {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}
     rule = add_rule(engine, settings, clock(), metric="usd_per_mtoken", threshold="0.01", job=job, cost_model=model)
-    evaluate_rules(engine, settings, now=clock(), alert_settings=LOCAL, cost_model=model)
+    evaluate_rules(engine, settings, now=clock(), cost_model=model)
     with session_scope(engine) as s:
         r = s.get_one(AlertRule, rule)
         assert r.state == "inactive" and r.last_value is not None and r.last_value > Decimal("0.01")
     with pytest.raises(RuleError) as exc:
-        add_rule(engine, settings, clock(), metric="cost_per_run", threshold="1", job={"model": "no-such-model-xyz"},
-                 cost_model=model)
+        add_rule(
+            engine,
+            settings,
+            clock(),
+            metric="cost_per_run",
+            threshold="1",
+            job={"model": "no-such-model-xyz"},
+            cost_model=model,
+        )
     assert exc.value.field.startswith("job")
     with pytest.raises(RuleError) as exc:
-        add_rule(engine, settings, clock(), metric="cost_per_run", threshold="1",
-                 job=job | {"allow_model_files": True}, cost_model=model)
+        add_rule(
+            engine,
+            settings,
+            clock(),
+            metric="cost_per_run",
+            threshold="1",
+            job=job | {"allow_model_files": True},
+            cost_model=model,
+        )
     assert exc.value.field == "job.allow_model_files"

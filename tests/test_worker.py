@@ -24,7 +24,7 @@ import tracker.cli  # noqa: F401  (registers every command)
 import tracker.worker as worker_module
 from providers.base import FetchContext, Provider, ProviderKind
 from providers.cassette import bundled_cassette
-from tests.alert_helpers import LOCAL, Receiver, rule_state
+from tests.alert_helpers import Receiver, local, rule_state
 from tracker.cli.app import app
 from tracker.config import Settings, get_settings
 from tracker.db import session_scope
@@ -33,7 +33,11 @@ from tracker.offers import ScrapeResult
 from tracker.slots import SlotTrigger
 from tracker.worker import Worker, lock_key, provider_lock, scheduler_options, slot_start, start_background_worker
 
-FIVE_MIN = Settings(intervals={"vastai": 300})
+
+@pytest.fixture
+def settings(settings):
+    """The shared settings with vastai every five minutes and webhooks allowed to the local receiver."""
+    return local(settings, intervals={"vastai": 300})
 
 
 @pytest.fixture
@@ -45,14 +49,22 @@ def replay_dir(tmp_path: Path) -> Path:
 
 
 def make_worker(engine, settings, clock, replay_dir, **kw) -> Worker:
-    return Worker(engine, settings, kw.pop("worker_settings", FIVE_MIN), LOCAL, clock=clock, source="replay",
-                  replay_dir=replay_dir, providers=kw.pop("providers", ["vastai", "reference"]), **kw)
+    return Worker(
+        engine,
+        settings,
+        clock=clock,
+        source="replay",
+        replay_dir=replay_dir,
+        providers=kw.pop("providers", ["vastai", "reference"]),
+        **kw,
+    )
 
 
 def runs_per_slot(engine) -> Counter[tuple[str, datetime]]:
     with session_scope(engine) as s:
-        rows = s.execute(select(ScrapeRun.provider, ScrapeRun.slot, func.count()).group_by(ScrapeRun.provider,
-                                                                                           ScrapeRun.slot))
+        rows = s.execute(
+            select(ScrapeRun.provider, ScrapeRun.slot, func.count()).group_by(ScrapeRun.provider, ScrapeRun.slot)
+        )
         return Counter({(p, slot): n for p, slot, n in rows})
 
 
@@ -83,8 +95,13 @@ def test_slot_trigger_fires_once_per_slot_without_drift(jitter):
 def test_lock_key_is_stable_across_processes():
     code = "from tracker.worker import lock_key; print(lock_key('vastai'))"
     keys = {
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                       env=os.environ | {"PYTHONHASHSEED": seed}).stdout.strip()
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=os.environ | {"PYTHONHASHSEED": seed},
+        ).stdout.strip()
         for seed in ("1", "2")
     }
     assert keys == {str(lock_key("vastai"))}
@@ -180,8 +197,8 @@ class Hang(Provider):
 
 
 def test_a_hung_provider_times_out_and_does_not_block_its_next_slot(engine, settings, clock, replay_dir):
-    ws = Settings(intervals={"vastai": 300}, worker_job_timeout_s=0.2)
-    worker = make_worker(engine, settings, clock, replay_dir, worker_settings=ws, providers=["vastai"])
+    ws = settings.model_copy(update={"worker_job_timeout_s": 0.2})
+    worker = make_worker(engine, ws, clock, replay_dir, providers=["vastai"])
     worker.providers["hang"], worker.cassettes["hang"] = Hang, None
     for _ in range(2):
         (outcome,) = worker.run_providers(["hang"])
@@ -194,8 +211,8 @@ def test_a_hung_provider_times_out_and_does_not_block_its_next_slot(engine, sett
 
 
 def test_scheduler_jobs_have_intervals_jitter_grace_coalescing_and_one_instance(engine, settings, clock, replay_dir):
-    ws = Settings(intervals={"vastai": 300}, worker_jitter_s=600, worker_misfire_grace_s=900)
-    worker = make_worker(engine, settings, clock, replay_dir, worker_settings=ws)
+    ws = settings.model_copy(update={"worker_jitter_s": 600.0, "worker_misfire_grace_s": 900})
+    worker = make_worker(engine, ws, clock, replay_dir)
     scheduler = BackgroundScheduler(**scheduler_options(ws))
     worker.schedule(scheduler)
     scheduler.start(paused=True)  # jobs get their defaults, nothing runs
@@ -214,13 +231,13 @@ def test_scheduler_jobs_have_intervals_jitter_grace_coalescing_and_one_instance(
 
 def test_unknown_provider_in_intervals_is_refused(engine, settings, clock, replay_dir):
     with pytest.raises(ValueError, match="nosuchcloud"):
-        make_worker(engine, settings, clock, replay_dir, worker_settings=Settings(intervals={"nosuchcloud": 60}))
+        make_worker(engine, settings.model_copy(update={"intervals": {"nosuchcloud": 60}}), clock, replay_dir)
     with pytest.raises(ValueError, match="minimum"):
         Settings(intervals={"vastai": 1})
 
 
 def test_offline_modes_only_schedule_providers_they_can_replay(engine, settings, clock, replay_dir):
-    worker = Worker(engine, settings, FIVE_MIN, LOCAL, clock=clock, source="replay", replay_dir=replay_dir)
+    worker = Worker(engine, settings, clock=clock, source="replay", replay_dir=replay_dir)
     assert set(worker.providers) == {"vastai"} | {
         n for n, p in worker_module.all_providers().items() if p.kind == ProviderKind.static_sheet
     }
@@ -249,8 +266,19 @@ def cli(engine, tmp_path, monkeypatch):
 def test_worker_once_replays_evaluates_and_delivers(cli, engine, replay_dir):
     receiver = Receiver().start()
     try:
-        added = cli("alerts", "add", "--gpu", "H100-SXM-80GB", "--below", "2.00", "--provider", "vastai",
-                    "--webhook", receiver.url, "--json")
+        added = cli(
+            "alerts",
+            "add",
+            "--gpu",
+            "H100-SXM-80GB",
+            "--below",
+            "2.00",
+            "--provider",
+            "vastai",
+            "--webhook",
+            receiver.url,
+            "--json",
+        )
         assert added.exit_code == 0, added.output
         rule_id = json.loads(added.stdout)["id"]
         result = cli("worker", "--once", "--replay-dir", str(replay_dir), "--json", "vastai", "reference")
@@ -277,6 +305,7 @@ def test_worker_bad_input_is_a_clear_error(cli, tmp_path, monkeypatch):
     empty = cli("worker", "--once", "--replay-dir", str(tmp_path), "vastai")
     assert empty.exit_code == 2 and "no provider" in empty.output
     monkeypatch.setenv("TRACKER_INTERVALS", '{"vastai": 5}')
+    get_settings.cache_clear()  # the CLI reads the environment once per process
     bad = cli("worker", "--once", "--demo")
     assert bad.exit_code == 2 and "minimum" in bad.output and "Traceback" not in bad.output
 
@@ -285,10 +314,23 @@ def test_two_worker_processes_against_one_database(engine, replay_dir, tmp_path)
     """Real processes, real clock: whatever slot they land in, never two runs of one provider in it."""
     url = engine.url.render_as_string(hide_password=False)
     env = os.environ | {"TRACKER_DATA_DIR": str(tmp_path), "TRACKER_INTERVALS": '{"vastai": 300}'}
-    cmd = [sys.executable, "-c", "from tracker.cli import main; main()", "--database-url", url,
-           "worker", "--once", "--replay-dir", str(replay_dir), "--json", "vastai", "reference"]
-    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from tracker.cli import main; main()",
+        "--database-url",
+        url,
+        "worker",
+        "--once",
+        "--replay-dir",
+        str(replay_dir),
+        "--json",
+        "vastai",
+        "reference",
+    ]
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outputs
     statuses = Counter(r["status"] for out, _ in outputs for r in json.loads(out)["runs"])
@@ -305,7 +347,7 @@ def test_live_mode_leaves_out_providers_without_credentials(engine, settings, cl
         for c in p.credentials:
             monkeypatch.delenv(f"TRACKER_{c.upper()}", raising=False)
             monkeypatch.delenv(f"TRACKER_{c.upper()}_FILE", raising=False)
-    worker = Worker(engine, settings, FIVE_MIN, LOCAL, clock=clock)
+    worker = Worker(engine, settings, clock=clock)
     assert keyed[0].name not in worker.providers and "no credentials" in worker.unscheduled[keyed[0].name]
     assert "reference" in worker.providers
 

@@ -54,8 +54,8 @@ _local_locks: dict[tuple[str, str], threading.Lock] = {}
 _local_locks_guard = threading.Lock()
 
 
-def interval_for(provider: type[Provider], worker_settings: Settings) -> timedelta:
-    seconds = worker_settings.intervals.get(provider.name)
+def interval_for(provider: type[Provider], settings: Settings) -> timedelta:
+    seconds = settings.intervals.get(provider.name)
     return timedelta(seconds=seconds) if seconds else provider.default_interval
 
 
@@ -130,8 +130,6 @@ class Worker:
         self,
         engine: Engine,
         settings: Settings,
-        worker_settings: Settings | None = None,
-        alert_settings: Settings | None = None,
         *,
         clock: Clock = utcnow,
         source: str = "live",  # live | demo | replay
@@ -143,12 +141,10 @@ class Worker:
         if source == "replay" and replay_dir is None:
             raise ValueError("replay needs a cassette directory")
         self.engine, self.settings, self.clock = engine, settings, clock
-        self.worker_settings = worker_settings or Settings()
-        self.alert_settings = alert_settings or Settings()
         self.source, self.replay_dir = source, replay_dir
-        self.deliverer = deliverer or Deliverer(engine, self.alert_settings, clock=clock)
+        self.deliverer = deliverer or Deliverer(engine, settings, clock=clock)
         self.cost_model = cost_model
-        unknown = set(self.worker_settings.intervals) - set(all_providers())
+        unknown = set(settings.intervals) - set(all_providers())
         if unknown:
             raise ValueError(f"TRACKER_INTERVALS names unknown providers: {', '.join(sorted(unknown))}")
         chosen = [get_provider(n) for n in providers] if providers else list(all_providers().values())
@@ -183,10 +179,10 @@ class Worker:
 
     @property
     def job_timeout_s(self) -> float:
-        return self.worker_settings.worker_job_timeout_s or self.settings.scrape_timeout_s + 120
+        return self.settings.worker_job_timeout_s or self.settings.scrape_timeout_s + 120
 
     def interval(self, name: str) -> timedelta:
-        return interval_for(self.providers[name], self.worker_settings)
+        return interval_for(self.providers[name], self.settings)
 
     def _job(self, name: str, slot: datetime) -> ScrapeJob:
         source = "live" if self.source == "live" else self.source
@@ -194,9 +190,10 @@ class Worker:
 
     def _slot_taken(self, name: str, slot: datetime) -> bool:
         with session_scope(self.engine) as session:
-            return session.scalar(
-                select(ScrapeRun.id).where(ScrapeRun.provider == name, ScrapeRun.slot == slot).limit(1)
-            ) is not None
+            return (
+                session.scalar(select(ScrapeRun.id).where(ScrapeRun.provider == name, ScrapeRun.slot == slot).limit(1))
+                is not None
+            )
 
     def due(self, now: datetime | None = None) -> list[str]:
         """Providers whose current slot has no run yet."""
@@ -224,8 +221,9 @@ class Worker:
             if outcome.status in ("locked", "slot_taken"):
                 continue  # the worker that ran it evaluates
             try:
-                evaluate_after_ingest(self.engine, self.settings, outcome.provider, self.clock(),
-                                      alert_settings=self.alert_settings, cost_model=self.cost_model)
+                evaluate_after_ingest(
+                    self.engine, self.settings, outcome.provider, self.clock(), cost_model=self.cost_model
+                )
             except Exception:
                 log.exception("alert evaluation after %s failed", outcome.provider)
         return outcomes
@@ -254,8 +252,9 @@ class Worker:
         with session_scope(self.engine) as session:
             session.execute(
                 update(ScrapeRun)
-                .where(ScrapeRun.provider == job.provider.name, ScrapeRun.slot == job.slot,
-                       ScrapeRun.status == "running")
+                .where(
+                    ScrapeRun.provider == job.provider.name, ScrapeRun.slot == job.slot, ScrapeRun.status == "running"
+                )
                 .values(status="failed", error=error, finished_at=self.clock())
             )
         assert job.slot is not None
@@ -266,8 +265,13 @@ class Worker:
     def run_provider(self, name: str) -> SlotOutcome | None:
         try:
             (outcome,) = self.run_providers([name])
-            log.info("scrape %s slot %s: %s%s", name, outcome.slot.isoformat(), outcome.status,
-                     f" ({outcome.error})" if outcome.error else "")
+            log.info(
+                "scrape %s slot %s: %s%s",
+                name,
+                outcome.slot.isoformat(),
+                outcome.status,
+                f" ({outcome.error})" if outcome.error else "",
+            )
             return outcome
         except Exception:
             log.exception("scrape job for %s failed", name)
@@ -275,8 +279,7 @@ class Worker:
 
     def sweep(self) -> EvaluationReport:
         try:
-            return evaluate_rules(self.engine, self.settings, now=self.clock(), alert_settings=self.alert_settings,
-                                  cost_model=self.cost_model)
+            return evaluate_rules(self.engine, self.settings, now=self.clock(), cost_model=self.cost_model)
         except Exception:
             log.exception("alert sweep failed")
             return EvaluationReport(errors=1)
@@ -302,22 +305,35 @@ class Worker:
         for name in self.providers:
             # The current slot right away (if nobody has run it), then each slot's start + jitter.
             scheduler.add_job(
-                self.run_provider, SlotTrigger(self.interval(name), self.worker_settings.worker_jitter_s),
-                args=[name], id=f"scrape:{name}", name=f"scrape {name}", replace_existing=True,
+                self.run_provider,
+                SlotTrigger(self.interval(name), self.settings.worker_jitter_s),
+                args=[name],
+                id=f"scrape:{name}",
+                name=f"scrape {name}",
+                replace_existing=True,
             )
-        scheduler.add_job(self.sweep, IntervalTrigger(seconds=self.worker_settings.alert_sweep_s, timezone=UTC),
-                          id="alerts:sweep", name="alert sweep", replace_existing=True)
-        scheduler.add_job(self.deliver, IntervalTrigger(seconds=self.worker_settings.alert_deliver_s, timezone=UTC),
-                          id="alerts:deliver", name="alert delivery", replace_existing=True)
+        scheduler.add_job(
+            self.sweep,
+            IntervalTrigger(seconds=self.settings.alert_sweep_s, timezone=UTC),
+            id="alerts:sweep",
+            name="alert sweep",
+            replace_existing=True,
+        )
+        scheduler.add_job(
+            self.deliver,
+            IntervalTrigger(seconds=self.settings.alert_deliver_s, timezone=UTC),
+            id="alerts:deliver",
+            name="alert delivery",
+            replace_existing=True,
+        )
 
 
-def scheduler_options(worker_settings: Settings) -> dict[str, Any]:
+def scheduler_options(settings: Settings) -> dict[str, Any]:
     return {
         "timezone": UTC,
-        "executors": {"default": ThreadPoolExecutor(max_workers=worker_settings.worker_threads)},
+        "executors": {"default": ThreadPoolExecutor(max_workers=settings.worker_threads)},
         # misfire_grace_time must be a job default (a scheduler kwarg is ignored in 3.x).
-        "job_defaults": {"coalesce": True, "max_instances": 1,
-                         "misfire_grace_time": worker_settings.worker_misfire_grace_s},
+        "job_defaults": {"coalesce": True, "max_instances": 1, "misfire_grace_time": settings.worker_misfire_grace_s},
     }
 
 
@@ -329,9 +345,8 @@ def start_background_worker(
     A BackgroundScheduler runs jobs on its own threads, so it never touches the API server's event
     loop. Stop it with `scheduler.shutdown(wait=False)` when the server exits.
     """
-    worker_settings = Settings()
-    worker = Worker(engine, settings, worker_settings, source="demo" if demo else "live", providers=providers)
-    scheduler = BackgroundScheduler(**scheduler_options(worker_settings))
+    worker = Worker(engine, settings, source="demo" if demo else "live", providers=providers)
+    scheduler = BackgroundScheduler(**scheduler_options(settings))
     worker.schedule(scheduler)
     scheduler.start()
     return scheduler

@@ -26,7 +26,6 @@ from tracker.alerts.job_cost import default_cost_model
 from tracker.alerts.models import AlertRule
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, rule_dict, update_rule
 from tracker.clock import utcnow
-from tracker.config import Settings
 
 router = APIRouter(prefix="/v1", tags=["alerts"], dependencies=[Depends(require_token)])
 
@@ -89,13 +88,6 @@ def _missing(rule_id: RuleId) -> JSONResponse:
     return JSONResponse(status_code=404, content={"detail": f"no alert rule {rule_id}", "field": "id"})
 
 
-def _alert_settings(request: Request) -> Settings:
-    settings = getattr(request.app.state, "alert_settings", None)
-    if settings is None:
-        settings = request.app.state.alert_settings = Settings()
-    return settings
-
-
 def _channels(bodies: list[ChannelBody]) -> list[ChannelInput]:
     return [ChannelInput(c.type, c.url, c.secret) for c in bodies]
 
@@ -139,7 +131,6 @@ def create_alert(
             inp,
             now=utcnow(),
             settings=request.app.state.settings,
-            alert_settings=_alert_settings(request),
             cost_model=default_cost_model(),
         )
     except RuleError as exc:
@@ -169,7 +160,7 @@ def patch_alert(
             return JSONResponse(status_code=422, content={"detail": f"{key} cannot be null", "field": key})
         changes[key] = _channels(value) if key == "channels" and value is not None else value
     try:
-        update_rule(session, rule, changes, now=utcnow(), alert_settings=_alert_settings(request))
+        update_rule(session, rule, changes, now=utcnow(), settings=request.app.state.settings)
     except RuleError as exc:
         return _error(exc)
     except StaleDataError:
@@ -207,7 +198,7 @@ def test_alert(rule_id: RuleId, request: Request) -> dict[str, Any] | JSONRespon
     """Send a test notification to every channel now (one attempt each, recorded like any delivery)."""
     engine = request.app.state.engine
     try:
-        results = send_test(engine, rule_id, Deliverer(engine, _alert_settings(request)))
+        results = send_test(engine, rule_id, Deliverer(engine, request.app.state.settings))
     except LookupError:
         return _missing(rule_id)
     if not results:

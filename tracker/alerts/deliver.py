@@ -34,14 +34,14 @@ class Deliverer:
     def __init__(
         self,
         engine: Engine,
-        settings: Settings | None = None,
+        settings: Settings,
         *,
         clock: Clock = utcnow,
         resolver: Resolver = system_resolver,
         webhook_transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.engine = engine
-        self.settings = settings or Settings()
+        self.settings = settings
         self.clock = clock
         self.resolver = resolver
         self.webhook_transport = webhook_transport
@@ -50,8 +50,14 @@ class Deliverer:
         allow = self.settings.allowed_networks
         if message.channel_kind == "webhook":
             return send_webhook(
-                message.url, message.secret, message.key, message.payload, allow,
-                timeout_s=self.settings.alert_send_timeout_s, resolver=self.resolver, now=self.clock(),
+                message.url,
+                message.secret,
+                message.key,
+                message.payload,
+                allow,
+                timeout_s=self.settings.alert_send_timeout_s,
+                resolver=self.resolver,
+                now=self.clock(),
                 transport=self.webhook_transport,
             )
         if message.channel_kind == "apprise":
@@ -69,11 +75,13 @@ class Deliverer:
             except Exception as exc:  # a bug in one channel must not stop the others
                 log.exception("sending notification %s failed", message.id)
                 result = SendResult(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:500])
-            status = record(self.engine, message, result, started=started, finished=self.clock(),
-                            settings=self.settings)
+            status = record(
+                self.engine, message, result, started=started, finished=self.clock(), settings=self.settings
+            )
             if not result.ok:
-                log.warning("notification %s (%s) attempt %d: %s", message.id, message.kind, message.attempt,
-                            result.error)
+                log.warning(
+                    "notification %s (%s) attempt %d: %s", message.id, message.kind, message.attempt, result.error
+                )
             outcomes[status] += 1
         return outcomes
 
@@ -107,8 +115,15 @@ def send_test(
         if rule is None:
             raise LookupError(f"no alert rule {rule_id}")
         key = idempotency_key(rule.id, "test", now, secrets.randbits(32))
-        payload = build_payload(rule, "test", key, now=now, obs=None, previous_state=rule.state,
-                                reason="test notification requested by an operator")
+        payload = build_payload(
+            rule,
+            "test",
+            key,
+            now=now,
+            obs=None,
+            previous_state=rule.state,
+            reason="test notification requested by an operator",
+        )
         rows = enqueue(session, rule, None, "test", key, payload, now=now, max_attempts=1)
         ids = {r.id: r.channel_id for r in rows}
     deliverer.deliver_ids(list(ids))
@@ -116,6 +131,7 @@ def send_test(
         results = []
         for nid, channel_id in ids.items():
             n = session.get_one(AlertNotification, nid)
-            results.append({"channel_id": channel_id, "status": n.status, "error": n.last_error,
-                            "webhook_id": n.idempotency_key})
+            results.append(
+                {"channel_id": channel_id, "status": n.status, "error": n.last_error, "webhook_id": n.idempotency_key}
+            )
         return results

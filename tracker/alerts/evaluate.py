@@ -48,7 +48,11 @@ class EvaluationReport:
 
 
 def evaluate_rule(
-    session: Session, rule: AlertRule, *, now: datetime, settings: Settings, alert_settings: Settings,
+    session: Session,
+    rule: AlertRule,
+    *,
+    now: datetime,
+    settings: Settings,
     cost_model: CostModel | None,
 ) -> tuple[list[Transition], int]:
     """Evaluate one (locked) rule in the caller's transaction: (transitions, notifications queued)."""
@@ -61,9 +65,16 @@ def evaluate_rule(
     queued = 0
     for t in transitions:
         event = AlertEvent(
-            rule_id=rule.id, at=now, from_state=t.from_state, to_state=t.to_state, value=obs.value,
-            threshold=rule.threshold, recovery_threshold=rule.recovery_threshold, offers=obs.offers,
-            reason=t.reason[:2000], notified=False,
+            rule_id=rule.id,
+            at=now,
+            from_state=t.from_state,
+            to_state=t.to_state,
+            value=obs.value,
+            threshold=rule.threshold,
+            recovery_threshold=rule.recovery_threshold,
+            offers=obs.offers,
+            reason=t.reason[:2000],
+            notified=False,
         )
         session.add(event)
         session.flush()
@@ -76,8 +87,9 @@ def evaluate_rule(
             continue
         key = idempotency_key(rule.id, t.notify, rule.pending_since, rule.repeats if t.notify == "repeat" else 0)
         payload = build_payload(rule, t.notify, key, now=now, obs=obs, previous_state=t.from_state, reason=t.reason)
-        queued += len(enqueue(session, rule, event, t.notify, key, payload, now=now,
-                              max_attempts=alert_settings.alert_max_attempts))
+        queued += len(
+            enqueue(session, rule, event, t.notify, key, payload, now=now, max_attempts=settings.alert_max_attempts)
+        )
         event.notified = True
     return transitions, queued
 
@@ -103,12 +115,10 @@ def evaluate_rules(
     now: datetime | None = None,
     providers: Iterable[str] | None = None,
     rule_ids: Iterable[int] | None = None,
-    alert_settings: Settings | None = None,
     cost_model: CostModel | None = None,
 ) -> EvaluationReport:
     """Evaluate enabled rules (all, those `providers` touch, or `rule_ids`), each in its own transaction."""
     now = now or utcnow()
-    alert_settings = alert_settings or Settings()
     cost_model = cost_model or default_cost_model()
     report = EvaluationReport()
     with session_scope(engine) as session:
@@ -125,9 +135,7 @@ def evaluate_rules(
                 rule = session.get(AlertRule, rule_id, with_for_update=True, populate_existing=True)
                 if rule is None or not rule.enabled:
                     continue
-                transitions, queued = evaluate_rule(
-                    session, rule, now=now, settings=settings, alert_settings=alert_settings, cost_model=cost_model
-                )
+                transitions, queued = evaluate_rule(session, rule, now=now, settings=settings, cost_model=cost_model)
             report.evaluated += 1
             report.transitions.extend((rule_id, t) for t in transitions)
             report.notifications += queued
@@ -142,9 +150,12 @@ def evaluate_rules(
 
 
 def evaluate_after_ingest(
-    engine: Engine, settings: Settings, provider: str, observed_at: datetime, *,
-    alert_settings: Settings | None = None, cost_model: CostModel | None = None,
+    engine: Engine,
+    settings: Settings,
+    provider: str,
+    observed_at: datetime,
+    *,
+    cost_model: CostModel | None = None,
 ) -> EvaluationReport:
     """Hook for after a scrape run of `provider` (ok or not): evaluate the rules that provider touches."""
-    return evaluate_rules(engine, settings, now=observed_at, providers=[provider], alert_settings=alert_settings,
-                          cost_model=cost_model)
+    return evaluate_rules(engine, settings, now=observed_at, providers=[provider], cost_model=cost_model)

@@ -112,28 +112,34 @@ class RuleInput:
 
 def _thresholds(condition: str, threshold: Decimal, recovery: Decimal) -> None:
     if condition == "below" and recovery < threshold:
-        raise RuleError(f"recovery_threshold {recovery} must be at or above threshold {threshold} for a 'below' "
-                        "rule (the price has to climb back before the alert resolves)", "recovery_threshold")
+        raise RuleError(
+            f"recovery_threshold {recovery} must be at or above threshold {threshold} for a 'below' "
+            "rule (the price has to climb back before the alert resolves)",
+            "recovery_threshold",
+        )
     if condition == "above" and recovery > threshold:
-        raise RuleError(f"recovery_threshold {recovery} must be at or below threshold {threshold} for an 'above' "
-                        "rule", "recovery_threshold")
+        raise RuleError(
+            f"recovery_threshold {recovery} must be at or below threshold {threshold} for an 'above' rule",
+            "recovery_threshold",
+        )
 
 
 def _channels(
-    channels: Sequence[ChannelInput], alert_settings: Settings, resolver: Resolver, now: datetime
+    channels: Sequence[ChannelInput], settings: Settings, resolver: Resolver, now: datetime
 ) -> list[AlertChannel]:
     out = []
     for i, ch in enumerate(channels):
         kind = (ch.type or "").strip().lower()
         if kind not in CHANNEL_KINDS:
-            raise RuleError(f"channel type must be one of {', '.join(CHANNEL_KINDS)}, got {ch.type!r}",
-                            f"channels[{i}].type")
+            raise RuleError(
+                f"channel type must be one of {', '.join(CHANNEL_KINDS)}, got {ch.type!r}", f"channels[{i}].type"
+            )
         url = (ch.url or "").strip()
         _printable(url, f"channels[{i}].url")
         if not url or len(url) > 2000:
             raise RuleError("channel url is required (at most 2000 characters)", f"channels[{i}].url")
         try:
-            check_channel(kind, url, alert_settings.allowed_networks, resolver=resolver)
+            check_channel(kind, url, settings.allowed_networks, resolver=resolver)
         except UnsafeUrl as exc:
             raise RuleError(str(exc), f"channels[{i}].url") from None
         secret = None
@@ -169,8 +175,13 @@ def _names(values: list[str] | None, field: str, known: Sequence[str] | None = N
 
 
 def create_rule(
-    session: Session, inp: RuleInput, *, now: datetime, settings: Settings, alert_settings: Settings,
-    cost_model: CostModel | None, resolver: Resolver = system_resolver,
+    session: Session,
+    inp: RuleInput,
+    *,
+    now: datetime,
+    settings: Settings,
+    cost_model: CostModel | None,
+    resolver: Resolver = system_resolver,
 ) -> AlertRule:
     """Validate `inp`, store the rule with its channels, and return it (flushed, with ids)."""
     gpu_query = (inp.gpu or "").strip()
@@ -186,8 +197,9 @@ def create_rule(
     try:
         pricing = Pricing(inp.pricing).value
     except ValueError:
-        raise RuleError(f"pricing must be one of {', '.join(p.value for p in Pricing)}, got {inp.pricing!r}",
-                        "pricing") from None
+        raise RuleError(
+            f"pricing must be one of {', '.join(p.value for p in Pricing)}, got {inp.pricing!r}", "pricing"
+        ) from None
     if inp.metric not in METRICS:
         raise RuleError(f"metric must be one of {', '.join(METRICS)}, got {inp.metric!r}", "metric")
     if inp.price_statistic not in PRICE_STATISTICS:
@@ -196,7 +208,9 @@ def create_rule(
         # Percentiles and costs are per card (never blended across SXM/PCIe); the minimum is meaningful pooled.
         raise RuleError(
             f"{gpu_query!r} covers {len(cards)} cards ({', '.join(c.id for c in cards)}); a {inp.metric} alert "
-            "needs one card — name it, or use metric min", "gpu")
+            "needs one card — name it, or use metric min",
+            "gpu",
+        )
     if inp.condition not in CONDITIONS:
         raise RuleError(f"condition must be 'below' or 'above', got {inp.condition!r}", "condition")
     threshold = parse_money(inp.threshold, "threshold")
@@ -209,8 +223,7 @@ def create_rule(
         raise RuleError(f"for must be at most {MAX_FOR}", "for")
     repeat_s = parse_duration(inp.repeat, "repeat")
     if repeat_s is not None and not MIN_REPEAT.total_seconds() <= repeat_s <= MAX_REPEAT.total_seconds():
-        raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT} (or omitted for no reminders)",
-                        "repeat")
+        raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT} (or omitted for no reminders)", "repeat")
     if isinstance(inp.min_offers, bool) or not isinstance(inp.min_offers, int) or not 1 <= inp.min_offers <= 10_000:
         raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
     providers = _names(inp.providers, "providers", list(all_providers()))
@@ -218,11 +231,13 @@ def create_rule(
     job, job_gpus = None, Decimal(1)
     if inp.metric in COST_METRICS:
         if cost_model is None:
-            raise RuleError("cost metrics need the estimate model (tracker.estimate), which is not available",
-                            "metric")
+            raise RuleError("cost metrics need the estimate model (tracker.estimate), which is not available", "metric")
         if not inp.job:
-            raise RuleError(f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", '
-                            '"tokens": "22.5M"}', "job")
+            raise RuleError(
+                f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", '
+                '"tokens": "22.5M"}',
+                "job",
+            )
         try:
             job_gpus = Decimal(str(inp.job_gpus))
         except InvalidOperation:
@@ -236,27 +251,47 @@ def create_rule(
         job = dict(inp.job)
     elif inp.job:
         raise RuleError("job only applies to cost_per_run and usd_per_mtoken alerts", "job")
-    channels = _channels(inp.channels, alert_settings, resolver, now)
-    name = (inp.name or "").strip() or (
-        f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}"
-    )
+    channels = _channels(inp.channels, settings, resolver, now)
+    name = (inp.name or "").strip() or (f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}")
     if len(name) > 200:
         raise RuleError("name must be at most 200 characters", "name")
     _printable(name, "name")
 
     rule = AlertRule(
-        name=name, gpu_query=gpu_query, gpu_ids=[c.id for c in cards], pricing=pricing, providers=providers,
-        regions=regions, min_offers=inp.min_offers, metric=inp.metric, price_statistic=inp.price_statistic,
-        job=job, job_gpus=job_gpus, condition=inp.condition, threshold=threshold, recovery_threshold=recovery,
-        for_s=for_s, repeat_s=repeat_s, enabled=bool(inp.enabled), silenced_until=inp.silenced_until,
-        allow_immediate=bool(inp.allow_immediate), state="inactive", held_state=None, state_since=now,
-        pending_since=None, repeats=0, created_at=now, updated_at=now,
+        name=name,
+        gpu_query=gpu_query,
+        gpu_ids=[c.id for c in cards],
+        pricing=pricing,
+        providers=providers,
+        regions=regions,
+        min_offers=inp.min_offers,
+        metric=inp.metric,
+        price_statistic=inp.price_statistic,
+        job=job,
+        job_gpus=job_gpus,
+        condition=inp.condition,
+        threshold=threshold,
+        recovery_threshold=recovery,
+        for_s=for_s,
+        repeat_s=repeat_s,
+        enabled=bool(inp.enabled),
+        silenced_until=inp.silenced_until,
+        allow_immediate=bool(inp.allow_immediate),
+        state="inactive",
+        held_state=None,
+        state_since=now,
+        pending_since=None,
+        repeats=0,
+        created_at=now,
+        updated_at=now,
     )
     obs = observe(session, rule, now=now, freshness=settings.stale_after, cost_model=cost_model)
     if obs.value is not None and breached(rule.condition, obs.value, threshold) and not inp.allow_immediate:
         raise RuleError(
             f"the {inp.metric} of {gpu_query} ({pricing}) is {obs.value} now, already {inp.condition} {threshold}: "
-            "this rule would fire at once. Choose another threshold, or set allow_immediate to keep it", "threshold")
+            "this rule would fire at once. Choose another threshold, or set allow_immediate to keep it",
+            "threshold",
+        )
     rule.last_value = obs.value
     rule.channels = channels
     session.add(rule)
@@ -264,12 +299,26 @@ def create_rule(
     return rule
 
 
-UPDATABLE = {"name", "threshold", "recovery_threshold", "for", "repeat", "enabled", "silenced_until", "min_offers",
-             "channels"}
+UPDATABLE = {
+    "name",
+    "threshold",
+    "recovery_threshold",
+    "for",
+    "repeat",
+    "enabled",
+    "silenced_until",
+    "min_offers",
+    "channels",
+}
 
 
 def update_rule(
-    session: Session, rule: AlertRule, changes: dict[str, Any], *, now: datetime, alert_settings: Settings,
+    session: Session,
+    rule: AlertRule,
+    changes: dict[str, Any],
+    *,
+    now: datetime,
+    settings: Settings,
     resolver: Resolver = system_resolver,
 ) -> AlertRule:
     """Apply a partial update, all or nothing: every change is validated before any is applied.
@@ -279,8 +328,11 @@ def update_rule(
     unknown = set(changes) - UPDATABLE
     if unknown:
         bad = sorted(unknown)[0]
-        raise RuleError(f"{bad} cannot be changed; delete the rule and create a new one "
-                        f"(changeable: {', '.join(sorted(UPDATABLE))})", bad)
+        raise RuleError(
+            f"{bad} cannot be changed; delete the rule and create a new one "
+            f"(changeable: {', '.join(sorted(UPDATABLE))})",
+            bad,
+        )
     new: dict[str, Any] = {}
     if "name" in changes:
         name = (changes["name"] or "").strip()
@@ -323,7 +375,7 @@ def update_rule(
         new["min_offers"] = m
     if "channels" in changes:
         # Replacing channels drops messages still queued for the old ones (their rows cascade away).
-        new["channels"] = _channels(changes["channels"] or [], alert_settings, resolver, now)
+        new["channels"] = _channels(changes["channels"] or [], settings, resolver, now)
     for key, value in new.items():
         setattr(rule, key, value)
     rule.updated_at = now
@@ -336,7 +388,7 @@ def _redact_url(kind: str, url: str) -> str:
         return url.split("://", 1)[0] + "://…"
     scheme, _, rest = url.partition("://")
     host = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
-    return f"{scheme}://{host}/…" if rest[len(host):].strip("/") else f"{scheme}://{host}/"
+    return f"{scheme}://{host}/…" if rest[len(host) :].strip("/") else f"{scheme}://{host}/"
 
 
 def channel_dict(ch: AlertChannel, *, reveal: bool = False) -> dict[str, Any]:

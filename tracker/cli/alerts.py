@@ -17,19 +17,18 @@ from tracker.alerts.job_cost import default_cost_model
 from tracker.alerts.models import AlertRule
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, parse_duration, rule_dict, update_rule
 from tracker.cli.app import app
-from tracker.cli.context import runtime
+from tracker.cli.context import Runtime, runtime
 from tracker.cli.output import console, emit_json, fail
 from tracker.clock import utcnow
-from tracker.config import Settings
 from tracker.db import session_scope
 
 alerts_app = typer.Typer(help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True)
 app.add_typer(alerts_app, name="alerts")
 
 
-def _alert_settings() -> Settings:
+def _runtime(ctx: typer.Context) -> Runtime:
     try:
-        return Settings()
+        return runtime(ctx)
     except ValidationError as exc:
         fail(f"bad alert configuration: {exc.errors()[0]['msg']}")
 
@@ -51,8 +50,11 @@ def add(
     webhook: list[str] = typer.Option(None, "--webhook", help="Webhook URL (repeatable), signed."),
     webhook_secret: str | None = typer.Option(None, "--webhook-secret", help="whsec_… (default: generated)."),
     apprise_url: list[str] = typer.Option(None, "--apprise", help="Apprise URL: slack://, tgram://, ntfy://, …"),
-    job: str | None = typer.Option(None, "--job", help='Cost metrics: JSON job, e.g. {"model": "llama-3.1-8b", '
-                                   '"method": "qlora", "tokens": "22.5M"}'),
+    job: str | None = typer.Option(
+        None,
+        "--job",
+        help='Cost metrics: JSON job, e.g. {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}',
+    ),
     job_gpus: float = typer.Option(1, "--job-gpus", help="Cost metrics: GPUs the job runs on."),
     price_statistic: str = typer.Option("min", "--price-statistic", help="Cost metrics: the price used."),
     name: str | None = typer.Option(None, "--name"),
@@ -74,18 +76,29 @@ def add(
     if webhook_secret and not webhook:
         fail("--webhook-secret needs --webhook")
     inp = RuleInput(
-        gpu=gpu, condition="below" if below is not None else "above", threshold=below if below is not None else above,
-        pricing=pricing, metric=metric, recovery_threshold=recovery, for_=for_, repeat=repeat,
-        providers=provider or None, regions=region or None, min_offers=min_offers, price_statistic=price_statistic,
-        job=job_spec, job_gpus=job_gpus, channels=channels, name=name, enabled=not disabled,
+        gpu=gpu,
+        condition="below" if below is not None else "above",
+        threshold=below if below is not None else above,
+        pricing=pricing,
+        metric=metric,
+        recovery_threshold=recovery,
+        for_=for_,
+        repeat=repeat,
+        providers=provider or None,
+        regions=region or None,
+        min_offers=min_offers,
+        price_statistic=price_statistic,
+        job=job_spec,
+        job_gpus=job_gpus,
+        channels=channels,
+        name=name,
+        enabled=not disabled,
         allow_immediate=allow_firing_now,
     )
-    alert_settings = _alert_settings()
-    rt = runtime(ctx)
+    rt = _runtime(ctx)
     try:
         with session_scope(rt.engine) as session:
-            rule = create_rule(session, inp, now=utcnow(), settings=rt.settings, alert_settings=alert_settings,
-                               cost_model=default_cost_model())
+            rule = create_rule(session, inp, now=utcnow(), settings=rt.settings, cost_model=default_cost_model())
             row = rule_dict(rule, reveal=True)
     except RuleError as exc:
         fail(f"{exc.field}: {exc}")
@@ -112,9 +125,14 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
         table.add_column(col)
     for r in rows:
         table.add_row(
-            str(r["id"]), r["name"], r["state"], r["state_since"].strftime("%Y-%m-%d %H:%M"),
-            str(r["last_value"] or "-"), f"{r['metric']} {r['condition']} {r['threshold']}",
-            str(len(r["channels"])), "yes" if r["enabled"] else "no",
+            str(r["id"]),
+            r["name"],
+            r["state"],
+            r["state_since"].strftime("%Y-%m-%d %H:%M"),
+            str(r["last_value"] or "-"),
+            f"{r['metric']} {r['condition']} {r['threshold']}",
+            str(len(r["channels"])),
+            "yes" if r["enabled"] else "no",
         )
     console.print(table)
 
@@ -143,14 +161,22 @@ def show(
         emit_json(row)
         return
     console.print(f"[bold]{row['name']}[/] (#{row['id']}): {row['state']} since {row['state_since']:%Y-%m-%d %H:%M}")
-    console.print(f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({row['pricing']}) {row['condition']} "
-                  f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}")
+    console.print(
+        f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({row['pricing']}) {row['condition']} "
+        f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}"
+    )
     table = Table(title="events")
     for col in ("at", "from", "to", "value", "notified", "reason"):
         table.add_column(col)
     for e in row["events"]:
-        table.add_row(f"{e['at']:%Y-%m-%d %H:%M:%S}", e["from_state"], e["to_state"], str(e["value"] or "-"),
-                      "yes" if e["notified"] else "", e["reason"][:70])
+        table.add_row(
+            f"{e['at']:%Y-%m-%d %H:%M:%S}",
+            e["from_state"],
+            e["to_state"],
+            str(e["value"] or "-"),
+            "yes" if e["notified"] else "",
+            e["reason"][:70],
+        )
     console.print(table)
     table = Table(title="notifications")
     for col in ("id", "kind", "status", "attempts", "last error"):
@@ -174,10 +200,9 @@ def test_notification(
     ctx: typer.Context, rule_id: int = typer.Argument(...), json_out: bool = typer.Option(False, "--json")
 ) -> None:
     """Send a test notification to every channel of a rule now. Exits 1 if one was not delivered."""
-    alert_settings = _alert_settings()
-    rt = runtime(ctx)
+    rt = _runtime(ctx)
     try:
-        results = send_test(rt.engine, rule_id, Deliverer(rt.engine, alert_settings))
+        results = send_test(rt.engine, rule_id, Deliverer(rt.engine, rt.settings))
     except LookupError as exc:
         fail(str(exc))
     if not results:
@@ -202,14 +227,12 @@ def silence(
     """Mute a rule's notifications for a while (it keeps evaluating and recording events)."""
     if off == (for_ is not None):
         fail("give exactly one of --for or --off")
-    alert_settings = _alert_settings()
-    rt = runtime(ctx)
+    rt = _runtime(ctx)
     now = utcnow()
     try:
         until = None if off else now + timedelta(seconds=parse_duration(for_, "for") or 0)
         with session_scope(rt.engine) as session:
-            update_rule(session, _get(session, rule_id), {"silenced_until": until}, now=now,
-                        alert_settings=alert_settings)
+            update_rule(session, _get(session, rule_id), {"silenced_until": until}, now=now, settings=rt.settings)
     except RuleError as exc:
         fail(f"{exc.field}: {exc}")
     console.print(f"alert {rule_id} " + (f"silenced until {until:%Y-%m-%d %H:%M} UTC" if until else "unsilenced"))

@@ -15,7 +15,6 @@ from providers.registry import UnknownProvider
 from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
-from tracker.config import Settings
 from tracker.worker import Worker, interval_for, scheduler_options
 
 STYLE = {"ok": "green", "failed": "red", "timeout": "red", "quarantined": "yellow"}
@@ -38,14 +37,13 @@ def worker_cmd(
     if replay_dir and not replay_dir.is_dir():
         fail(f"--replay-dir {replay_dir} is not a directory")
     try:
-        worker_settings, alert_settings = Settings(), Settings()
+        rt = runtime(ctx)
     except ValidationError as exc:
         fail(f"bad worker configuration: {exc.errors()[0]['msg']}")
-    rt = runtime(ctx)
+    settings = rt.settings
     source = "replay" if replay_dir else ("demo" if demo else "live")
     try:
-        worker = Worker(rt.engine, rt.settings, worker_settings, alert_settings, source=source,
-                        replay_dir=replay_dir, providers=providers or None)
+        worker = Worker(rt.engine, settings, source=source, replay_dir=replay_dir, providers=providers or None)
     except (UnknownProvider, ValueError) as exc:
         fail(str(exc))
     if not worker.providers:
@@ -65,7 +63,7 @@ def worker_cmd(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from apscheduler.schedulers.blocking import BlockingScheduler
 
-    scheduler = BlockingScheduler(**scheduler_options(worker_settings))
+    scheduler = BlockingScheduler(**scheduler_options(settings))
     worker.schedule(scheduler)
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -74,11 +72,13 @@ def worker_cmd(
 
     signal.signal(signal.SIGTERM, _stop)
     for name, cls in worker.providers.items():
-        console.print(f"  {name}: every {interval_for(cls, worker_settings)} ({source})")
+        console.print(f"  {name}: every {interval_for(cls, settings)} ({source})")
     for name, why in worker.unscheduled.items():
         console.print(f"  [dim]{name}: not scheduled ({why})[/]")
-    console.print(f"worker started: {len(worker.providers)} providers, alert sweep every "
-                  f"{worker_settings.alert_sweep_s}s, delivery every {worker_settings.alert_deliver_s}s")
+    console.print(
+        f"worker started: {len(worker.providers)} providers, alert sweep every "
+        f"{settings.alert_sweep_s}s, delivery every {settings.alert_deliver_s}s"
+    )
     try:
         scheduler.start()
     except (KeyboardInterrupt, SystemExit):
@@ -93,11 +93,18 @@ def _print_cycle(report: dict) -> None:  # type: ignore[type-arg]
     for col in ("provider", "slot", "status", "offers", "price rows", "note"):
         table.add_column(col)
     for r in report["runs"]:
-        table.add_row(r["provider"], r["slot"].strftime("%Y-%m-%d %H:%M"), f"[{STYLE.get(r['status'], '')}]"
-                      f"{r['status']}[/]", str(r.get("offers_valid", "")), str(r.get("price_rows", "")),
-                      (r["error"] or "")[:60])
+        table.add_row(
+            r["provider"],
+            r["slot"].strftime("%Y-%m-%d %H:%M"),
+            f"[{STYLE.get(r['status'], '')}]{r['status']}[/]",
+            str(r.get("offers_valid", "")),
+            str(r.get("price_rows", "")),
+            (r["error"] or "")[:60],
+        )
     console.print(table)
     alerts = report["alerts"]
     deliveries = report["deliveries"] or "none"
-    console.print(f"alerts: {alerts['evaluated']} rules evaluated, {len(alerts['transitions'])} transitions, "
-                  f"{alerts['notifications_queued']} notifications queued; deliveries: {deliveries}")
+    console.print(
+        f"alerts: {alerts['evaluated']} rules evaluated, {len(alerts['transitions'])} transitions, "
+        f"{alerts['notifications_queued']} notifications queued; deliveries: {deliveries}"
+    )
