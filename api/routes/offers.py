@@ -14,14 +14,19 @@ from tracker.queries import SORTS, OfferFilters, current_offers, offer_row
 
 router = APIRouter(prefix="/v1", tags=["offers"])
 
+# Provider names and normalised regions ("us-texas", "eu-ro-1"): lower-case words joined by - or _.
+NAME = r"^[a-z0-9][a-z0-9_-]{0,127}$"
+
 
 @router.get("/offers", response_model=None)
 def list_offers(
     session: Annotated[Session, Depends(db_session)],
     gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
-    provider: Annotated[list[str] | None, Query(max_length=64)] = None,
+    provider: Annotated[list[Annotated[str, Query(pattern=NAME)]] | None, Query(max_length=64)] = None,
     pricing: Annotated[list[Pricing] | None, Query()] = None,
-    region: Annotated[list[str] | None, Query(max_length=128)] = None,
+    region: Annotated[
+        list[Annotated[str, Query(pattern=NAME)]] | None, Query(max_length=128, description="Region or prefix")
+    ] = None,
     min_gpus: Annotated[Decimal | None, Query(gt=0, le=1024)] = None,
     available: Annotated[bool, Query(description="Only offers the provider says are available")] = False,
     include_reference: bool = True,
