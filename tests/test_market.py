@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import random
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
+from sqlalchemy import select
 
 from tests.test_history import batch, do_ingest, offer
 from tracker.db import session_scope
 from tracker.estimate import make_job, prepare
-from tracker.live import LIVE, fresh_mask
-from tracker.market import weighted_quantiles
+from tracker.live import LIVE, fresh_mask, freshness_window
+from tracker.market import INTERVALS, epoch_us, weighted_quantiles
+from tracker.models import Offer, OfferPrice, ScrapeRun
 from tracker.offers import Pricing
+from tracker.queries import reference_providers
 from tracker.rank import RankFilters, RankOptions, rank
 from tracker.views import market_history, market_snapshot, rank_history
 
@@ -182,3 +187,165 @@ def test_rank_history_uses_daily_statistic(engine, settings, clock):
     hours = series["hours"]
     assert [p["price_per_gpu_hour"] for p in series["points"]] == [Decimal("3.000000"), Decimal("2.000000")]
     assert float(series["points"][0]["cost_per_run"]) == pytest.approx(3.0 * hours, abs=0.01)
+
+
+# ------------------------------------------------------------------ history against a reference, random data
+
+RANDOM_T0 = datetime(2026, 9, 30, 7, 13, 27, 481_516, tzinfo=UTC)
+RANDOM_END = RANDOM_T0 + timedelta(days=20)
+QUIET_AT = RANDOM_T0 + timedelta(days=12, hours=3)  # lambdalabs stops answering here
+US = timedelta(microseconds=1)
+PRICE_CHOICES = [Decimal(p) for p in ("1.50", "1.75", "2.00", "2.25", "2.50", "3.00", "3.49", "2.123457", "1.999999")]
+
+
+def _random_history(engine, seed: int = 7, n_offers: int = 40) -> None:
+    """Offers of several providers with random price changes, delistings and relistings.
+
+    Half the offers change at random microsecond instants; the other half on whole hours, so that weights
+    tie and a bucket's cumulative weight often lands exactly on q·total (where inverted-CDF picks the lower price).
+    """
+    rng = random.Random(seed)
+    hour0, hour = RANDOM_T0.replace(minute=0, second=0, microsecond=0), timedelta(hours=1)
+    plans = []
+    for i in range(n_offers):
+        grain = 1 if i % 2 else 3_600_000_000  # microseconds per tick
+
+        def draw(lo_us: int, hi_us: int, grain: int = grain) -> timedelta:
+            return rng.randrange(max(lo_us // grain, 1), hi_us // grain) * grain * US
+
+        provider = rng.choice(["vastai", "runpod", "crusoe", "lambdalabs"])  # crusoe: a reference sheet, 3 d window
+        gpu = "A100-SXM-80GB" if rng.random() < 0.15 else "H100-SXM-80GB"
+        pricing = "spot" if rng.random() < 0.15 else "on_demand"
+        horizon = QUIET_AT if provider == "lambdalabs" else RANDOM_END
+        t = (RANDOM_T0 if grain == 1 else hour0) + draw(0, 2 * 86_400_000_000)
+        price, segments, last_seen, delisted_at = rng.choice(PRICE_CHOICES), [], None, None
+        while True:
+            stop = t + draw(600_000_000, 3 * 86_400_000_000)
+            if stop >= horizon:  # still listed: the open row, seen last a little (or a long) while ago
+                behind = draw(0, 7_200_000_000) if rng.random() < 0.7 else draw(0, 4 * 86_400_000_000)
+                last_seen = horizon - behind
+                if grain > 1:
+                    last_seen = hour0 + (last_seen - hour0) // hour * hour
+                last_seen = max(t, last_seen)
+                segments.append((t, None, price))
+                break
+            segments.append((t, stop, price))
+            price = rng.choice([p for p in PRICE_CHOICES if p != price])
+            if rng.random() < 0.2:  # delisted, maybe back later
+                t = stop + draw(60_000_000, 2 * 86_400_000_000)
+                if t >= horizon:
+                    last_seen = delisted_at = stop
+                    break
+            else:
+                t = stop
+        plans.append((i, provider, gpu, pricing, segments, last_seen, delisted_at))
+    with session_scope(engine) as s:
+        for i, provider, gpu, pricing, segments, last_seen, delisted_at in plans:
+            last_price = segments[-1][2]
+            row = Offer(
+                provider=provider, offer_key=f"o{i}", gpu_id=gpu, gpu_family=gpu.split("-")[0], raw_gpu_name=gpu,
+                gpu_count=Decimal(1), form_factor="SXM", pricing=pricing, region="us", first_seen=segments[0][0],
+                last_seen=last_seen, delisted_at=delisted_at, price_per_hour=last_price, price_per_gpu_hour=last_price,
+            )  # fmt: skip
+            s.add(row)
+            s.flush()
+            s.add_all(
+                OfferPrice(offer_id=row.id, gpu_id=gpu, pricing=pricing, valid_from=lo, valid_to=hi,
+                           price_per_hour=p, price_per_gpu_hour=p)
+                for lo, hi, p in segments
+            )  # fmt: skip
+
+
+def _reference_history(engine, *, gpu_ids, pricing, interval, start, end, now, stale_after, include_reference=True):
+    """market.history by definition: every bucket, every interval's overlap, exact weighted inverted-CDF quantiles."""
+    step = INTERVALS[interval]
+    origin = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    if interval == "1w":
+        origin -= timedelta(days=origin.weekday())
+    first = origin + (start - origin) // step * step
+    end = min(end, now)
+    refs = reference_providers()
+    intervals = []
+    with session_scope(engine) as s:
+        for p, o in s.execute(select(OfferPrice, Offer).join(Offer, Offer.id == OfferPrice.offer_id)).all():
+            if p.gpu_id not in gpu_ids or p.pricing != pricing or (not include_reference and o.provider in refs):
+                continue
+            stop = p.valid_to
+            if stop is None:  # the live price: until last seen + the provider's freshness window, at most `end`
+                stop = min(o.last_seen + freshness_window(o.provider, stale_after), end)
+            intervals.append((p.valid_from, stop, p.price_per_gpu_hour, o.id, o.provider))
+    quantiles = {"p25": Fraction(1, 4), "median": Fraction(1, 2), "p75": Fraction(3, 4)}
+    out, b = [], first
+    while b < end:
+        b_stop = min(b + step, end)
+        pieces = sorted(
+            (price, w, offer_id, provider)
+            for lo, hi, price, offer_id, provider in intervals
+            if (w := (min(hi, b_stop) - max(lo, b)) // US) > 0
+        )
+        if pieces:
+            total = sum(w for _, w, _, _ in pieces)
+            row = {"bucket": b, "min": pieces[0][0], "max": pieces[-1][0]}
+            for name, q in quantiles.items():
+                need, cum = q * total - Fraction(total, 10**9), 0  # weighted_quantiles' tolerance, exactly
+                for price, w, _, _ in pieces:
+                    cum += w
+                    if cum >= need:
+                        row[name] = price
+                        break
+            row = {k: v.quantize(Decimal("0.000001")) for k, v in row.items() if k != "bucket"} | {"bucket": b}
+            row["offers"] = len({x[2] for x in pieces})
+            row["providers"] = len({x[3] for x in pieces})
+            out.append(row)
+        b += step
+    return out
+
+
+HISTORY_CASES = [
+    # (interval, start, end, now, gpu_ids, pricing, include_reference)
+    ("1h", RANDOM_T0 + timedelta(days=9, hours=5, minutes=17), RANDOM_T0 + timedelta(days=14), RANDOM_END,
+     ["H100-SXM-80GB"], "on_demand", True),
+    ("1h", RANDOM_T0, RANDOM_END + timedelta(days=1), RANDOM_END, ["H100-SXM-80GB"], "on_demand", True),
+    ("1h", RANDOM_T0 + timedelta(days=3), RANDOM_END, RANDOM_T0 + timedelta(days=10, seconds=7.25),
+     ["H100-SXM-80GB"], "on_demand", True),  # a past "now": later rows and open prices are cut there
+    ("1d", RANDOM_T0 - timedelta(days=2, hours=3), RANDOM_END + timedelta(days=3), RANDOM_END, ["H100-SXM-80GB"],
+     "on_demand", True),
+    ("1d", RANDOM_T0, RANDOM_END, RANDOM_END, ["H100-SXM-80GB", "A100-SXM-80GB"], "on_demand", False),
+    ("1d", RANDOM_T0, RANDOM_END, RANDOM_END, ["H100-SXM-80GB", "A100-SXM-80GB"], "spot", True),
+    ("1w", RANDOM_T0 - timedelta(days=1), RANDOM_END + timedelta(days=9), RANDOM_END + timedelta(days=9),
+     ["H100-SXM-80GB"], "on_demand", True),
+]  # fmt: skip
+
+
+def test_history_matches_reference_on_random_history(engine, settings):
+    _random_history(engine)
+    seen_delisted_gap = False
+    for interval, start, end, now, gpu_ids, pricing, include_reference in HISTORY_CASES:
+        query = {"gpu_ids": gpu_ids, "pricing": pricing, "interval": interval, "start": start, "end": end,
+                 "include_reference": include_reference}  # fmt: skip
+        with session_scope(engine) as s:
+            got = market_history(s, settings, now, **query)
+        want = _reference_history(engine, now=now, stale_after=settings.stale_after, **query)
+        case = (interval, start, end, now, gpu_ids, pricing, include_reference)
+        assert want, case
+        assert got == want, case
+        assert all(r["bucket"].utcoffset() == timedelta(0) for r in got)
+        seen_delisted_gap |= len({r["offers"] for r in got}) > 1
+    assert seen_delisted_gap  # offers come and go, so buckets differ in how many they count
+    hourly = _reference_history(engine, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h", start=RANDOM_T0,
+                                end=RANDOM_END, now=RANDOM_END, stale_after=settings.stale_after)  # fmt: skip
+    assert len(hourly) >= 470 and max(r["providers"] for r in hourly) >= 3
+    assert any(r["p25"] != r["min"] and r["p75"] != r["max"] for r in hourly)
+
+
+def test_epoch_us_is_exact_on_both_backends(engine):
+    at = datetime(2026, 11, 1, 23, 59, 59, 999_999, tzinfo=UTC)
+    with session_scope(engine) as s:
+        s.add(ScrapeRun(provider="vastai", status="ok", started_at=at, finished_at=at - timedelta(seconds=1.5),
+                        source="live"))  # fmt: skip
+    with session_scope(engine) as s:
+        got = s.execute(select(epoch_us(ScrapeRun.started_at), epoch_us(ScrapeRun.finished_at))).one()
+    assert tuple(got) == (
+        (at - datetime(1970, 1, 1, tzinfo=UTC)) // US,
+        (at - timedelta(seconds=1.5) - datetime(1970, 1, 1, tzinfo=UTC)) // US,
+    )

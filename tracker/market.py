@@ -15,14 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import or_, select
+from sqlalchemy import BigInteger, Float, cast, or_, select
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.functions import FunctionElement
 
 from tracker.live import freshness_window
 from tracker.models import Offer, OfferPrice
@@ -111,6 +113,55 @@ def _floor(t: datetime, step: timedelta, origin: datetime) -> datetime:
     return origin + ((t - origin) // step) * step
 
 
+class epoch_us(FunctionElement[int]):
+    """Whole microseconds since the Unix epoch of a UTC datetime column, computed exactly in SQL.
+
+    A plain integer bypasses the UTCDateTime decorator (and datetime objects) on the way out, and
+    keeps the stored microseconds: SQLite's julianday() would round them to milliseconds.
+    """
+
+    type = BigInteger()
+    name = "epoch_us"
+    inherit_cache = True
+
+
+@compiles(epoch_us)
+def _epoch_us_default(element: epoch_us, compiler: Any, **kw: Any) -> str:  # Postgres: numeric, exact
+    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) * 1000000 AS BIGINT)"
+
+
+@compiles(epoch_us, "sqlite")
+def _epoch_us_sqlite(element: epoch_us, compiler: Any, **kw: Any) -> str:
+    # Stored as naive UTC text 'YYYY-MM-DD HH:MM:SS[.ffffff]': the whole seconds (without the fraction,
+    # which strftime would round to milliseconds, carrying .9995 into the next second), plus the digits
+    # after the dot.
+    col = compiler.process(element.clauses, **kw)
+    seconds = f"CAST(strftime('%s', substr({col}, 1, 19)) AS INTEGER)"
+    return f"({seconds} * 1000000 + CAST(substr({col} || '000000', 21, 6) AS INTEGER))"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def _us(t: datetime) -> int:
+    return (t - _EPOCH) // _US
+
+
+def _decimals(values: np.ndarray) -> list[Decimal]:
+    """_dec of every value, converting each distinct price once."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    decs = [_dec(v) for v in distinct.tolist()]
+    return [decs[i] for i in inverse.ravel().tolist()]
+
+
+def _distinct_per_group(group: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """How many distinct codes (non-negative ints) each group holds."""
+    width = int(codes.max()) + 1
+    pairs = np.unique(group * width + codes)
+    return np.bincount(pairs // width, minlength=n_groups)
+
+
 def history(
     session: Session,
     *,
@@ -123,7 +174,10 @@ def history(
     stale_after: timedelta,
     include_reference: bool = True,
 ) -> list[dict[str, Any]]:
-    """Bucketed statistics over [start, end), computed exactly from the change-only history."""
+    """Bucketed statistics over [start, end), computed exactly from the change-only history.
+
+    Instants are whole microseconds since the epoch (int64) throughout, so every weight is exact.
+    """
     step = INTERVALS[interval]
     origin = start.replace(hour=0, minute=0, second=0, microsecond=0)
     if interval == "1w":  # weeks start on Monday
@@ -133,10 +187,10 @@ def history(
     stmt = (
         select(
             OfferPrice.offer_id,
-            OfferPrice.valid_from,
-            OfferPrice.valid_to,
-            OfferPrice.price_per_gpu_hour,
-            Offer.last_seen,
+            epoch_us(OfferPrice.valid_from),
+            epoch_us(OfferPrice.valid_to),
+            cast(OfferPrice.price_per_gpu_hour, Float),
+            epoch_us(Offer.last_seen),
             Offer.provider,
         )
         .join(Offer, Offer.id == OfferPrice.offer_id)
@@ -149,57 +203,71 @@ def history(
     )
     if not include_reference and (refs := reference_providers()):
         stmt = stmt.where(Offer.provider.not_in(refs))
-    rows = session.execute(stmt).all()
+    rows = session.execute(stmt).all()  # plain ints, floats and strings: no ORM entities, no datetimes
     if not rows:
         return []
-    df = pd.DataFrame(rows, columns=["offer", "start", "stop", "price", "last_seen", "provider"])
-    windows = df["provider"].map(lambda p: freshness_window(p, stale_after))
-    open_until = (df["last_seen"] + windows).where(df["last_seen"] + windows < end, end)
-    df["stop"] = df["stop"].where(df["stop"].notna(), open_until)
-    df["start"] = pd.to_datetime(df["start"], utc=True)
-    df["stop"] = pd.to_datetime(df["stop"], utc=True)
-    df = df[df["stop"] > df["start"]]
-    if df.empty:
+    offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)
+    lo = np.array(from_col, dtype=np.int64)
+    to = np.array(to_col, dtype=np.float64)  # NULL (open) → NaN; microseconds < 2**53 are exact
+    price = np.array(price_col, dtype=np.float64)
+    _, offer_code = np.unique(np.array(offer_col, dtype=np.int64), return_inverse=True)
+    names, provider_code = np.unique(np.array(provider_col, dtype=object), return_inverse=True)
+    offer_code, provider_code = offer_code.ravel(), provider_code.ravel()
+    window = np.array([freshness_window(n, stale_after) // _US for n in names.tolist()], dtype=np.int64)
+    end_us, first_us, step_us = _us(end), _us(first), step // _US
+    # An open interval holds until last seen plus the provider's freshness window, never beyond `end`.
+    open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], end_us)
+    is_open = np.isnan(to)
+    hi = np.where(is_open, open_until, np.nan_to_num(to).astype(np.int64))
+    keep = hi > lo
+    if not keep.any():
         return []
+    lo, hi, price, offer_code, provider_code = lo[keep], hi[keep], price[keep], offer_code[keep], provider_code[keep]
+
     # Explode each interval into the buckets it spans, clipped to each bucket.
-    origin_ts, step_ns = pd.Timestamp(first), pd.Timedelta(step).value
-    first_bucket = ((df["start"] - origin_ts).dt.total_seconds() * 1e9 // step_ns).clip(lower=0).astype("int64")
-    last_bucket = (((df["stop"] - origin_ts).dt.total_seconds() * 1e9 - 1) // step_ns).astype("int64")
-    spans = (last_bucket - first_bucket + 1).clip(lower=0).to_numpy()
-    idx = np.repeat(np.arange(len(df)), spans)
-    bucket = np.repeat(first_bucket.to_numpy(), spans) + (
-        np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans)
-    )
-    pieces = df.iloc[idx].reset_index(drop=True)
-    pieces["bucket"] = bucket
-    b_start = origin_ts + pd.to_timedelta(pieces["bucket"] * step_ns, unit="ns")
-    lo = pieces["start"].where(pieces["start"] > b_start, b_start)
-    b_stop = b_start + pd.Timedelta(step)
-    b_stop = b_stop.where(b_stop < pd.Timestamp(end), pd.Timestamp(end))
-    hi = pieces["stop"].where(pieces["stop"] < b_stop, b_stop)
-    pieces["weight"] = (hi - lo).dt.total_seconds()
-    pieces = pieces[pieces["weight"] > 0]
-    pieces["price"] = pieces["price"].astype(float)
-    out = []
-    for b, g in pieces.groupby("bucket", sort=True):
-        prices, weights = g["price"].to_numpy(), g["weight"].to_numpy()
-        q = weighted_quantiles(prices, weights)
-        bucket_start = (origin_ts + pd.Timedelta(step_ns * int(b), unit="ns")).to_pydatetime()
-        if bucket_start < first or bucket_start >= end:
-            continue
-        out.append(
-            {
-                "bucket": bucket_start,
-                "min": _dec(prices.min()),
-                "p25": _dec(q["p25"]),
-                "median": _dec(q["median"]),
-                "p75": _dec(q["p75"]),
-                "max": _dec(prices.max()),
-                "offers": int(g["offer"].nunique()),
-                "providers": int(g["provider"].nunique()),
-            }
-        )
-    return out
+    first_bucket = np.maximum((lo - first_us) // step_us, 0)
+    last_bucket = (hi - first_us - 1) // step_us
+    spans = np.maximum(last_bucket - first_bucket + 1, 0)
+    idx = np.repeat(np.arange(len(lo)), spans)
+    bucket = np.repeat(first_bucket, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    b_start = first_us + bucket * step_us
+    weight = np.minimum(hi[idx], np.minimum(b_start + step_us, end_us)) - np.maximum(lo[idx], b_start)
+    piece = weight > 0
+    if not piece.any():
+        return []
+    idx, bucket, weight = idx[piece], bucket[piece], weight[piece]
+
+    # All buckets at once: sort by (bucket, price); one cumulative weight; each bucket a contiguous run.
+    order = np.lexsort((price[idx], bucket))
+    idx, bucket, weight = idx[order], bucket[order], weight[order]
+    prices = price[idx]
+    cum = np.cumsum(weight)
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(bucket)) + 1))
+    stops = np.concatenate((starts[1:], [len(bucket)]))
+    total = np.add.reduceat(weight, starts)
+    before = cum[starts] - weight[starts]
+    stats = {"min": prices[starts], "max": prices[stops - 1]}
+    for name, q in QUANTILES.items():
+        # weighted_quantiles' rule, in exact integer weights: the first price whose cumulative weight
+        # within the bucket reaches q·total − 1e-9·total (≥ 1, so the search stays inside the bucket).
+        reach = np.ceil(q * total - 1e-9 * total).astype(np.int64)
+        stats[name] = prices[np.searchsorted(cum, before + reach, side="left")]
+    group = np.repeat(np.arange(len(starts)), stops - starts)
+    offers = _distinct_per_group(group, offer_code[idx], len(starts)).tolist()
+    providers = _distinct_per_group(group, provider_code[idx], len(starts)).tolist()
+    columns = ("min", "p25", "median", "p75", "max")
+    decs = _decimals(np.stack([stats[c] for c in columns]))
+    n = len(starts)
+    first_utc, tz = first.astimezone(UTC), first.tzinfo
+    return [
+        {
+            "bucket": (first_utc + step * b).astimezone(tz),
+            **{c: decs[k * n + i] for k, c in enumerate(columns)},
+            "offers": offers[i],
+            "providers": providers[i],
+        }
+        for i, b in enumerate(bucket[starts].tolist())
+    ]
 
 
 __all__ = ["INTERVALS", "MarketStat", "history", "snapshot", "weighted_quantiles"]
