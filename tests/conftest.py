@@ -117,3 +117,24 @@ class FakeClock:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture
+def cli(engine, tmp_path, monkeypatch):
+    """Invoke the `gpu-tracker` CLI against the test database (both backends), in-process."""
+    from typer.testing import CliRunner
+
+    import tracker.cli  # noqa: F401  (registers every command)
+    from tracker.cli.app import app
+    from tracker.config import get_settings
+
+    monkeypatch.setenv("TRACKER_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()
+    url = engine.url.render_as_string(hide_password=False)
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, ["--database-url", url, *args])
+
+    yield invoke
+    get_settings.cache_clear()

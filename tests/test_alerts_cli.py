@@ -9,7 +9,6 @@ from typer.testing import CliRunner
 
 import tracker.cli  # noqa: F401  (registers every command)
 from tests.alert_helpers import Receiver, ingest_prices, offer
-from tracker.cli.app import app
 from tracker.clock import utcnow
 from tracker.config import get_settings
 
@@ -17,17 +16,11 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def cli(engine, tmp_path, monkeypatch):
-    monkeypatch.setenv("TRACKER_DATA_DIR", str(tmp_path))
+def cli(cli, monkeypatch):
+    """The shared CLI fixture, with the local webhook receiver allowed past the SSRF guard."""
     monkeypatch.setenv("TRACKER_WEBHOOK_ALLOW", "127.0.0.1/32")
     get_settings.cache_clear()
-    url = engine.url.render_as_string(hide_password=False)
-
-    def invoke(*args: str):
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    yield invoke
-    get_settings.cache_clear()
+    return cli
 
 
 @pytest.fixture

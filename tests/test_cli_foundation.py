@@ -9,24 +9,8 @@ from typer.testing import CliRunner
 
 import tracker.cli  # noqa: F401  (registers every command)
 from providers.cassette import bundled_cassette
-from tracker.cli.app import app
-from tracker.config import get_settings
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def cli(engine, tmp_path, monkeypatch):
-    """Invoke the CLI against the test database (both backends)."""
-    monkeypatch.setenv("TRACKER_DATA_DIR", str(tmp_path))
-    get_settings.cache_clear()
-    url = engine.url.render_as_string(hide_password=False)
-
-    def invoke(*args: str):
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    yield invoke
-    get_settings.cache_clear()
 
 
 def test_db_upgrade_is_idempotent(cli):

@@ -25,7 +25,6 @@ import tracker.worker as worker_module
 from providers.base import FetchContext, Provider, ProviderKind
 from providers.cassette import bundled_cassette
 from tests.alert_helpers import Receiver, local, rule_state
-from tracker.cli.app import app
 from tracker.config import Settings, get_settings
 from tracker.db import session_scope
 from tracker.models import ScrapeRun
@@ -250,17 +249,11 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def cli(engine, tmp_path, monkeypatch):
-    monkeypatch.setenv("TRACKER_DATA_DIR", str(tmp_path))
+def cli(cli, monkeypatch):
+    """The shared CLI fixture, with the local webhook receiver allowed past the SSRF guard."""
     monkeypatch.setenv("TRACKER_WEBHOOK_ALLOW", "127.0.0.1/32")
     get_settings.cache_clear()
-    url = engine.url.render_as_string(hide_password=False)
-
-    def invoke(*args: str):
-        return runner.invoke(app, ["--database-url", url, *args])
-
-    yield invoke
-    get_settings.cache_clear()
+    return cli
 
 
 def test_worker_once_replays_evaluates_and_delivers(cli, engine, replay_dir):
