@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 import tracker.cli  # noqa: F401  (registers every command)
 from tests.alert_helpers import Receiver, ingest_prices, offer
 from tracker.clock import utcnow
 from tracker.config import get_settings
-
-runner = CliRunner()
 
 
 @pytest.fixture
@@ -31,12 +28,31 @@ def receiver():
 
 
 def test_add_list_show_test_silence_rm(cli, receiver):
-    added = cli("alerts", "add", "--gpu", "H100 SXM", "--below", "2.00", "--recovery", "2.20", "--for", "15m",
-                "--repeat", "4h", "--webhook", receiver.url, "--json")
+    added = cli(
+        "alerts",
+        "add",
+        "--gpu",
+        "H100 SXM",
+        "--below",
+        "2.00",
+        "--recovery",
+        "2.20",
+        "--for",
+        "15m",
+        "--repeat",
+        "4h",
+        "--webhook",
+        receiver.url,
+        "--json",
+    )
     assert added.exit_code == 0, added.output
     rule = json.loads(added.stdout)
     assert (rule["gpu_ids"], rule["for_s"], rule["repeat_s"], rule["recovery_threshold"]) == (
-        ["H100-SXM-80GB"], 900, 14400, 2.2)
+        ["H100-SXM-80GB"],
+        900,
+        14400,
+        2.2,
+    )
     assert rule["channels"][0]["secret"].startswith("whsec_")
 
     listed = json.loads(cli("alerts", "list", "--json").stdout)
@@ -63,8 +79,9 @@ def test_add_list_show_test_silence_rm(cli, receiver):
 
 
 def test_test_exits_1_when_the_receiver_is_down(cli, receiver):
-    rule = json.loads(cli("alerts", "add", "--gpu", "H100-SXM-80GB", "--below", "2", "--webhook", receiver.url,
-                          "--json").stdout)
+    rule = json.loads(
+        cli("alerts", "add", "--gpu", "H100-SXM-80GB", "--below", "2", "--webhook", receiver.url, "--json").stdout
+    )
     receiver.stop()
     result = cli("alerts", "test", str(rule["id"]))
     assert result.exit_code == 1 and "failed" in result.stdout

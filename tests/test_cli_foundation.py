@@ -5,12 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 import tracker.cli  # noqa: F401  (registers every command)
 from providers.cassette import bundled_cassette
-
-runner = CliRunner()
 
 
 def test_db_upgrade_is_idempotent(cli):
@@ -85,9 +82,7 @@ def test_replay_vast_cassette_and_dry_run(cli):
     assert report["status"] == "ok" and report["unknown_names"]  # the cassette carries an unknown card
     rows = json.loads(cli("offers", "--provider", "vastai", "--gpu", "H100", "--json").stdout)
     eight = next(r for r in rows if r["gpu_count"] == 8 and r["pricing"] == "on_demand")
-    assert eight["price_per_hour"] == 15.2011 and eight["price_per_gpu_hour"] == pytest.approx(
-        1.900138, abs=1e-6
-    )
+    assert eight["price_per_hour"] == 15.2011 and eight["price_per_gpu_hour"] == pytest.approx(1.900138, abs=1e-6)
 
 
 def test_replay_missing_cassette_is_a_clear_error(cli, tmp_path):

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import func, select
-from typer.testing import CliRunner
 
 import tracker.cli  # noqa: F401  (registers every command)
 import tracker.worker as worker_module
@@ -243,9 +242,6 @@ def test_offline_modes_only_schedule_providers_they_can_replay(engine, settings,
 
 
 # ------------------------------------------------------------------------------------------- CLI
-
-
-runner = CliRunner()
 
 
 @pytest.fixture
