@@ -78,9 +78,13 @@ def rank_offers(
     options: RankOptions,
     max_age: timedelta | None = None,
 ) -> dict[str, Any]:
-    _, frame = LIVE.frame(engine, session)
+    version, frame = LIVE.frame(engine, session)
     fresh = fresh_mask(frame, now, settings.stale_after, max_age)
-    result = rank(frame, fresh, prepared, filters, options, now)
+    # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
+    a = prepared.assumptions
+    held, estimates = LIVE.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
+    shared = estimates if held is a or held == a else None
+    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared)
     return result | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
 
 

@@ -1,4 +1,9 @@
-"""GET /v1/market and /v1/market/history: the distribution of $/GPU-hour now and over time."""
+"""GET /v1/market and /v1/market/history: the distribution of $/GPU-hour now and over time.
+
+Both are served from encoded answers memoised per data version (api.cached): a request costs a (shared)
+version read on the event loop unless an ingest or the minute changed what it would return; only then
+does the computation run, in the threadpool.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,12 @@ import io
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
-from sqlalchemy.orm import Session
 
-from api.deps import db_session
+from api.cached import cached_body, json_response, minute, with_field
 from tracker.clock import utcnow
+from tracker.db import session_scope
 from tracker.market import INTERVALS
 from tracker.offers import Pricing
 from tracker.queries import gpu_ids_for
@@ -33,27 +38,35 @@ def _utc(value: datetime | None, field: str) -> datetime | None:
 
 
 @router.get("/market", response_model=None)
-def get_market(
+async def get_market(
     request: Request,
-    session: Annotated[Session, Depends(db_session)],
     gpu: Annotated[str | None, Query(max_length=100, description="Card, family or alias")] = None,
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
     max_age_hours: Annotated[float | None, Query(gt=0, le=24 * 365)] = None,
 ) -> Any:
     """Per card × pricing type: min, p25, median, p75, max, offers, providers, freshness."""
-    return market_snapshot(
-        request.app.state.engine, session, request.app.state.settings, utcnow(),
-        gpu_ids=gpu_ids_for(gpu) if gpu else None, pricing=[p.value for p in pricing or []],
-        include_reference=include_reference,
-        max_age=timedelta(hours=max_age_hours) if max_age_hours else None,
-    )  # fmt: skip
+    now = utcnow()
+    engine, settings = request.app.state.engine, request.app.state.settings
+    gpu_ids = gpu_ids_for(gpu) if gpu else None  # unknown names are a 404 with suggestions, never cached
+    kinds = [p.value for p in pricing or []]
+    max_age = timedelta(hours=max_age_hours) if max_age_hours else None
+
+    def compute() -> dict[str, Any]:
+        with session_scope(engine) as session:
+            snapshot = market_snapshot(engine, session, settings, now, gpu_ids=gpu_ids, pricing=kinds,
+                                       include_reference=include_reference, max_age=max_age)  # fmt: skip
+        del snapshot["as_of"]  # the request's own, added below
+        return snapshot
+
+    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, settings.stale_after,
+           minute(now))  # fmt: skip
+    return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=True))
 
 
 @router.get("/market/history", response_model=None)
-def get_market_history(
+async def get_market_history(
     request: Request,
-    session: Annotated[Session, Depends(db_session)],
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card, family or alias")],
     pricing: Pricing = Pricing.on_demand,
     interval: Literal["1h", "1d", "1w"] = "1d",
@@ -71,19 +84,31 @@ def get_market_history(
     if (end_at - start_at) / INTERVALS[interval] > MAX_BUCKETS:
         raise HTTPException(422, detail=f"too many buckets: use a coarser interval than {interval} for this range")
     ids = gpu_ids_for(gpu)
-    rows = market_history(
-        session, request.app.state.settings, now, gpu_ids=ids, pricing=pricing.value, interval=interval,
-        start=start_at, end=end_at, include_reference=include_reference,
-    )  # fmt: skip
+    engine, settings = request.app.state.engine, request.app.state.settings
+
+    def compute() -> bytes | dict[str, Any]:
+        with session_scope(engine) as session:
+            rows = market_history(
+                session, settings, now, gpu_ids=ids, pricing=pricing.value, interval=interval,
+                start=start_at, end=end_at, include_reference=include_reference,
+            )  # fmt: skip
+        if format == "csv":
+            out = io.StringIO()
+            writer = csv.writer(out)
+            writer.writerow(["bucket", "min", "p25", "median", "p75", "max", "offers", "providers"])
+            for r in rows:
+                writer.writerow([r["bucket"].isoformat(), r["min"], r["p25"], r["median"], r["p75"], r["max"],
+                                 r["offers"], r["providers"]])  # fmt: skip
+            return out.getvalue().encode("utf-8")
+        return {"gpu": gpu, "gpu_ids": ids, "pricing": pricing.value, "interval": interval, "start": start_at,
+                "end": end_at, "buckets": rows}  # fmt: skip
+
+    # Explicit bounds are keyed as written: the answer echoes them, offset included.
+    bounds = (start.isoformat() if start else None, end.isoformat() if end else None)
+    key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, format,
+           settings.stale_after, minute(now))  # fmt: skip
+    body = await cached_body(request, key, compute)
     if format == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(["bucket", "min", "p25", "median", "p75", "max", "offers", "providers"])
-        for r in rows:
-            writer.writerow([r["bucket"].isoformat(), r["min"], r["p25"], r["median"], r["p75"], r["max"],
-                             r["offers"], r["providers"]])  # fmt: skip
         name = f"{gpu}-{pricing.value}-{interval}.csv".replace(" ", "_")
-        return Response(out.getvalue(), media_type="text/csv",
-                        headers={"content-disposition": f'attachment; filename="{name}"'})  # fmt: skip
-    return {"gpu": gpu, "gpu_ids": ids, "pricing": pricing.value, "interval": interval, "start": start_at,
-            "end": end_at, "buckets": rows}  # fmt: skip
+        return Response(body, media_type="text/csv", headers={"content-disposition": f'attachment; filename="{name}"'})
+    return json_response(body)

@@ -1,16 +1,20 @@
-"""GET /v1/offers: current offers with filters, sort and pagination."""
+"""GET /v1/offers: current offers with filters, sort and pagination.
+
+Pages are served from encoded answers memoised per data version (api.cached); offer rows do not
+depend on the time, so a page is computed once per ingest and parameters.
+"""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query
-from sqlalchemy.orm import Session
+from fastapi import APIRouter, HTTPException, Query, Request
 
-from api.deps import db_session
+from api.cached import cached_body, json_response
+from tracker.db import session_scope
 from tracker.offers import Pricing
-from tracker.queries import SORTS, OfferFilters, current_offers, offer_row
+from tracker.queries import SORTS, OfferFilters, current_offers, gpu_ids_for, offer_row
 
 router = APIRouter(prefix="/v1", tags=["offers"])
 
@@ -19,8 +23,8 @@ NAME = r"^[a-z0-9][a-z0-9_-]{0,127}$"
 
 
 @router.get("/offers", response_model=None)
-def list_offers(
-    session: Annotated[Session, Depends(db_session)],
+async def list_offers(
+    request: Request,
     gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
     provider: Annotated[list[Annotated[str, Query(pattern=NAME)]] | None, Query(max_length=64)] = None,
     pricing: Annotated[list[Pricing] | None, Query()] = None,
@@ -49,5 +53,14 @@ def list_offers(
         )
     except ValueError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
-    rows = [offer_row(o) for o in current_offers(session, filters)]
-    return {"offers": rows, "count": len(rows), "limit": limit, "offset": offset}
+    gpu_ids = tuple(gpu_ids_for(gpu)) if gpu else ()  # unknown names are a 404 with suggestions, never cached
+    engine = request.app.state.engine
+
+    def compute() -> dict[str, Any]:
+        with session_scope(engine) as session:
+            rows = [offer_row(o) for o in current_offers(session, filters)]
+        return {"offers": rows, "count": len(rows), "limit": limit, "offset": offset}
+
+    key = ("offers", gpu_ids, tuple(provider or ()), tuple(filters.pricing or ()), tuple(region or ()), min_gpus,
+           available, include_reference, sort, limit, offset)  # fmt: skip
+    return json_response(await cached_body(request, key, compute))

@@ -1,17 +1,20 @@
-"""POST /v1/rank and /v1/rank/history: offers ranked for one fine-tuning job, now and over time."""
+"""POST /v1/rank and /v1/rank/history: offers ranked for one fine-tuning job, now and over time.
+
+Both are served from encoded answers memoised per (data version, validated body, minute) (api.cached).
+"""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from pydantic import Field, model_validator
-from sqlalchemy.orm import Session
 
-from api.deps import db_session
+from api.cached import cached_body, json_response, minute, with_field
 from api.schemas import JobBody
 from tracker.clock import utcnow
+from tracker.db import session_scope
 from tracker.estimate import prepare
 from tracker.gpus import get_catalog
 from tracker.offers import Pricing
@@ -53,33 +56,54 @@ class RankHistoryBody(JobBody):
     include_reference: bool = True
 
 
-@router.post("/rank", response_model=None)
-def post_rank(body: RankBody, request: Request, session: Annotated[Session, Depends(db_session)]) -> Any:
-    """Live offers ranked by cost per run (or hours, or $/Mtoken) for the job."""
-    prepared = prepare(body.job(), body.assumptions)
-    filters = RankFilters(
+def _filters(body: RankBody) -> RankFilters:
+    return RankFilters(
         providers=body.providers, pricing=[p.value for p in body.pricing or []] or None, regions=body.regions,
         gpu_ids=gpu_ids_for(body.gpu) if body.gpu else None, min_gpus=body.min_gpus, max_gpus=body.max_gpus,
         max_hours=body.max_hours, include_reference=body.include_reference, available_only=body.available_only,
     )  # fmt: skip
-    options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit, best_per_card=body.best_per_card,
-                          limit=body.limit)  # fmt: skip
-    max_age = timedelta(hours=body.max_age_hours) if body.max_age_hours else None
-    return rank_offers(request.app.state.engine, session, request.app.state.settings, utcnow(), prepared, filters,
-                       options, max_age)  # fmt: skip
+
+
+@router.post("/rank", response_model=None)
+async def post_rank(body: RankBody, request: Request) -> Any:
+    """Live offers ranked by cost per run (or hours, or $/Mtoken) for the job."""
+    now = utcnow()
+    engine, settings = request.app.state.engine, request.app.state.settings
+
+    def compute() -> dict[str, Any]:
+        # Errors (unknown model, GPU, bad job) propagate in the order they always did and are never cached.
+        prepared = prepare(body.job(), body.assumptions)
+        filters = _filters(body)
+        options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit,
+                              best_per_card=body.best_per_card, limit=body.limit)  # fmt: skip
+        max_age = timedelta(hours=body.max_age_hours) if body.max_age_hours else None
+        with session_scope(engine) as session:
+            result = rank_offers(engine, session, settings, now, prepared, filters, options, max_age)
+        del result["as_of"]  # the request's own, added below
+        return result
+
+    key = ("rank", body.model_dump_json(), settings.stale_after, minute(now))
+    return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=False))
 
 
 @router.post("/rank/history", response_model=None)
-def post_rank_history(body: RankHistoryBody, request: Request, session: Annotated[Session, Depends(db_session)]) -> Any:
+async def post_rank_history(body: RankHistoryBody, request: Request) -> Any:
     """Cost per run of the job per card per day, from a daily market statistic of $/GPU-hour."""
-    prepared = prepare(body.job(), body.assumptions)
-    ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
     now = utcnow()
-    result = rank_history(
-        session, request.app.state.settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
-        statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
-        include_reference=body.include_reference,
-    )  # fmt: skip
-    if not body.gpu:  # all cards: keep those with data, so the answer stays small
-        result["series"] = [s for s in result["series"] if s["points"]]
-    return result
+    engine, settings = request.app.state.engine, request.app.state.settings
+
+    def compute() -> dict[str, Any]:
+        prepared = prepare(body.job(), body.assumptions)
+        ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
+        with session_scope(engine) as session:
+            result = rank_history(
+                session, settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
+                statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
+                include_reference=body.include_reference,
+            )  # fmt: skip
+        if not body.gpu:  # all cards: keep those with data, so the answer stays small
+            result["series"] = [s for s in result["series"] if s["points"]]
+        return result
+
+    key = ("rank-history", body.model_dump_json(), settings.stale_after, minute(now))
+    return json_response(await cached_body(request, key, compute))
