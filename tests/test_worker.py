@@ -330,8 +330,7 @@ def test_two_worker_processes_against_one_database(engine, replay_dir, tmp_path)
 
 def test_live_mode_leaves_out_providers_without_credentials(engine, settings, clock, monkeypatch):
     keyed = [p for p in worker_module.all_providers().values() if p.credentials]
-    if not keyed:
-        pytest.skip("no provider needs credentials")
+    assert keyed  # e.g. lambdalabs
     for p in keyed:
         for c in p.credentials:
             monkeypatch.delenv(f"TRACKER_{c.upper()}", raising=False)
