@@ -15,25 +15,15 @@ Quirks handled here:
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import get_json, redacting_secrets, require
-from providers.parsing import region_codes, to_decimal
+from providers.parsing import memory_in_name, region_codes, to_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://platform.fluidstack.io/list_available_configurations"
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)GB$", re.IGNORECASE)
-
-
-def memory_of(gpu_type: str) -> Decimal | None:
-    """Per-GPU GB from the name's suffix: 'H100_SXM5_80GB' → 80; 'A30_24GB' → 24; 'T4' → None."""
-    tokens = [t for t in re.split(r"[_\s]+", gpu_type.strip()) if t]
-    if len(tokens) > 1 and (match := _MEMORY.match(tokens[-1])):
-        return Decimal(match[1])
-    return None
 
 
 def parse(payload: Any) -> ScrapeResult:
@@ -59,7 +49,7 @@ def parse(payload: Any) -> ScrapeResult:
         if per_gpu <= 0:
             result.skipped.append(f"{gpu_type}: price_per_gpu_hr={per_gpu}")
             continue
-        memory = memory_of(gpu_type)
+        memory = memory_in_name(gpu_type)
         codes = region_codes(r for r in regions if r is not None)
         for raw_count in counts:
             count = to_decimal(raw_count, f"{where}.gpu_counts")

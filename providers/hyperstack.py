@@ -17,19 +17,17 @@ Quirks handled here:
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import get_json, redacting_secrets, require
-from providers.parsing import as_list, to_decimal, to_optional_decimal
+from providers.parsing import as_list, memory_in_name, to_decimal, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 API = "https://infrahub-api.nexgencloud.com/v1"
 FLAVORS_URL = f"{API}/core/flavors"
 PRICEBOOK_URL = f"{API}/pricebook"
-_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)GB?$", re.IGNORECASE)
 
 
 def _opt_dec(value: Any, where: str) -> Decimal | None:
@@ -40,15 +38,6 @@ def _plain(value: Decimal) -> Decimal:
     """'1.900000000' → 1.9 (no exponent notation: 10.000 → 10)."""
     value = value.normalize()
     return value.quantize(Decimal(1)) if value.as_tuple().exponent > 0 else value  # type: ignore[operator]
-
-
-def memory_of(raw: str) -> Decimal | None:
-    """Per-GPU GB from a Hyperstack GPU name: 'H100-80G-PCIe' → 80; 'RTX-A6000' / 'L40' → None."""
-    tokens = [t for t in re.split(r"[-_\s]+", raw.strip()) if t]
-    for token in tokens[1:]:  # the first token is the model ("A100"), never a size
-        if match := _MEMORY.match(token):
-            return Decimal(match[1])
-    return None
 
 
 def parse_pricebook(payload: Any) -> dict[str, dict[str, Any]]:
@@ -106,7 +95,7 @@ def parse(flavors_payload: Any, pricebook_payload: Any) -> ScrapeResult:
                     gpu_count=count,
                     price_per_hour=price["value"] * count,
                     region=region,
-                    gpu_memory_gb=memory_of(raw_gpu),
+                    gpu_memory_gb=memory_in_name(raw_gpu),
                     instance_type=name,
                     available=stock if isinstance(stock, bool) else None,
                     vcpus=_opt_dec(flavor.get("cpu"), f"{fwhere}.cpu"),

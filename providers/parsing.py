@@ -64,3 +64,18 @@ def slug(*parts: Any) -> str:
 def region_codes(regions: Iterable[Any]) -> list[str]:
     """Region names as sorted, distinct, lower-case codes; blank ones are dropped."""
     return sorted({code for region in regions if (code := str(region).strip().lower())})
+
+
+_MEMORY_TOKEN = re.compile(r"^(\d+(?:\.\d+)?)GB?$", re.IGNORECASE)
+
+
+def memory_in_name(name: str) -> Decimal | None:
+    """Per-GPU GB written in a GPU name: 'H100_SXM5_80GB', 'H100-80G-PCIe', 'RTX 4090 PCIe 24 GB' → 80, 80, 24.
+
+    The first token is the model ("A100", "4090"), never a size; a name without a size gives None.
+    """
+    tokens = [t for t in re.split(r"[-_\s]+", re.sub(r"(\d)\s+(GB?)\b", r"\1\2", name.strip(), flags=re.I)) if t]
+    for token in tokens[1:]:
+        if match := _MEMORY_TOKEN.match(token):
+            return Decimal(match[1])
+    return None

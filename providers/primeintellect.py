@@ -20,13 +20,12 @@ against the previous run's offer count) keeps the last good data instead of reco
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderError, ProviderKind, default_interval_for
 from providers.http import get_json, require
-from providers.parsing import as_list, to_optional_decimal
+from providers.parsing import as_list, memory_in_name, to_optional_decimal
 from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
 
 URL = "https://api.primeintellect.ai/api/v1/availability/gpus"
@@ -35,7 +34,6 @@ MAX_PAGES = 200
 GB_PLACES = Decimal("0.01")
 IN_STOCK = {"available", "high", "medium", "low"}
 OUT_OF_STOCK = {"unavailable", "out_of_stock", "out of stock", "outofstock", "none", "sold_out", "sold out"}
-_NAME_MEMORY = re.compile(r"(\d+)\s*GB", re.IGNORECASE)
 
 
 def _default_count(value: Any, where: str) -> Decimal | None:
@@ -68,11 +66,10 @@ def _per_gpu_memory(total: Decimal | None, count: Decimal, gpu_type: str) -> tup
     if not total:
         return None, False
     per_gpu = total / count
-    match = _NAME_MEMORY.search(gpu_type)
-    if match and count > 1:
-        named = Decimal(match.group(1))
-        if abs(per_gpu - named) > named / 10 and abs(total - named) <= named / 10:
-            return total, True
+    named = memory_in_name(gpu_type)
+    # A multi-GPU box whose "total" equals one card's memory reported it per GPU already.
+    if named is not None and count > 1 and abs(per_gpu - named) > named / 10 >= abs(total - named):
+        return total, True
     return per_gpu.quantize(GB_PLACES) if per_gpu != per_gpu.to_integral_value() else per_gpu, False
 
 

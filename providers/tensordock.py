@@ -20,24 +20,22 @@ and gives the memory (…-24gb) when the display name does not.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Any
 
 from providers.base import FetchContext, Provider, ProviderKind, default_interval_for
 from providers.http import get_json, require
-from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
+from providers.parsing import as_list, memory_in_name, slug, to_decimal, to_optional_decimal
 from tracker.offers import ScrapedOffer, ScrapeResult
 
 URL = "https://dashboard.tensordock.com/api/v2/locations"
 MAX_COUNT = 8
-_MEMORY = re.compile(r"(\d+)\s*gb\b", re.IGNORECASE)
 
 
 def _memory(display: str, v0_name: str) -> Decimal | None:
     for text in (display, v0_name):
-        if match := _MEMORY.search(text):
-            return Decimal(match.group(1))
+        if (memory := memory_in_name(text)) is not None:
+            return memory
     return None
 
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import pytest
-
-from providers.fluidstack import FluidStack, memory_of
+from providers.fluidstack import FluidStack
 from tests.providers.helpers import (
     answer,
     assert_integrity,
@@ -69,21 +67,6 @@ def test_regions_and_availability(result):
     no_region = offers["A100_PCIE_80GB:4"]  # regions: []
     assert (no_region.region, no_region.available) == ("", None)
     assert {o.pricing for o in result.offers} == {Pricing.on_demand}
-
-
-@pytest.mark.parametrize(
-    ("raw", "memory"),
-    [
-        ("H100_SXM5_80GB", Decimal(80)),
-        ("Tesla_V100_PCIE_16GB", Decimal(16)),
-        ("A30_24GB", Decimal(24)),
-        ("Quadro_RTX_4000_8GB", Decimal(8)),
-        ("T4", None),
-        ("80GB", None),
-    ],
-)
-def test_memory_of(raw, memory):
-    assert memory_of(raw) == memory
 
 
 def test_api_key_header_after_429_and_never_in_errors():

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-import pytest
-
-from providers.hyperstack import Hyperstack, memory_of
+from providers.hyperstack import Hyperstack
 from tests.providers.helpers import (
     answer,
     assert_integrity,
@@ -70,21 +68,6 @@ def test_regions_and_stock(result):
     assert {o.region for o in result.offers} == {"canada-1", "norway-1", "us-1"}
     assert not any(o.instance_type.startswith("n1-cpu") for o in result.offers)  # CPU flavors skipped
     assert {o.pricing for o in result.offers} == {Pricing.on_demand}
-
-
-@pytest.mark.parametrize(
-    ("raw", "memory"),
-    [
-        ("H100-80G-PCIe", Decimal(80)),
-        ("H100-80G-SXM5", Decimal(80)),
-        ("A100-80G-PCIe-NVLink", Decimal(80)),
-        ("H200-141G-SXM5", Decimal(141)),
-        ("RTX-A6000", None),
-        ("L40", None),
-    ],
-)
-def test_memory_of(raw, memory):
-    assert memory_of(raw) == memory
 
 
 def test_api_key_header_and_never_in_errors():
