@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 from functools import lru_cache
@@ -98,6 +99,12 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{self.data_dir / 'tracker.db'}"
+
+    def credentials_for(self, names: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+        """The secret values of a provider's declared credentials, and the variables still to set."""
+        found = {name: self.credential(name) for name in names}
+        missing = [f"TRACKER_{name.upper()}" for name, value in found.items() if value is None]
+        return {name: value.get_secret_value() for name, value in found.items() if value is not None}, missing
 
     def credential(self, name: str) -> SecretStr | None:
         """A provider credential by its declared name, e.g. "LAMBDA_API_KEY"."""

@@ -164,11 +164,9 @@ async def _run_one(
         return IngestReport(provider=name, run_id=run_id, status=status, error=error)
 
     if job.source == "live":
-        creds = {c: settings.credential(c) for c in provider.credentials}
-        missing = [c for c, v in creds.items() if v is None]
+        credentials, missing = settings.credentials_for(provider.credentials)
         if missing:
-            return fail("skipped", f"no credentials: set {', '.join('TRACKER_' + m for m in missing)}")
-        credentials = {c: v.get_secret_value() for c, v in creds.items() if v is not None}
+            return fail("skipped", f"no credentials: set {', '.join(missing)}")
         inner: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(retries=0)
     else:
         credentials = {c: provider.demo_credentials.get(c, "replay") for c in provider.credentials}

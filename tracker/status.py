@@ -46,7 +46,7 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
             rows.append(
                 cls.describe()
                 | {
-                    "credentials_set": all(settings.credential(c) is not None for c in cls.credentials),
+                    "credentials_set": not settings.credentials_for(cls.credentials)[1],
                     "last_run": _run(run) if run else None,
                     "last_success_at": success_at,
                     "age_s": age_s,

@@ -152,9 +152,9 @@ class Worker:
         self.providers: dict[str, type[Provider]] = {}
         self.unscheduled: dict[str, str] = {}  # provider → why the worker leaves it out
         for cls in chosen:
-            if source == "live" and (missing := [c for c in cls.credentials if settings.credential(c) is None]):
+            if source == "live" and (missing := settings.credentials_for(cls.credentials)[1]):
                 # Scheduling it would only fill the ledger with "skipped" rows every interval.
-                self.unscheduled[cls.name] = f"no credentials: set {', '.join('TRACKER_' + m for m in missing)}"
+                self.unscheduled[cls.name] = f"no credentials: set {', '.join(missing)}"
                 continue
             try:
                 self.cassettes[cls.name] = self._cassette_for(cls)

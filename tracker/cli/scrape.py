@@ -146,10 +146,9 @@ def record(
     if cls.kind == ProviderKind.static_sheet:
         fail(f"{provider} is a static sheet: there is nothing to record")
     settings = get_settings()
-    creds = {c: settings.credential(c) for c in cls.credentials}
-    if missing := [c for c, v in creds.items() if v is None]:
-        fail(f"set {', '.join('TRACKER_' + m for m in missing)} to record {provider}")
-    secrets = {c: v.get_secret_value() for c, v in creds.items() if v is not None}
+    secrets, missing = settings.credentials_for(cls.credentials)
+    if missing:
+        fail(f"set {', '.join(missing)} to record {provider}")
     recorder = RecordingTransport(secrets=list(secrets.values()))
 
     async def go() -> int:
