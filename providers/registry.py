@@ -11,7 +11,7 @@ import pkgutil
 from functools import lru_cache
 
 import providers
-from providers.base import Provider
+from providers.base import Provider, ProviderKind
 
 _INFRASTRUCTURE = {"base", "cassette", "http", "registry", "sheet"}
 
@@ -49,3 +49,8 @@ def get_provider(name: str) -> type[Provider]:
     if name not in known:
         raise UnknownProvider(name, list(known))
     return known[name]
+
+
+def reference_providers() -> set[str]:
+    """Providers whose prices are static published sheets (reference data, not a live market)."""
+    return {name for name, p in all_providers().items() if p.kind == ProviderKind.static_sheet}

@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 from sqlalchemy import select
 
+from providers.registry import reference_providers
 from tests.test_history import batch, do_ingest, offer
 from tracker.db import session_scope
 from tracker.estimate import make_job, prepare
@@ -17,7 +18,6 @@ from tracker.live import LIVE, fresh_mask, freshness_window
 from tracker.market import INTERVALS, epoch_us, weighted_quantiles
 from tracker.models import Offer, OfferPrice, ScrapeRun
 from tracker.offers import Pricing
-from tracker.queries import reference_providers
 from tracker.rank import RankFilters, RankOptions, rank
 from tracker.views import market_history, market_snapshot, rank_history
 

@@ -18,8 +18,7 @@ import pandas as pd
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from providers.base import ProviderKind
-from providers.registry import all_providers
+from providers.registry import all_providers, reference_providers
 from tracker.models import DataVersion, Offer
 
 COLUMNS = [
@@ -37,9 +36,7 @@ def _load(session: Session) -> pd.DataFrame:
     stmt = select(*[getattr(Offer, c) for c in COLUMNS]).where(Offer.delisted_at.is_(None))
     df = pd.DataFrame(session.execute(stmt).all(), columns=COLUMNS)
     providers = all_providers()
-    df["reference"] = (
-        df["provider"].map(lambda p: p in providers and providers[p].kind == ProviderKind.static_sheet).astype(bool)
-    )
+    df["reference"] = df["provider"].isin(reference_providers())
     df["interval_s"] = df["provider"].map(
         lambda p: providers[p].default_interval.total_seconds() if p in providers else 3600.0
     )

@@ -26,9 +26,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import FunctionElement
 
+from providers.registry import reference_providers
 from tracker.live import freshness_window
 from tracker.models import Offer, OfferPrice
-from tracker.queries import reference_providers
 
 QUANTILES = {"p25": 0.25, "median": 0.5, "p75": 0.75}
 INTERVALS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}

@@ -14,7 +14,7 @@ from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from providers.base import ProviderKind
-from providers.registry import all_providers
+from providers.registry import all_providers, reference_providers
 from tracker.gpus import get_catalog
 from tracker.models import Offer, OfferPrice
 from tracker.offers import Pricing
@@ -45,10 +45,6 @@ class OfferFilters:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}")
         for p in self.pricing or []:
             Pricing(p)  # raises ValueError naming the bad value
-
-
-def reference_providers() -> set[str]:
-    return {n for n, p in all_providers().items() if p.kind == ProviderKind.static_sheet}
 
 
 def gpu_ids_for(query: str) -> list[str]:
