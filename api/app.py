@@ -14,7 +14,7 @@ from api import errors, metrics, routes
 from api.schemas import ERROR_RESPONSES
 from tracker import __version__
 from tracker.config import Settings, get_settings
-from tracker.db import engine_for
+from tracker.storage.engine import engine_for
 
 
 @asynccontextmanager

@@ -1,7 +1,7 @@
 """Answers served as memoised, already-encoded JSON, invalidated by every ingest.
 
 A cached endpoint reads the data version — bumped by every ingest inside its transaction, so any
-process sees the invalidation (`tracker.live`) — with one primary-key SELECT on an autocommit connection
+process sees the invalidation (`tracker.market.live`) — with one primary-key SELECT on an autocommit connection
 (no ORM session, no BEGIN/COMMIT, no pre-ping), then looks the encoded body up in `LIVE.memo` under
 (database, version, endpoint, normalised parameters[, minute]). Only a miss opens a session and computes,
 in the threadpool; a hit runs on the event loop without a thread hop, neither validating nor encoding:
@@ -35,7 +35,7 @@ from fastapi.responses import Response
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from tracker.live import LIVE
+from tracker.market.live import LIVE
 
 VERSION_SQL = "SELECT version FROM data_version WHERE id = 1"
 

@@ -8,7 +8,7 @@ from fastapi import Request
 from sqlalchemy.orm import Session
 
 from tracker.config import Settings
-from tracker.db import session_scope
+from tracker.storage.engine import session_scope
 
 
 def db_session(request: Request) -> Iterator[Session]:

@@ -10,8 +10,8 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from tracker.catalog.gpus import AmbiguousGpuName, UnknownGpuName
 from tracker.estimate import EstimateError, UnknownAssumptions, UnknownModel
-from tracker.gpus import AmbiguousGpuName, UnknownGpuName
 
 log = logging.getLogger(__name__)
 

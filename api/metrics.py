@@ -2,7 +2,7 @@
 
 Each app gets its own registry (tests build many apps in one process; the global registry would
 refuse the second set of HTTP series). Request metrics are per process, as Prometheus expects: run
-several API workers and it sums them. Database-derived series come from tracker.metrics at scrape time.
+several API workers and it sums them. Database-derived series come from tracker.ops.metrics at scrape time.
 
 The route label is the route's template (`/v1/alerts/{rule_id}`), never the raw path, so series stay
 bounded; requests no route matched share the label `<unmatched>`.
@@ -20,7 +20,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tracker.metrics import PREFIX, DatabaseCollector
+from tracker.ops.metrics import PREFIX, DatabaseCollector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 UNMATCHED = "<unmatched>"

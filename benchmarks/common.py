@@ -23,8 +23,8 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 
-from tracker import migrate
-from tracker.db import make_engine
+from tracker.storage import migrations as migrate
+from tracker.storage.engine import make_engine
 
 PG_ADMIN_URL = os.environ.get(
     "BENCH_PG_ADMIN_URL",

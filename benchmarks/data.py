@@ -1,7 +1,7 @@
 """Deterministic, realistic benchmark data: a Vast.ai-shaped marketplace and a year of its price history.
 
 The marketplace is generated as the JSON Vast's `/bundles/` endpoint returns (field names and units as
-in providers/cassettes/vastai.json) and turned into offers by `providers.vastai.parse`, so the benchmark
+in providers/cassettes/vastai.json) and turned into offers by `providers.adapters.vastai.parse`, so the benchmark
 exercises the real parser and the real mix of on-demand bundles plus `min_bid` spot offers.
 
 The history is a stream of hourly batches (a fixed seed, one RNG draw sequence per hour), so the first
@@ -21,9 +21,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from providers.vastai import QUERY, URL, parse
-from tracker.ingest import ValidOffer, money
-from tracker.offers import ScrapedOffer, ScrapeResult
+from providers.adapters.vastai import QUERY, URL, parse
+from providers.contract import ScrapedOffer, ScrapeResult
+from tracker.ingest.batch import ValidOffer, money
 
 # (Vast gpu_name, gpu_ram in MB, share of bundles, typical $/GPU-hour). Names and memory sizes are ones
 # the catalog resolves for provider "vastai"; shares lean to consumer cards, as Vast's listing does.
@@ -108,7 +108,7 @@ def _bundle(rng: random.Random, i: int) -> dict[str, Any]:
 
 
 def vast_payload(n_offers: int, seed: int = 8) -> dict[str, Any]:
-    """A `/bundles/` response that `providers.vastai.parse` turns into exactly `n_offers` offers."""
+    """A `/bundles/` response that `providers.adapters.vastai.parse` turns into exactly `n_offers` offers."""
     rng = random.Random(seed)
     bundles: list[dict[str, Any]] = []
     count = 0
@@ -226,7 +226,7 @@ class PriceRow:
 def history_rows(plan: HistoryPlan, hours: int, valid: list[ValidOffer]) -> list[PriceRow]:
     """The change-only rows of the first `hours` scrapes, in the order ingest would insert them.
 
-    `valid` is `tracker.ingest.prepare(...)` of the base batch: it supplies the exact rounding ingest
+    `valid` is `tracker.ingest.batch.prepare(...)` of the base batch: it supplies the exact rounding ingest
     applies (money(), per-GPU division), so the rows match what ingest stores digit for digit.
     """
     assert len(valid) == len(plan.base), "every base offer must be valid"

@@ -3,7 +3,7 @@
 Writing 8,760 batches through ingest would take most of the time budget, so the year is bulk-loaded
 with the exact change-only semantics (benchmarks.data.history_rows: [valid_from, valid_to), one open row
 per offer, ingest's rounding), and the first hours of the same plan are replayed through the real
-`tracker.ingest.ingest` into a separate database and compared row for row: the bulk year is what
+`tracker.ingest.batch.ingest` into a separate database and compared row for row: the bulk year is what
 ingest would have stored, and the replay also gives the time of one hourly 2,000-offer ingest.
 
 Figures: rows stored against a snapshot-per-scrape design, the database size against that design's
@@ -31,13 +31,13 @@ from api.app import create_app
 from benchmarks.common import Figure, Report, psycopg_dsn
 from benchmarks.data import HistoryPlan, PriceRow, final_prices, history_rows, parse_payload, plan_history, vast_payload
 from benchmarks.ingest_bench import PROVIDER, ingest_batch
+from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.db import session_scope
-from tracker.gpus import get_catalog
-from tracker.ingest import ValidOffer, _offer_values, prepare
-from tracker.models import Base, Offer, OfferPrice
-from tracker.views import market_history
+from tracker.ingest.batch import ValidOffer, _offer_values, prepare
+from tracker.market.service import market_history
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import Base, Offer, OfferPrice
 
 TABLES = Base.metadata.tables
 CARD = "H100-SXM-80GB"
@@ -105,7 +105,7 @@ def _tables(year: Year, hours: int) -> tuple[list[dict[str, Any]], list[dict[str
 
 
 def _per_gpu(price: Decimal, v: ValidOffer) -> Decimal:
-    from tracker.ingest import money
+    from tracker.ingest.batch import money
 
     return money(price / v.scraped.gpu_count)
 
@@ -216,7 +216,7 @@ def anchor_fetch_pg(url: str, params: dict[str, Any], repeat: int) -> tuple[floa
 
 def anchor_fetch_sqlite(path: str, params: dict[str, Any], repeat: int) -> tuple[float, int]:
     sql = HISTORY_SQL.format(gpu=":gpu", pricing=":pricing", end=":end", start=":start")
-    # The app stores UTC on SQLite as naive ISO text (tracker.models.UTCDateTime).
+    # The app stores UTC on SQLite as naive ISO text (tracker.storage.tables.UTCDateTime).
     naive = {k: v.replace(tzinfo=None).isoformat(sep=" ") if isinstance(v, datetime) else v for k, v in params.items()}
     conn = sqlite3.connect(path)
     times, n = [], 0
@@ -291,7 +291,7 @@ def run(
                 ratio=anchor_s / median_s, ratio_label="x fetch speed",
                 target="<= 200 ms" if target else "info", ok=None if target is None else median_s <= target,
                 note=f"{buckets} buckets from {n_fetched:,} price rows; max {max_s * 1000:.0f} ms of {repeat}; "
-                f"tracker.views.market_history alone {compute_s * 1000:.0f} ms",
+                f"tracker.market.service.market_history alone {compute_s * 1000:.0f} ms",
             )
         )  # fmt: skip
     client.close()

@@ -1,6 +1,6 @@
 """§1 Ingest of a 20,000-offer marketplace snapshot: first time, unchanged, 2 % of prices changed.
 
-Measured: `tracker.ingest.ingest` in one transaction per batch, exactly as `tracker.scraping._ingest`
+Measured: `tracker.ingest.batch.ingest` in one transaction per batch, exactly as `tracker.pipeline.scraping._ingest`
 runs it (ledger row, ingest, commit), from parsed offers to committed rows.
 Anchor: the fastest way to get the same rows into the same database from Python — psycopg `COPY` into a
 bare table (no indexes, no constraints) on Postgres; one `executemany` INSERT transaction on SQLite.
@@ -21,13 +21,13 @@ from sqlalchemy import Engine, text
 
 from benchmarks.common import Figure, Report, StatementTimer, psycopg_dsn
 from benchmarks.data import change_prices, parse_payload, vast_payload
+from providers.contract import ScrapeResult
+from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.db import session_scope
-from tracker.gpus import get_catalog
-from tracker.ingest import IngestReport, ValidOffer, ingest, prepare
-from tracker.models import ScrapeRun
-from tracker.offers import ScrapeResult
+from tracker.ingest.batch import IngestReport, ValidOffer, ingest, prepare
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import ScrapeRun
 
 PROVIDER = "vastai"
 BARE_COLUMNS = (
@@ -130,7 +130,7 @@ class Anchor:
             self.pg = psycopg.connect(psycopg_dsn(target))
             self.pg.execute(PG_BARE)
             self.pg.commit()
-        else:  # same pragmas as the app's own SQLite connections (tracker.db)
+        else:  # same pragmas as the app's own SQLite connections (tracker.storage.engine)
             self.lite = sqlite3.connect(target)
             self.lite.execute("PRAGMA journal_mode=WAL")
             self.lite.execute("PRAGMA synchronous=NORMAL")

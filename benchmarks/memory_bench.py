@@ -18,7 +18,8 @@ from benchmarks.common import Figure, Report, peak_rss_of
 from benchmarks.data import vast_cassette, vast_payload
 
 IMPORT_FLOOR = (
-    "import tracker.cli, tracker.scraping, tracker.ingest, providers.registry; providers.registry.all_providers()"
+    "import tracker.cli, tracker.pipeline.scraping, tracker.ingest.batch, providers.registry;"
+    " providers.registry.all_providers()"
 )
 
 

@@ -1,6 +1,6 @@
 """§4 Rank compute: ranking the live 20,000-offer frame for one job spec, in process.
 
-Measured: `tracker.rank.rank` on the cached LIVE frame (what POST /v1/rank does after parsing the body).
+Measured: `tracker.market.rank.rank` on the cached LIVE frame (what POST /v1/rank does after parsing the body).
 Anchor: ordering the same offers by price and id with `np.lexsort` — the least work any ranking by cost
 has to do — so the ratio says how far the ranking is from "just sort the prices".
 """
@@ -15,10 +15,10 @@ from sqlalchemy import Engine
 from benchmarks.common import Figure, Report, median_time
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.db import session_scope
 from tracker.estimate import make_job, prepare
-from tracker.live import LIVE, fresh_mask
-from tracker.rank import RankFilters, RankOptions, rank
+from tracker.market.live import LIVE, fresh_mask
+from tracker.market.rank import RankFilters, RankOptions, rank
+from tracker.storage.engine import session_scope
 
 JOB = {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}
 

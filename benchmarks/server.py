@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from api.app import create_app
 from tracker.config import Settings
-from tracker.db import make_engine
+from tracker.storage.engine import make_engine
 
 HELLO_PATH = "/bench/hello"
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import engine_from_config, pool
 
-import tracker.alerts.models  # noqa: F401  (alert tables live in their own module)
 from tracker.config import get_settings
-from tracker.models import Base
+from tracker.storage import metadata
 
 config = context.config
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _url() -> str:

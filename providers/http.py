@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from providers.base import FetchContext, ProviderError
+from providers.contract import FetchContext, ProviderError
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from providers.base import ProviderError
+from providers.contract import ProviderError
 
 _TWO_PLACES = Decimal("0.01")
 

@@ -13,8 +13,7 @@ from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any, ClassVar
 
-from providers.base import FetchContext, Provider, ProviderError, ProviderKind
-from tracker.offers import Pricing, ScrapedOffer, ScrapeResult
+from providers.contract import FetchContext, Pricing, Provider, ProviderError, ProviderKind, ScrapedOffer, ScrapeResult
 
 
 def load_sheet(name: str) -> dict[str, Any]:

@@ -10,16 +10,16 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, create_engine, insert, text
 
-from tracker import migrate
+from tests.factories.clock import FakeClock
 from tracker.config import Settings
-from tracker.db import make_engine
-from tracker.models import Base, DataVersion
+from tracker.storage import migrations as migrate
+from tracker.storage.engine import make_engine
+from tracker.storage.tables import Base, DataVersion
 
 PG_ADMIN_URL = os.environ.get(
     "TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -68,7 +68,7 @@ def pg_engine(pg_url: str) -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    path = tmp_path_factory.mktemp("db") / "tracker.db"
+    path = tmp_path_factory.mktemp("db") / "tracker.storage.engine"
     engine = make_engine(f"sqlite:///{path}")
     migrate.upgrade(engine)
     yield engine
@@ -98,20 +98,6 @@ def engine(request: pytest.FixtureRequest) -> Engine:
 @pytest.fixture
 def settings(tmp_path: Path, engine: Engine) -> Settings:
     return Settings(data_dir=tmp_path, database_url=engine.url.render_as_string(hide_password=False))
-
-
-class FakeClock:
-    """A controllable clock: tests move time explicitly."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kwargs: float) -> datetime:
-        self.now += timedelta(**kwargs)
-        return self.now
 
 
 @pytest.fixture

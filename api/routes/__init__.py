@@ -1,17 +1,11 @@
-"""Route modules: each defines `router`; the app includes every one of them."""
+"""Route modules, listed: each defines `router`, and the app includes exactly these, in this order."""
 
 from __future__ import annotations
-
-import importlib
-import pkgutil
 
 from fastapi import APIRouter
 
 
 def all_routers() -> list[APIRouter]:
-    routers = []
-    for module_info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{__name__}.{module_info.name}")
-        if isinstance(router := getattr(module, "router", None), APIRouter):
-            routers.append(router)
-    return routers
+    from api.routes import alerts, dashboard, estimate, market, metrics, offers, overview, providers, rank
+
+    return [m.router for m in (alerts, dashboard, estimate, market, metrics, offers, overview, providers, rank)]

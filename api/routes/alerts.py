@@ -23,9 +23,9 @@ from api.deps import db_session
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
-from tracker.alerts.models import AlertRule
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, rule_dict, update_rule
 from tracker.clock import utcnow
+from tracker.storage.alert_tables import AlertRule
 
 router = APIRouter(prefix="/v1", tags=["alerts"], dependencies=[Depends(require_token)])
 

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import Field
 
 from api.schemas import ErrorBody, JobBody
+from tracker.catalog.gpus import GpuNameError, UnknownGpuName, get_catalog
 from tracker.estimate import (
     EstimateError,
     UnknownAssumptions,
@@ -27,7 +28,6 @@ from tracker.estimate import (
     set_names,
 )
 from tracker.estimate.service import EstimateRequest, resolve_gpus, run_estimate
-from tracker.gpus import GpuNameError, UnknownGpuName, get_catalog
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "Unknown model, GPU or assumption set; suggestions listed"}

@@ -16,12 +16,12 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 
 from api.cached import cached_body, json_response, minute, with_field
+from providers.contract import Pricing
 from tracker.clock import utcnow
-from tracker.db import session_scope
-from tracker.market import INTERVALS
-from tracker.offers import Pricing
-from tracker.queries import gpu_ids_for
-from tracker.views import market_history, market_snapshot
+from tracker.market.offers import gpu_ids_for
+from tracker.market.service import market_history, market_snapshot
+from tracker.market.statistics import INTERVALS
+from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["market"])
 
@@ -75,7 +75,7 @@ async def get_market_history(
     include_reference: bool = True,
     format: Literal["json", "csv"] = "json",
 ) -> Any:
-    """Bucketed statistics over time, exact from the change-only history (see tracker.market)."""
+    """Bucketed statistics over time, exact from the change-only history (see tracker.market.statistics)."""
     now = utcnow()
     end_at = _utc(end, "end") or now
     start_at = _utc(start, "start") or end_at - timedelta(days=30)

@@ -12,9 +12,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from api.cached import cached_body, json_response
-from tracker.db import session_scope
-from tracker.offers import Pricing
-from tracker.queries import SORTS, OfferFilters, current_offers, gpu_ids_for, offer_row
+from providers.contract import Pricing
+from tracker.market.offers import SORTS, OfferFilters, current_offers, gpu_ids_for, offer_row
+from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["offers"])
 

@@ -8,9 +8,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
 from api.deps import db_session
+from providers.contract import Pricing
 from tracker.clock import utcnow
-from tracker.offers import Pricing
-from tracker.overview import market_overview
+from tracker.market.overview import market_overview
 
 router = APIRouter(prefix="/v1", tags=["market"])
 

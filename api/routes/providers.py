@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from tracker.status import provider_status
+from tracker.ops.status import provider_status
 
 router = APIRouter(prefix="/v1", tags=["providers"])
 

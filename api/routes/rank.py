@@ -13,14 +13,14 @@ from pydantic import Field, model_validator
 
 from api.cached import cached_body, json_response, minute, with_field
 from api.schemas import JobBody
+from providers.contract import Pricing
+from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
-from tracker.db import session_scope
 from tracker.estimate import prepare
-from tracker.gpus import get_catalog
-from tracker.offers import Pricing
-from tracker.queries import gpu_ids_for
-from tracker.rank import RankFilters, RankOptions
-from tracker.views import rank_history, rank_offers
+from tracker.market.offers import gpu_ids_for
+from tracker.market.rank import RankFilters, RankOptions
+from tracker.market.service import rank_history, rank_offers
+from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["rank"])
 

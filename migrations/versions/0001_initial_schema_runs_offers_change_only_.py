@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import tracker.models
+import tracker.storage.tables
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -23,7 +23,7 @@ def upgrade() -> None:
         "data_version",
         sa.Column("id", sa.Integer(), nullable=False),
         sa.Column("version", sa.BigInteger(), nullable=False),
-        sa.Column("changed_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("changed_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_data_version")),
     )
     # The counter row always exists, so ingest only ever UPDATEs it.
@@ -51,9 +51,9 @@ def upgrade() -> None:
         sa.Column("ram_gb", sa.Numeric(precision=10, scale=2), nullable=True),
         sa.Column("attributes", sa.JSON(), nullable=False),
         sa.Column("demo", sa.Boolean(), nullable=False),
-        sa.Column("first_seen", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("last_seen", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("delisted_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("first_seen", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("last_seen", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("delisted_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("price_per_hour", sa.Numeric(precision=14, scale=6), nullable=False),
         sa.Column("price_per_gpu_hour", sa.Numeric(precision=14, scale=6), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_offers")),
@@ -67,12 +67,12 @@ def upgrade() -> None:
         "scrape_runs",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("provider", sa.String(length=64), nullable=False),
-        sa.Column("slot", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("slot", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("source", sa.String(length=16), nullable=False),
         sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("started_at", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("finished_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("observed_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("started_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("finished_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("observed_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("offers_seen", sa.Integer(), nullable=False),
         sa.Column("offers_valid", sa.Integer(), nullable=False),
         sa.Column("offers_new", sa.Integer(), nullable=False),
@@ -95,8 +95,8 @@ def upgrade() -> None:
         sa.Column("offer_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("gpu_id", sa.String(length=64), nullable=False),
         sa.Column("pricing", sa.String(length=16), nullable=False),
-        sa.Column("valid_from", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("valid_to", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("valid_from", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("valid_to", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("price_per_hour", sa.Numeric(precision=14, scale=6), nullable=False),
         sa.Column("price_per_gpu_hour", sa.Numeric(precision=14, scale=6), nullable=False),
         sa.Column("run_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True),
@@ -118,8 +118,8 @@ def upgrade() -> None:
         sa.Column("provider", sa.String(length=64), nullable=False),
         sa.Column("raw_name", sa.String(length=255), nullable=False),
         sa.Column("reason", sa.Text(), nullable=False),
-        sa.Column("first_seen", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("last_seen", tracker.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("first_seen", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("last_seen", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
         sa.Column("times_seen", sa.Integer(), nullable=False),
         sa.Column("last_run_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=True),
         sa.ForeignKeyConstraint(

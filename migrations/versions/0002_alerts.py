@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-import tracker.models
+import tracker.storage.tables
 
 revision: str = "0002"
 down_revision: str | None = "0001"
@@ -39,18 +39,18 @@ def upgrade() -> None:
         sa.Column("for_s", sa.Integer(), nullable=False),
         sa.Column("repeat_s", sa.Integer(), nullable=True),
         sa.Column("enabled", sa.Boolean(), nullable=False),
-        sa.Column("silenced_until", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("silenced_until", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("allow_immediate", sa.Boolean(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column("held_state", sa.String(length=16), nullable=True),
-        sa.Column("state_since", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("pending_since", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("state_since", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("pending_since", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("last_value", sa.Numeric(precision=14, scale=6), nullable=True),
-        sa.Column("last_evaluated_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("last_notified_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("last_evaluated_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("last_notified_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("repeats", sa.Integer(), nullable=False),
-        sa.Column("created_at", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", tracker.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_alert_rules")),
     )
@@ -61,7 +61,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(length=16), nullable=False),
         sa.Column("url", sa.Text(), nullable=False),
         sa.Column("secret", sa.String(length=128), nullable=True),
-        sa.Column("created_at", tracker.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["rule_id"], ["alert_rules.id"], name=op.f("fk_alert_channels_rule_id_alert_rules"), ondelete="CASCADE"
         ),
@@ -74,7 +74,7 @@ def upgrade() -> None:
         "alert_events",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("rule_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
-        sa.Column("at", tracker.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
         sa.Column("from_state", sa.String(length=16), nullable=False),
         sa.Column("to_state", sa.String(length=16), nullable=False),
         sa.Column("value", sa.Numeric(precision=14, scale=6), nullable=True),
@@ -103,11 +103,11 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("max_attempts", sa.Integer(), nullable=False),
-        sa.Column("created_at", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("next_attempt_at", tracker.models.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("claimed_until", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("next_attempt_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("claimed_until", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("claim_token", sa.String(length=32), nullable=True),
-        sa.Column("delivered_at", tracker.models.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("delivered_at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=True),
         sa.Column("last_error", sa.Text(), nullable=True),
         sa.ForeignKeyConstraint(
             ["channel_id"],
@@ -136,7 +136,7 @@ def upgrade() -> None:
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("notification_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("attempt", sa.Integer(), nullable=False),
-        sa.Column("at", tracker.models.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("at", tracker.storage.tables.UTCDateTime(timezone=True), nullable=False),
         sa.Column("ok", sa.Boolean(), nullable=False),
         sa.Column("status_code", sa.Integer(), nullable=True),
         sa.Column("duration_ms", sa.Integer(), nullable=False),

@@ -1,3 +1,3 @@
 import pytest
 
-pytest.register_assert_rewrite("tests.providers.helpers")
+pytest.register_assert_rewrite("tests.factories.cassettes")

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from providers.base import ProviderKind
 from providers.cassette import Cassette, bundled_cassette
+from providers.contract import ProviderKind
 from providers.registry import all_providers
 from providers.sheet import load_sheet
-from tracker.db import session_scope
-from tracker.models import Offer, ScrapeRun
-from tracker.scraping import ScrapeJob, plan, run_scrape
+from tracker.pipeline.scraping import ScrapeJob, plan, run_scrape
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import Offer, ScrapeRun
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parent / "adapters"  # one integrity test module per adapter
 PROVIDERS = all_providers()
 LIVE_PROVIDERS = [name for name, p in PROVIDERS.items() if p.kind != ProviderKind.static_sheet]
 
@@ -84,7 +84,7 @@ def test_bundled_cassette_ingests_with_canonical_ids(name, engine, settings, clo
     assert report.offers_valid > 0
     with session_scope(engine) as s:
         ids = set(s.scalars(select(Offer.gpu_id).where(Offer.provider == name)))
-    from tracker.gpus import get_catalog
+    from tracker.catalog.gpus import get_catalog
 
     known = {g.id for g in get_catalog().all()}
     assert ids and ids <= known

@@ -1,14 +1,10 @@
 """Price alerts: stored rules, a per-rule state machine evaluated after ingest, and an outbox delivered
 at least once to signed webhooks and Apprise channels.
 
-Modules: models (tables), rules (validation, the one entry for CLI and API), observe (the rule's
-value or no_data), states (the pure state machine), evaluate (apply it, with events and outbox rows in
-one transaction; `evaluate_after_ingest` is the post-scrape hook), outbox / deliver (claiming,
-sending with backoff, attempt log), channels (webhook signing, Apprise), ssrf (address checks),
-job_cost (the estimate model behind an interface), history (events and deliveries for display).
-
-Importing the package registers the alert tables on tracker.models.Base (migrations and `db check`
-need them); everything else is imported from its module.
+Modules: rules (validation, the one entry for CLI and API), observe (the rule's value or no_data),
+states (the pure state machine), evaluate (apply it, with events and outbox rows in one transaction;
+`evaluate_after_ingest` is the post-scrape hook), outbox / deliver (claiming, sending with backoff,
+attempt log), channels (webhook signing, Apprise), ssrf (address checks), job_cost (the estimate model
+behind an interface), history (events and deliveries for display). The tables are in
+`tracker.storage.alert_tables`.
 """
-
-from tracker.alerts import models  # noqa: F401

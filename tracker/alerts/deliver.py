@@ -18,12 +18,12 @@ import httpx
 from sqlalchemy import Engine
 
 from tracker.alerts.channels import SendResult, send_apprise, send_webhook
-from tracker.alerts.models import AlertNotification, AlertRule
 from tracker.alerts.outbox import Claimed, build_payload, claim_due, enqueue, idempotency_key, message_text, record
 from tracker.alerts.ssrf import Resolver, system_resolver
 from tracker.clock import Clock, utcnow
 from tracker.config import Settings
-from tracker.db import session_scope
+from tracker.storage.alert_tables import AlertNotification, AlertRule
+from tracker.storage.engine import session_scope
 
 log = logging.getLogger(__name__)
 

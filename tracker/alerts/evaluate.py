@@ -26,14 +26,14 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from tracker.alerts.job_cost import CostModel, default_cost_model
-from tracker.alerts.models import AlertEvent, AlertRule
 from tracker.alerts.observe import observe
 from tracker.alerts.outbox import build_payload, enqueue, idempotency_key
 from tracker.alerts.states import Transition, step
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.db import session_scope
-from tracker.models import Offer
+from tracker.storage.alert_tables import AlertEvent, AlertRule
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import Offer
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from tracker.alerts.models import AlertDeliveryAttempt, AlertEvent, AlertNotification
+from tracker.storage.alert_tables import AlertDeliveryAttempt, AlertEvent, AlertNotification
 
 
 def events(session: Session, rule_id: int, *, limit: int = 100) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ class EstimateCostModel:
 
     def _estimate(self, job: dict[str, Any], gpu_id: str, gpus: Decimal, price: Decimal | None) -> Any:
         from tracker import estimate as est
-        from tracker.gpus import get_catalog
+        from tracker.catalog.gpus import get_catalog
 
         if not isinstance(job, dict) or "model" not in job:
             raise CostError('job must be an object with at least "model", e.g. {"model": "llama-3.1-8b", '

@@ -4,7 +4,7 @@ A value is computed only from fresh offers (last seen within the freshness windo
 cards and pricing type, after the provider and region filters. If any provider the rule depends on
 (named in the rule, or contributing fresh offers) had its latest run fail or get quarantined, its
 "fresh" prices are suspect, so the rule gets no value at all: a failing scrape must neither fire nor
-resolve an alert. Percentiles use the same inverted-CDF definition as tracker.market, so an alert
+resolve an alert. Percentiles use the same inverted-CDF definition as tracker.market.statistics, so an alert
 on the median agrees with the market snapshot.
 """
 
@@ -21,7 +21,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
-from tracker.models import Offer, ScrapeRun
+from tracker.storage.tables import Offer, ScrapeRun
 
 PRICE_STATISTICS = {"min": Fraction(0), "p25": Fraction(1, 4), "median": Fraction(1, 2)}
 METRICS = (*PRICE_STATISTICS, *COST_METRICS)

@@ -20,16 +20,16 @@ from sqlalchemy import Engine, or_, select, update
 from sqlalchemy.orm import Session
 
 from tracker.alerts.channels import SendResult
-from tracker.alerts.models import (
+from tracker.alerts.observe import Observation
+from tracker.config import Settings
+from tracker.storage.alert_tables import (
     AlertChannel,
     AlertDeliveryAttempt,
     AlertEvent,
     AlertNotification,
     AlertRule,
 )
-from tracker.alerts.observe import Observation
-from tracker.config import Settings
-from tracker.db import session_scope
+from tracker.storage.engine import session_scope
 
 
 def idempotency_key(rule_id: int, kind: str, episode: datetime | None, seq: int = 0) -> str:

@@ -20,16 +20,16 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from providers.contract import Pricing
 from providers.registry import all_providers
 from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_secret, secret_key
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
-from tracker.alerts.models import AlertChannel, AlertRule
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, breached
+from tracker.catalog.gpus import GpuNameError, get_catalog
 from tracker.config import Settings
-from tracker.gpus import GpuNameError, get_catalog
-from tracker.offers import Pricing
+from tracker.storage.alert_tables import AlertChannel, AlertRule
 
 MAX_FOR = timedelta(days=7)
 MIN_REPEAT = timedelta(minutes=1)

@@ -14,16 +14,14 @@ from sqlalchemy import select
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
-from tracker.alerts.models import AlertRule
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, parse_duration, rule_dict, update_rule
-from tracker.cli.app import app
 from tracker.cli.context import Runtime, runtime
 from tracker.cli.output import console, emit_json, fail
 from tracker.clock import utcnow
-from tracker.db import session_scope
+from tracker.storage.alert_tables import AlertRule
+from tracker.storage.engine import session_scope
 
 alerts_app = typer.Typer(help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True)
-app.add_typer(alerts_app, name="alerts")
 
 
 def _runtime(ctx: typer.Context) -> Runtime:

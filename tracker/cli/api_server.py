@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import typer
 
-from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console
 
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
 
-@app.command("api")
+
+@commands.command("api")
 def api_server(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind; 0.0.0.0 inside a container."),
@@ -23,6 +24,7 @@ def api_server(
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error."),
 ) -> None:
+
     """Serve the API, the dashboard at / and Prometheus metrics at /metrics (no scraping in this process)."""
     # Imported here: tracker/ stays free of HTTP frameworks, and other commands start faster.
     import uvicorn

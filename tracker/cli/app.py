@@ -21,3 +21,17 @@ def _root(
     ),
 ) -> None:
     ctx.obj = {"database_url": database_url}
+
+
+def _register() -> None:
+    """Every command group, listed: the CLI's whole surface is visible here, and nothing registers
+    itself by being imported."""
+    from tracker.cli import alerts, api_server, db, estimate, gpus, market, offers, scrape, serve, worker
+
+    for module in (api_server, estimate, gpus, market, offers, scrape, serve, worker):
+        app.add_typer(module.commands)
+    app.add_typer(db.db_app, name="db")
+    app.add_typer(alerts.alerts_app, name="alerts")
+
+
+_register()

@@ -8,10 +8,10 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from tracker import migrate
 from tracker.cli.output import fail
 from tracker.config import Settings, get_settings
-from tracker.db import make_engine
+from tracker.storage import migrations as migrate
+from tracker.storage.engine import make_engine
 
 
 @dataclass

@@ -8,12 +8,11 @@ import typer
 from rich import box
 from rich.table import Table
 
+from tracker.catalog.gpus import GpuNameError
 from tracker.cli import job_options as jo
-from tracker.cli.app import app
 from tracker.cli.output import console, emit_json, fail
 from tracker.estimate import EstimateError, calibrate, default_name, get_assumptions
 from tracker.estimate.service import EstimateRequest, run_estimate
-from tracker.gpus import GpuNameError
 
 
 def _assumptions_line(info: dict[str, Any]) -> str:
@@ -21,7 +20,10 @@ def _assumptions_line(info: dict[str, Any]) -> str:
     return f"[bold]assumptions:[/] {info['name']}{tag} — {info['title']}"
 
 
-@app.command("estimate")
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+
+
+@commands.command("estimate")
 def estimate_cmd(
     model: str = jo.MODEL,
     method: str = jo.METHOD,
@@ -44,6 +46,7 @@ def estimate_cmd(
     assumptions: str | None = jo.ASSUMPTIONS,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
+
     """Throughput, memory per GPU and cost of a fine-tuning run, per card."""
     req = EstimateRequest(
         model=model, method=method, rank=rank, lora_targets=lora_targets, seq_len=seq_len, batch=batch,
@@ -111,7 +114,7 @@ def _print_estimate(result: dict[str, Any]) -> None:
         console.print(mem)
 
 
-@app.command("calibrate")
+@commands.command("calibrate")
 def calibrate_cmd(
     assumptions: str | None = typer.Option(None, "--assumptions", "-a",
                                            help="Assumption set: seed, hf-peft (default), optimized."),

@@ -8,9 +8,8 @@ import typer
 from rich import box
 from rich.table import Table
 
-from tracker.cli.app import app
+from tracker.catalog.gpus import GpuNameError, GpuSpec, get_catalog
 from tracker.cli.output import console, emit_json, fail
-from tracker.gpus import GpuNameError, GpuSpec, get_catalog
 
 
 def _num(value: float | None) -> str:
@@ -41,7 +40,10 @@ def _table(specs: list[GpuSpec], title: str) -> Table:
     return table
 
 
-@app.command("gpus")
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+
+
+@commands.command("gpus")
 def gpus(
     name: str | None = typer.Argument(None, help="A card id, family or name, e.g. 'h100 sxm' or '4090'."),
     json_out: bool = typer.Option(False, "--json", help="Print the cards as JSON."),

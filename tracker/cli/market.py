@@ -8,19 +8,18 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from providers.contract import Pricing
+from tracker.catalog.gpus import GpuNameError
 from tracker.cli import job_options as jo
-from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
 from tracker.clock import utcnow
-from tracker.db import session_scope
 from tracker.estimate import EstimateError, make_job, prepare
-from tracker.gpus import GpuNameError
-from tracker.market import INTERVALS
-from tracker.offers import Pricing
-from tracker.queries import gpu_ids_for
-from tracker.rank import RankFilters, RankOptions
-from tracker.views import market_history, rank_offers
+from tracker.market.offers import gpu_ids_for
+from tracker.market.rank import RankFilters, RankOptions
+from tracker.market.service import market_history, rank_offers
+from tracker.market.statistics import INTERVALS
+from tracker.storage.engine import session_scope
 
 
 def _pricing(values: list[str] | None) -> list[str] | None:
@@ -30,7 +29,10 @@ def _pricing(values: list[str] | None) -> list[str] | None:
         fail(f"--pricing must be one of {', '.join(p.value for p in Pricing)}")
 
 
-@app.command("cheapest")
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+
+
+@commands.command("cheapest")
 def cheapest(
     ctx: typer.Context,
     model: str = jo.MODEL,
@@ -104,7 +106,7 @@ def _print_rank(result: dict[str, Any]) -> None:
     console.print(table)
 
 
-@app.command("history")
+@commands.command("history")
 def history(
     ctx: typer.Context,
     gpu: str = typer.Argument(..., help='Card, family or alias, e.g. "H100 SXM".'),

@@ -7,15 +7,16 @@ from decimal import Decimal
 import typer
 from rich.table import Table
 
-from tracker.cli.app import app
+from tracker.catalog.gpus import GpuNameError
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
-from tracker.db import session_scope
-from tracker.gpus import GpuNameError
-from tracker.queries import OfferFilters, current_offers, offer_row
+from tracker.market.offers import OfferFilters, current_offers, offer_row
+from tracker.storage.engine import session_scope
+
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
 
 
-@app.command("offers")
+@commands.command("offers")
 def offers(
     ctx: typer.Context,
     gpu: str | None = typer.Option(None, "--gpu", help='Card, family or alias, e.g. "H100", "A100 40GB".'),
@@ -26,6 +27,7 @@ def offers(
     limit: int = typer.Option(50, "--limit", min=1),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
+
     """Current offers, cheapest per GPU-hour first."""
     try:
         filters = OfferFilters(

@@ -10,21 +10,23 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from providers.base import FetchContext, ProviderKind
 from providers.cassette import CassetteError, RecordingTransport
+from providers.contract import FetchContext, ProviderKind
 from providers.registry import UnknownProvider, get_provider
-from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, err_console, fail
 from tracker.config import get_settings
-from tracker.ingest import IngestReport
-from tracker.scraping import plan, run_scrape
-from tracker.status import provider_status
+from tracker.ingest.batch import IngestReport
+from tracker.ops.status import provider_status
+from tracker.pipeline.scraping import plan, run_scrape
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
 
 
-@app.command("scrape")
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+
+
+@commands.command("scrape")
 def scrape(
     ctx: typer.Context,
     providers: list[str] = typer.Argument(None, help="Providers to run (default: all)."),
@@ -33,6 +35,7 @@ def scrape(
     dry_run: bool = typer.Option(False, "--dry-run", help="Fetch and diff, but store nothing."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
+
     """Fetch prices and ingest them. Exits 1 if any provider failed."""
     if replay and demo:
         fail("--replay and --demo are exclusive")
@@ -95,7 +98,7 @@ def scrape(
         raise typer.Exit(1)
 
 
-@app.command("providers")
+@commands.command("providers")
 def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json")) -> None:
     """Every provider: kind, credentials, interval, last run, offers, unknown names."""
     rt = runtime(ctx)
@@ -133,7 +136,7 @@ def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--js
     console.print(table)
 
 
-@app.command("record")
+@commands.command("record")
 def record(
     provider: str = typer.Argument(..., help="Provider to capture live."),
     out: Path | None = typer.Option(None, "--out", help="Cassette file (default: <provider>.json here)."),

@@ -6,12 +6,13 @@ import asyncio
 
 import typer
 
-from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console
 
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
 
-@app.command("up")
+
+@commands.command("up")
 def up(
     ctx: typer.Context,
     host: str = typer.Option("127.0.0.1", "--host"),
@@ -19,6 +20,7 @@ def up(
     demo: bool = typer.Option(False, "--demo", help="Replay the bundled cassettes instead of live providers."),
     worker: bool = typer.Option(True, "--worker/--no-worker", help="Run the scheduler in this process."),
 ) -> None:
+
     """Start the API with the scheduler worker in-process (the embedded default migrates itself).
 
     In production run `gpu-tracker api` and `gpu-tracker worker` as separate processes instead.
@@ -26,8 +28,8 @@ def up(
     import uvicorn
 
     from api.app import create_app
-    from tracker.scraping import plan, run_scrape
-    from tracker.worker import start_background_worker
+    from tracker.pipeline.scraping import plan, run_scrape
+    from tracker.pipeline.worker import start_background_worker
 
     rt = runtime(ctx)
     if demo:

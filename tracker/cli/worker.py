@@ -12,15 +12,17 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from providers.registry import UnknownProvider
-from tracker.cli.app import app
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
-from tracker.worker import Worker, interval_for, scheduler_options
+from tracker.pipeline.worker import Worker, interval_for, scheduler_options
 
 STYLE = {"ok": "green", "failed": "red", "timeout": "red", "quarantined": "yellow"}
 
 
-@app.command("worker")
+commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+
+
+@commands.command("worker")
 def worker_cmd(
     ctx: typer.Context,
     providers: list[str] = typer.Argument(None, help="Only these providers (default: all)."),
@@ -31,6 +33,7 @@ def worker_cmd(
     demo: bool = typer.Option(False, "--demo", help="Replay every provider's bundled cassette (offline)."),
     json_out: bool = typer.Option(False, "--json", help="With --once: the cycle's report as JSON."),
 ) -> None:
+
     """Run providers on their schedules and deliver alerts. `--once` exits 1 if a provider failed."""
     if replay_dir and demo:
         fail("--replay-dir and --demo are exclusive")

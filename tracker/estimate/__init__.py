@@ -8,9 +8,17 @@ Typical use — prepare a job once, place it on many offers::
     est.tokens_per_second, est.vram_gb, est.fits, est.cost_per_run
 
 Assumption sets (`seed`, `hf-peft` — the default —, `optimized`) live in
-tracker/data/assumptions.toml; measured runs for calibration in tracker/data/calibration.toml.
+tracker/estimate/data/assumptions.toml; measured runs for calibration in tracker/estimate/data/calibration.toml.
 """
 
+from tracker.estimate.architectures import (
+    ModelArch,
+    ParamCounts,
+    all_models,
+    from_hf_config,
+    from_param_count,
+    resolve_model,
+)
 from tracker.estimate.assumptions import (
     AssumptionSet,
     EfficiencyModel,
@@ -31,14 +39,6 @@ from tracker.estimate.errors import (
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import METHODS, JobSpec, make_job, parse_tokens
 from tracker.estimate.memory import COMPONENTS, MemoryParts, memory_parts
-from tracker.estimate.models import (
-    ModelArch,
-    ParamCounts,
-    all_models,
-    from_hf_config,
-    from_param_count,
-    resolve_model,
-)
 
 __all__ = [
     "COMPONENTS",

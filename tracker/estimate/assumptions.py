@@ -1,4 +1,4 @@
-"""Named, inspectable assumption sets (tracker/data/assumptions.toml).
+"""Named, inspectable assumption sets (tracker/estimate/data/assumptions.toml).
 
 A set bundles the FLOPs accounting, the efficiency model, the memory knobs and the multi-GPU
 scaling used by an estimate. The default is `hf-peft`: it is what most people actually run
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
+from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.errors import UnknownAssumptions
-from tracker.estimate.models import DATA_DIR
 
 DEFAULT_FILE = DATA_DIR / "assumptions.toml"
 

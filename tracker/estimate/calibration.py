@@ -1,4 +1,4 @@
-"""Measured runs (tracker/data/calibration.toml): fitting efficiencies and reporting errors.
+"""Measured runs (tracker/estimate/data/calibration.toml): fitting efficiencies and reporting errors.
 
 The fit is deliberately small: per assumption set, one log-efficiency level per method and one
 factor per GPU class (its architecture, or "consumer" for GeForce; reference: Ampere), by least
@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from tracker.catalog.gpus import GpuSpec
+from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.assumptions import (
     AssumptionSet,
     EfficiencyModel,
@@ -29,8 +31,6 @@ from tracker.estimate.assumptions import (
 from tracker.estimate.core import prepare
 from tracker.estimate.job import JobSpec, make_job
 from tracker.estimate.memory import GB
-from tracker.estimate.models import DATA_DIR
-from tracker.gpus import GpuSpec
 
 METHODS = ("full", "lora", "qlora")
 GIB = 1024**3
@@ -110,7 +110,7 @@ def load_rows() -> tuple[MeasuredRow, ...]:
 
 
 def _gpu(gpu_id: str) -> GpuSpec:
-    from tracker.gpus import get_catalog  # the catalog is loaded lazily, on first use
+    from tracker.catalog.gpus import get_catalog  # the catalog is loaded lazily, on first use
 
     return get_catalog().get(gpu_id)
 

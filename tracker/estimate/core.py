@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from tracker.catalog.gpus import GpuSpec
 from tracker.estimate.assumptions import AssumptionSet, efficiency_class, get_assumptions
 from tracker.estimate.errors import InvalidJob
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import JobSpec
 from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
 from tracker.estimate.throughput import as_price, hours_for, to_money, tokens_per_second
-from tracker.gpus import GpuSpec
 
 
 @dataclass(frozen=True, slots=True)

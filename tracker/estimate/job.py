@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
-from tracker.estimate.models import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 
 Method = Literal["full", "lora", "qlora"]
 METHODS: tuple[str, ...] = ("full", "lora", "qlora")

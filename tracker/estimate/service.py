@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from tracker.catalog.gpus import GpuSpec, get_catalog
+from tracker.estimate.architectures import ALL_LINEAR
 from tracker.estimate.assumptions import default_name, get_assumptions
 from tracker.estimate.core import Estimate, prepare
 from tracker.estimate.job import make_job
 from tracker.estimate.memory import COMPONENTS
-from tracker.estimate.models import ALL_LINEAR
 from tracker.estimate.throughput import as_price
-from tracker.gpus import GpuSpec, get_catalog
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +44,7 @@ class EstimateRequest:
 
 def resolve_gpus(name: str | None) -> list[GpuSpec]:
     """Every catalog card when no name is given; otherwise every card the name covers
-    ("H100" is all H100 variants). Raises tracker.gpus.GpuNameError for names it cannot place."""
+    ("H100" is all H100 variants). Raises tracker.catalog.gpus.GpuNameError for names it cannot place."""
     catalog = get_catalog()
     return catalog.all() if not name else catalog.resolve(name)
 

@@ -1,0 +1,120 @@
+"""The provider contract: the interface every adapter implements and the offers it produces.
+
+Providers know nothing of the database; they turn responses into `ScrapedOffer`s. The canonical GPU is
+resolved afterwards, in one place (`tracker.catalog`), so every provider shares the same naming rules.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any, ClassVar
+
+import httpx
+
+
+class Pricing(StrEnum):
+    on_demand = "on_demand"
+    spot = "spot"  # spot / interruptible / bid
+    reserved = "reserved"  # with a term, e.g. "1y"
+
+
+@dataclass(slots=True)
+class ScrapedOffer:
+    """One rentable configuration at one price, as a provider lists it (USD, per instance-hour)."""
+
+    key: str  # stable natural key, unique within the provider (survives price changes)
+    gpu_name: str  # raw GPU name as the provider says it
+    gpu_count: Decimal  # may be fractional for sliced GPUs (e.g. Vultr 1/7 A100)
+    price_per_hour: Decimal  # USD for the whole offer (all its GPUs)
+    pricing: Pricing = Pricing.on_demand
+    region: str = ""
+    gpu_memory_gb: Decimal | None = None  # per GPU as offered (partial for slices)
+    reserved_term: str | None = None
+    instance_type: str | None = None
+    available: bool | None = None  # None: the API does not say
+    vcpus: Decimal | None = None
+    ram_gb: Decimal | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def price_per_gpu_hour(self) -> Decimal:
+        return self.price_per_hour / self.gpu_count
+
+
+@dataclass(slots=True)
+class ScrapeResult:
+    """What one provider fetch returns: offers plus what it had to drop, with reasons."""
+
+    offers: list[ScrapedOffer] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # human-readable reasons for rows the parser dropped
+
+
+class ProviderKind(StrEnum):
+    cloud = "cloud"
+    marketplace = "marketplace"
+    static_sheet = "static_sheet"
+
+
+class ProviderError(Exception):
+    """A provider answered something we cannot use (HTTP error, bad JSON, changed schema).
+
+    The message is shown to operators as the run's error: keep it readable and free of secrets.
+    """
+
+
+class MissingCredentials(ProviderError):
+    pass
+
+
+@dataclass(slots=True)
+class FetchContext:
+    client: httpx.AsyncClient
+    credentials: Mapping[str, str] = field(default_factory=dict)
+    retries: int = 3
+    backoff_base_s: float = 0.5  # 0 in replay: recorded 429s need no real waiting
+
+    def secret(self, name: str) -> str:
+        try:
+            return self.credentials[name]
+        except KeyError:
+            raise MissingCredentials(f"credential {name} is not configured") from None
+
+
+class Provider(ABC):
+    name: ClassVar[str]
+    title: ClassVar[str]
+    kind: ClassVar[ProviderKind]
+    homepage: ClassVar[str] = ""
+    credentials: ClassVar[tuple[str, ...]] = ()  # setting names, read as TRACKER_<NAME>
+    default_interval: ClassVar[timedelta] = timedelta(hours=1)
+    parser_version: ClassVar[str] = "1"
+    demo_credentials: ClassVar[Mapping[str, str]] = {}
+
+    @abstractmethod
+    async def fetch(self, ctx: FetchContext) -> ScrapeResult:
+        """Fetch every page and parse it into offers. Raise ProviderError on unusable responses."""
+
+    @classmethod
+    def describe(cls) -> dict[str, object]:
+        return {
+            "name": cls.name,
+            "title": cls.title,
+            "kind": cls.kind.value,
+            "credentials": list(cls.credentials),
+            "default_interval_s": int(cls.default_interval.total_seconds()),
+            "parser_version": cls.parser_version,
+        }
+
+
+def default_interval_for(kind: ProviderKind) -> timedelta:
+    """Marketplaces move by the minute, clouds by the hour, static sheets by the day."""
+    return {
+        ProviderKind.marketplace: timedelta(minutes=10),
+        ProviderKind.cloud: timedelta(hours=1),
+        ProviderKind.static_sheet: timedelta(days=1),
+    }[kind]

@@ -1,0 +1,287 @@
+"""The dashboard in headless Chromium against a seeded database and a real uvicorn server.
+
+Skipped when Chromium or chromedriver is missing, except in CI (CI=true), where that is a failure
+(.ci/run installs them). Screenshots of every view at laptop and phone widths are written to
+artifacts/screenshots/ for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from api.app import create_app
+from tests.factories.dashboard import seed
+from tracker.config import Settings
+from tracker.market.live import LIVE
+from tracker.storage import migrations as migrate
+from tracker.storage.engine import make_engine, session_scope
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "artifacts" / "screenshots"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync"]  # fmt: skip
+LAPTOP, PHONE = (1366, 900), (390, 844)
+TOKEN = "dashboard-test-token"
+# The alerts API answers 401 until the user gives the page the API token; the page asks for it and
+# carries on, but Chromium still logs the refused request. Nothing else may appear in the console.
+EXPECTED_NETWORK_ERRORS = ("/v1/alerts - Failed to load resource: the server responded with a status of 401",)
+
+
+def _alert_rules(engine, now: datetime) -> None:
+    from tracker.storage.alert_tables import AlertRule
+
+    with session_scope(engine) as s:
+        for name, state, value in (("H100 under $2.50", "firing", "2.39"), ("4090 spot deal", "pending", "0.31")):
+            s.add(AlertRule(name=name, gpu_query="H100", gpu_ids=["H100-SXM-80GB"], pricing="on_demand", metric="min",
+                            condition="below", threshold=Decimal("2.50"), recovery_threshold=Decimal("2.60"),
+                            state=state, state_since=now, last_value=Decimal(value), created_at=now,
+                            updated_at=now))  # fmt: skip
+
+
+def _binary(env: str, path: str, name: str) -> str | None:
+    """$env if set (even to a missing file: that is how to force the skip), else Debian's path, else $PATH."""
+    if env in os.environ:
+        return os.environ[env] if Path(os.environ[env]).is_file() else None
+    return path if Path(path).is_file() else shutil.which(name)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    import uvicorn
+
+    data = tmp_path_factory.mktemp("dashboard")
+    settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.storage.engine'}", api_token=TOKEN)
+    engine = make_engine(settings.resolved_database_url())
+    migrate.upgrade(engine)
+    LIVE.clear()
+    now = datetime.now(UTC)
+    seed(engine, settings, now)
+    _alert_rules(engine, now)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))  # a free port, held from now on: no race with other processes
+    port = sock.getsockname()[1]
+    app = create_app(settings, engine)
+    uv = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not uv.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    uv.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+    engine.dispose()
+    LIVE.clear()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    chromium = _binary("CHROMIUM_BIN", "/usr/bin/chromium", "chromium")
+    driver_path = _binary("CHROMEDRIVER_BIN", "/usr/bin/chromedriver", "chromedriver")
+    if not (chromium and driver_path):
+        message = "headless Chromium tests need chromium and chromium-driver (apt-get install chromium chromium-driver)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.set_window_size(*LAPTOP)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def console_errors(driver, allowed: tuple[str, ...] = EXPECTED_NETWORK_ERRORS) -> list[str]:
+    """Severe console entries since the last call, minus the expected ones."""
+    entries = driver.get_log("browser")
+    return [e["message"] for e in entries if e["level"] == "SEVERE" and not any(a in e["message"] for a in allowed)]
+
+
+def open_view(driver, base: str, fragment: str, view: str, state: str = "ready", timeout: float = 30) -> None:
+    # A fresh page load every time: going from one #fragment to another would reuse the page's state.
+    driver.get("about:blank")
+    driver.get(f"{base}/#{fragment}")
+    wait_state(driver, view, state, timeout)
+
+
+def wait_state(driver, view: str, state: str, timeout: float = 30) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    script = f"return document.getElementById('view-{view}').dataset.state"
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(script) in (state, "error"))
+    assert driver.execute_script(script) == state, driver.find_element("id", f"{view}-error").text
+
+
+CANVAS_INK = """
+const canvas = document.querySelector(arguments[0] + ' canvas');
+if (!canvas) return -1;
+const pixels = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+let ink = 0;
+for (let i = 3; i < pixels.length; i += 4) if (pixels[i] > 0) ink++;
+return ink;
+"""
+
+
+def test_market_overview(browser, server):
+    open_view(browser, server, "market", "market")
+    tiles = browser.find_elements("css selector", "#market-cards .tile")
+    assert len(tiles) >= 8
+    h100 = browser.find_element("css selector", '#market-cards .tile[data-gpu="H100-SXM-80GB"]')
+    text = h100.text
+    assert "H100 SXM5 80GB" in text and "On-demand" in text and "Spot" in text  # one row per pricing type
+    assert "median" in text and "min $" in text and "7d" in text and "30d" in text and "providers" in text
+    assert h100.find_elements("css selector", "svg.spark polyline.median")
+    assert browser.find_element("id", "demo-banner").is_displayed()
+    assert browser.find_elements("css selector", ".tile.reference")  # a card only the rate sheets list
+    assert browser.find_elements("css selector", ".badge.demo")
+    assert console_errors(browser) == []
+
+
+def test_h100_history_chart_draws_a_year(browser, server):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    open_view(browser, server, "history/H100-SXM-80GB/1y", "history")
+    chart = browser.execute_script(
+        "const u = window.dashboard.charts.history;"
+        "return {points: u.data[0].length, labels: u.series.map(s => s.label), bands: (u.bands || []).length,"
+        " medians: u.data[2].filter(v => v !== null).length};"
+    )
+    assert chart["points"] >= 360 and chart["medians"] >= 360  # daily buckets over a year
+    wanted = {"On-demand median", "On-demand p25", "On-demand p75", "On-demand min", "Spot median"}
+    assert wanted <= set(chart["labels"])
+    assert chart["bands"] == 2  # a p25–p75 band per pricing type
+    assert browser.find_element("id", "demo-banner").is_displayed()  # H100 prices include demo data
+    assert browser.execute_script(CANVAS_INK, "#history-chart") > 2000
+    # Hovering shows values in the legend.
+    over = browser.find_element("css selector", "#history-chart .u-over")
+    ActionChains(browser).move_to_element(over).perform()
+    values = [e.text for e in browser.find_elements("css selector", "#history-chart .u-legend .u-value")]
+    assert any(v.startswith("$") for v in values), values
+    # CSV of the same query.
+    link = browser.find_element("css selector", "#history-csv a").get_attribute("href")
+    assert "format=csv" in link and "gpu=H100-SXM-80GB" in link
+    csv = browser.execute_async_script("fetch(arguments[0]).then(r => r.text()).then(arguments[1])", link)
+    assert csv.startswith("bucket,min,p25,median,p75,max,offers,providers")
+    # Range selector: 7 days of hourly buckets.
+    browser.find_element("css selector", '#history-range button[data-range="7d"]').click()
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    points = "return window.dashboard.charts.history?.data[0].length"
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script(points) not in (None, chart["points"]))
+    wait_state(browser, "history", "ready")
+    hourly = browser.execute_script("return window.dashboard.charts.history.data[0].length")
+    assert 24 < hourly <= 7 * 24 + 1
+    # Pricing toggle: spot off removes its series.
+    browser.find_element("css selector", '#history-pricing input[value="spot"]').click()
+    WebDriverWait(browser, 30).until(lambda d: "Spot median" not in d.execute_script(
+        "return window.dashboard.charts.history.series.map(s => s.label)"))
+    assert console_errors(browser) == []
+
+
+def test_job_calculator_ranks_offers_and_charts_cost_over_time(browser, server):
+    open_view(browser, server, "job", "job", state="ready-form")
+    browser.find_element("css selector", 'input[name=amount][value="tokens"]').click()
+    tokens = browser.find_element("id", "job-tokens")
+    tokens.clear()
+    tokens.send_keys("22.5M")
+    browser.find_element("id", "job-submit").click()
+    wait_state(browser, "job", "ready")
+    rows = browser.find_elements("css selector", "#job-table tbody tr")
+    assert len(rows) >= 5
+    costs = [float(r.find_elements("css selector", "td")[2].text.lstrip("$").replace(",", "")) for r in rows]
+    assert costs == sorted(costs) and costs[0] > 0  # cheapest first
+    assert "live offers fit" in browser.find_element("id", "job-summary").text
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 30).until(lambda d: d.execute_script("return window.dashboard.charts.job?.data[0].length"))
+    series = browser.execute_script("return window.dashboard.charts.job.series.length")
+    assert series >= 3
+    assert browser.execute_script(CANVAS_INK, "#job-chart") > 1000
+    assert console_errors(browser) == []
+
+
+def test_job_calculator_explains_bad_input(browser, server):
+    open_view(browser, server, "job", "job", state="ready-form")
+    model = browser.find_element("id", "job-model")
+    model.clear()
+    model.send_keys("no-such-model-xyz")
+    browser.find_element("id", "job-submit").click()
+    wait_state(browser, "job", "error")
+    assert "no-such-model-xyz" in browser.find_element("id", "job-error").text
+    # The failed request is the only console entry.
+    assert console_errors(browser, (*EXPECTED_NETWORK_ERRORS, "/v1/rank - Failed to load resource")) == []
+
+
+def test_provider_health_and_alerts_degrade_gracefully(browser, server):
+    from providers.registry import all_providers
+
+    open_view(browser, server, "health", "health")
+    rows = browser.find_elements("css selector", "#providers-table tbody tr")
+    assert len(rows) == len(all_providers())
+    assert any("TensorDock" in r.text and "OK" in r.text.upper() for r in rows)
+    # Alerts need the API token: the page asks for it instead of failing, then lists rules with states.
+    alerts = browser.find_element("id", "alerts")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 30).until(lambda d: alerts.get_attribute("data-state") == "locked")
+    alerts.find_element("css selector", "input[type=password]").send_keys(TOKEN)
+    alerts.find_element("css selector", "button[type=submit]").click()
+    WebDriverWait(browser, 30).until(lambda d: alerts.get_attribute("data-state") == "ready")
+    rules = [r.text for r in alerts.find_elements("css selector", "tbody tr")]
+    assert len(rules) == 2 and "FIRING" in rules[0].upper() and "PENDING" in rules[1].upper()
+    assert "$2.39" in rules[0]
+    assert console_errors(browser) == []
+
+
+VIEWS = [("market", "market", "market"), ("history", "history/H100-SXM-80GB/1y", "history"),
+         ("job", "job", "job"), ("health", "health", "health")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("width", "height", "device"), [(*LAPTOP, "laptop"), (*PHONE, "phone")])
+def test_screenshots_and_layout(browser, server, width, height, device):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.set_window_size(width, height)
+    try:
+        for name, fragment, view in VIEWS:
+            open_view(browser, server, fragment, view, state="ready-form" if view == "job" else "ready")
+            if view == "job":
+                browser.find_element("id", "job-submit").click()
+                wait_state(browser, "job", "ready")
+                from selenium.webdriver.support.ui import WebDriverWait
+
+                WebDriverWait(browser, 30).until(lambda d: d.execute_script("return !!window.dashboard.charts.job"))
+            # Nothing wider than the screen: wide tables scroll inside their own box.
+            overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+            assert overflow <= 0, f"{name} at {width}px overflows by {overflow}px"
+            full = browser.execute_script("return document.documentElement.scrollHeight")
+            browser.set_window_size(width, min(max(full + 140, height), 6000))
+            time.sleep(0.3)  # let charts follow the resize
+            path = SHOTS / f"{name}-{device}.png"
+            assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000
+            browser.set_window_size(width, height)
+        assert console_errors(browser) == []
+    finally:
+        browser.set_window_size(*LAPTOP)

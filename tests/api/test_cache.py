@@ -1,0 +1,338 @@
+"""Cached API answers (api.cached): computed once per data version, parameters and minute; invalidated by
+ingest; byte for byte what the uncached implementation answered; bounded in memory. Both backends."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+from fastapi.testclient import TestClient
+
+import api.routes.market as market_routes
+import api.routes.offers as offers_routes
+import api.routes.rank as rank_routes
+from api.app import create_app
+from api.cached import data_version, encode, with_field
+from providers.contract import Pricing
+from tests.factories.offers import batch, do_ingest, offer
+from tracker.catalog.gpus import get_catalog
+from tracker.estimate import make_job, prepare
+from tracker.market.live import LIVE, fresh_mask
+from tracker.market.offers import OfferFilters, current_offers, offer_row
+from tracker.market.rank import RankFilters, RankOptions, _row, filter_mask, rank
+from tracker.market.service import market_history, market_snapshot, rank_history, rank_offers
+from tracker.storage.engine import session_scope
+
+JOB = {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M", "assumptions": "seed"}
+JOB_70B = {"model": "llama-3.1-70b", "method": "lora", "tokens": "8M", "assumptions": "seed"}
+
+
+def _market(engine, settings, clock, *, h100: str = "2.00") -> None:
+    do_ingest(engine, settings, clock, batch(
+        offer("h1", h100, region="us-texas"), offer("h2", "2.50", region="us-oregon"),
+        offer("h8", "15.20", count=8, region="eu-west", instance_type="8x"),
+        offer("hs", "0.90", pricing=Pricing.spot, region="us-texas", available=True),
+        offer("a1", "1.20", gpu="A100 SXM4", gpu_memory_gb=Decimal("80"), region="us-texas", available=False),
+        offer("a2", "2.40", gpu="A100 SXM4", count=2, gpu_memory_gb=Decimal("80")),
+        offer("mig", "0.45", gpu="A100 SXM4 80GB", count=Decimal("0.5"), gpu_memory_gb=Decimal("40"), region="us-utah"),
+        offer("l4", "0.60", gpu="L40S", region="ca-toronto", reserved_term="1y", pricing=Pricing.reserved),
+    ))  # fmt: skip
+
+
+@pytest.fixture
+def client(engine, settings, clock, monkeypatch):
+    LIVE.clear()
+    _market(engine, settings, clock)
+    clock.advance(minutes=3, seconds=7, microseconds=5)  # requests come a little after the scrape
+    for module in (market_routes, rank_routes):
+        monkeypatch.setattr(module, "utcnow", clock)
+    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+        yield c
+    LIVE.clear()
+
+
+def _counting(monkeypatch, module, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, wrapper)
+    return calls
+
+
+REQUESTS = [
+    ("get", "/v1/market", {"params": {"gpu": "H100"}}, market_routes, "market_snapshot"),
+    ("get", "/v1/offers", {"params": {"gpu": "H100", "limit": 3}}, offers_routes, "current_offers"),
+    ("get", "/v1/market/history", {"params": {"gpu": "H100 SXM", "interval": "1h"}}, market_routes, "market_history"),
+    ("get", "/v1/market/history", {"params": {"gpu": "H100", "format": "csv"}}, market_routes, "market_history"),
+    ("post", "/v1/rank", {"json": JOB}, rank_routes, "rank_offers"),
+    ("post", "/v1/rank/history", {"json": JOB | {"gpu": "H100", "days": 7}}, rank_routes, "rank_history"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "module", "name"), REQUESTS)
+def test_second_identical_request_is_not_recomputed(client, clock, monkeypatch, method, path, kwargs, module, name):
+    calls = _counting(monkeypatch, module, name)
+    first = getattr(client, method)(path, **kwargs)
+    clock.advance(seconds=20)  # same minute
+    second = getattr(client, method)(path, **kwargs)
+    assert first.status_code == second.status_code == 200
+    assert len(calls) == 1
+    if first.headers["content-type"].startswith("application/json"):
+        a, b = first.json(), second.json()
+        if "as_of" in a:  # each request's own time, exact; everything else is the cached answer
+            assert (a.pop("as_of"), b.pop("as_of")) == (
+                (clock.now - timedelta(seconds=20)).isoformat(),
+                clock.now.isoformat(),
+            )
+        assert a == b
+    else:
+        assert first.content == second.content and first.headers == second.headers
+
+
+@pytest.mark.parametrize(("method", "path", "kwargs", "module", "name"), REQUESTS)
+def test_ingest_and_the_minute_invalidate(engine, settings, client, clock, monkeypatch, method, path, kwargs, module,
+                                          name):  # fmt: skip
+    calls = _counting(monkeypatch, module, name)
+    getattr(client, method)(path, **kwargs)
+    _market(engine, settings, clock, h100="1.50")
+    getattr(client, method)(path, **kwargs)
+    assert len(calls) == 2
+    clock.advance(minutes=1)
+    getattr(client, method)(path, **kwargs)
+    # Offer pages do not depend on the time; everything else is recomputed once a minute.
+    assert len(calls) == (2 if path == "/v1/offers" else 3)
+
+
+def test_answers_reflect_the_new_prices_after_ingest(engine, settings, client, clock):
+    def h1_prices() -> tuple[Any, ...]:
+        offers = client.get("/v1/offers", params={"gpu": "H100 SXM"}).json()["offers"]
+        cards = client.get("/v1/market", params={"gpu": "H100 SXM"}).json()["cards"]
+        ranked = client.post("/v1/rank", json=JOB | {"gpu": "H100 SXM", "pricing": ["on_demand"]}).json()["rows"]
+        return (next(o["price_per_hour"] for o in offers if o["offer_key"] == "h1"),
+                next(c["min"] for c in cards if c["pricing"] == "on_demand"),
+                next(r["price_per_hour"] for r in ranked if r["offer_key"] == "h1"))  # fmt: skip
+
+    version = data_version(engine)
+    assert h1_prices() == (2.0, 1.9, 2.0)  # the 8-GPU machine is $1.90 per GPU-hour
+    _market(engine, settings, clock, h100="1.50")
+    assert data_version(engine) == version + 1
+    assert h1_prices() == (1.5, 1.5, 1.5)
+
+
+def test_errors_are_unchanged_and_never_cached(client, monkeypatch):
+    calls = _counting(monkeypatch, rank_routes, "rank_offers")
+    for _ in range(2):
+        unknown = client.get("/v1/offers", params={"gpu": "H100 SXX"})
+        assert unknown.status_code == 404 and unknown.json()["suggestions"]
+        assert client.get("/v1/market", params={"gpu": "H100 SXX"}).status_code == 404
+        bad_gpu = client.post("/v1/rank", json=JOB | {"gpu": "RTX 4O90"})
+        assert bad_gpu.status_code == 404 and bad_gpu.json()["field"] == "gpu"
+        # Both wrong: the model is reported first, as it always was.
+        both = client.post("/v1/rank", json=JOB | {"model": "llama-9", "gpu": "RTX 4O90"})
+        assert both.status_code == 404 and both.json()["field"] == "model"
+    assert calls == []
+
+
+# ------------------------------------------------------------------------- same bytes as before the cache
+
+
+def _json_bytes(content: Any) -> bytes:
+    """What the routes sent before: FastAPI's jsonable_encoder, then JSONResponse."""
+    return bytes(JSONResponse(jsonable_encoder(content)).body)
+
+
+def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock):
+    now = clock.now
+    with session_scope(engine) as s:
+        market = market_snapshot(
+            engine,
+            s,
+            settings,
+            now,
+            gpu_ids=["H100-SXM-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"],
+            pricing=["on_demand", "spot"],
+        )
+        filters = OfferFilters(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
+        rows = [offer_row(o) for o in current_offers(s, filters)]
+        prepared = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
+        ranked = rank_offers(engine, s, settings, now, prepared, RankFilters(), RankOptions(include_unfit=True))
+        prepared_8b = prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed")
+        history = market_history(s, settings, now, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h",
+                                 start=now - timedelta(days=1), end=now)  # fmt: skip
+        trend = rank_history(s, settings, now, prepared_8b, gpu_ids=["A100-SXM-80GB"], pricing="on_demand",
+                             statistic="median", start=now - timedelta(days=7), end=now)  # fmt: skip
+    LIVE.clear()
+    got = client.get("/v1/market", params={"gpu": "H100", "pricing": ["on_demand", "spot"]})
+    assert got.content == _json_bytes(market)
+    got = client.get("/v1/offers", params={"gpu": "A100", "region": "us", "sort": "price_per_hour", "limit": 2,
+                                           "offset": 1})  # fmt: skip
+    assert got.content == _json_bytes({"offers": rows, "count": len(rows), "limit": 2, "offset": 1})
+    assert got.json()["offers"] and isinstance(got.json()["offers"][0]["price_per_hour"], float)
+    got = client.post("/v1/rank", json=JOB_70B | {"include_unfit": True})
+    assert got.content == _json_bytes(ranked)
+    end = now.isoformat()
+    got = client.get("/v1/market/history", params={"gpu": "H100 SXM", "interval": "1h", "end": end,
+                                                   "start": (now - timedelta(days=1)).isoformat()})  # fmt: skip
+    assert got.content == _json_bytes({"gpu": "H100 SXM", "gpu_ids": ["H100-SXM-80GB"], "pricing": "on_demand",
+                                       "interval": "1h", "start": now - timedelta(days=1), "end": now,
+                                       "buckets": history})  # fmt: skip
+    got = client.post("/v1/rank/history", json=JOB | {"gpu": "A100 SXM4 80GB", "days": 7})
+    assert got.content == _json_bytes(trend)
+
+
+def test_encoder_matches_jsonable_encoder(clock):
+    content = {"a": Decimal("1.500000"), "b": Decimal("3"), "c": clock.now, "d": clock.now.date(), "e": [None, True],
+               "f": Pricing.spot, "g": ("x", 1.25), "h": "ünïcode"}  # fmt: skip
+    assert encode(content) == _json_bytes(content)
+    for first in (True, False):
+        full = {"as_of": clock.now, **content} if first else {**content, "as_of": clock.now}
+        assert with_field(encode(content), "as_of", clock.now, first=first) == _json_bytes(full)
+    assert with_field(b"{}", "as_of", 1, first=True) == b'{"as_of":1}'
+
+
+def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, Any]:
+    """The ranking as it was before it worked on narrow arrays (pandas merge and sort of whole frames)."""
+    offers = frame[filter_mask(frame, fresh, filters)]
+    if offers.empty:
+        return {"considered": 0, "fitting": 0, "rows": []}
+    slice_mem = offers["gpu_memory_gb_f"].where(offers["gpu_count_f"] < 1)
+    combos = pd.DataFrame({"gpu_id": offers["gpu_id"], "gpus": offers["gpu_count_f"], "slice_gb": slice_mem})
+    combos = combos.drop_duplicates().reset_index(drop=True)
+    est_rows = []
+    for gpu_id, gpus, slice_gb in combos.itertuples(index=False):
+        e = prepared.on(get_catalog().get(gpu_id), gpus, memory_gb=None if pd.isna(slice_gb) else float(slice_gb))
+        est_rows.append((e.tokens_per_second, e.hours, e.vram_gb, e.memory_gb, e.fits, e.efficiency,
+                         e.multi_gpu_efficiency))  # fmt: skip
+    cols = ["tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency", "multi_gpu_efficiency"]
+    combos = pd.concat([combos, pd.DataFrame(est_rows, columns=cols)], axis=1)
+    joined = offers.assign(slice_gb=slice_mem).merge(
+        combos, left_on=["gpu_id", "gpu_count_f", "slice_gb"], right_on=["gpu_id", "gpus", "slice_gb"], how="left"
+    )
+    price_h, hours = joined["price_per_hour_f"].to_numpy(), joined["hours"].to_numpy()
+    joined["cost_per_run"] = price_h * hours
+    joined["usd_per_mtok"] = price_h / (joined["tokens_per_second"].to_numpy() * 3600.0 / 1e6)
+    joined["age_s"] = (pd.Timestamp(now) - joined["last_seen"]).dt.total_seconds()
+    keep = joined["fits"].to_numpy(dtype=bool) | options.include_unfit
+    if filters.max_hours is not None:
+        keep &= hours <= filters.max_hours
+    ranked = joined[keep].sort_values(
+        ["fits", options.sort_by, "price_per_hour_f", "id"], ascending=[False, True, True, True], kind="stable"
+    )
+    if options.best_per_card:
+        ranked = ranked.drop_duplicates("gpu_id", keep="first")
+    top = ranked.head(options.limit).astype(object)
+    top = top.where(top.notna(), None)
+    rows = [_row(r._asdict() | {"last_seen": r.last_seen.to_pydatetime()}) for r in top.itertuples(index=False)]
+    return {"considered": len(offers), "fitting": int(joined["fits"].sum()), "rows": rows}
+
+
+@pytest.mark.parametrize(
+    ("filters", "options"),
+    [
+        (RankFilters(), RankOptions()),
+        (RankFilters(), RankOptions(include_unfit=True, limit=3)),
+        (RankFilters(regions=["us"], pricing=["on_demand", "spot"]), RankOptions(sort_by="hours")),
+        (RankFilters(min_gpus=0.5, max_gpus=2, available_only=True), RankOptions(sort_by="usd_per_mtok")),
+        (RankFilters(max_hours=2.0), RankOptions(best_per_card=True, include_unfit=True)),
+        (RankFilters(gpu_ids=["L40S-48GB"], include_reference=False), RankOptions()),
+        (RankFilters(providers=["nobody"]), RankOptions()),
+    ],
+)
+def test_rank_equals_the_previous_implementation(engine, settings, clock, filters, options):
+    LIVE.clear()
+    _market(engine, settings, clock)
+    do_ingest(engine, settings, clock, batch(*[offer(f"v{i}", f"{1 + (i % 7) * 0.25:.2f}", count=1 + i % 3,
+                                                      region=("us-texas", "eu-west", "")[i % 3]) for i in range(30)]),
+              provider="runpod")  # fmt: skip
+    now = clock.advance(minutes=5)
+    with session_scope(engine) as s:
+        _, frame = LIVE.frame(engine, s)
+    fresh = fresh_mask(frame, now, settings.stale_after)
+    for job in (prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed"),
+                prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")):  # fmt: skip
+        expected = _previous_rank(frame, fresh, job, filters, options, now)
+        cache: dict = {}
+        for _ in range(2):  # with and then from the shared estimates
+            got = rank(frame, fresh, job, filters, options, now, estimates=cache)
+            assert got == expected
+            assert [[type(v) for v in r.values()] for r in got["rows"]] == [
+                [type(v) for v in r.values()] for r in expected["rows"]
+            ]
+        # A frame without the live frame's card codes ranks the same.
+        assert rank(frame.drop(columns=["gpu_code"]), fresh, job, filters, options, now) == expected
+    LIVE.clear()
+
+
+# -------------------------------------------------------------------------------------------- bounded
+
+
+def test_memo_is_bounded(client, monkeypatch):
+    monkeypatch.setattr(LIVE, "max_entries", 5)
+    for offset in range(12):
+        assert client.get("/v1/offers", params={"offset": offset}).status_code == 200
+    entries, held = LIVE.memo_size()
+    assert entries <= 5
+    monkeypatch.setattr(LIVE, "max_entries", 1000)
+    monkeypatch.setattr(LIVE, "max_bytes", 3000)
+    for limit in range(1, 12):
+        client.get("/v1/offers", params={"limit": limit})
+    entries, held = LIVE.memo_size()
+    assert 0 < held <= 3000
+    # An answer bigger than the whole budget is served but not kept.
+    big = client.get("/v1/offers", params={"limit": 1000})
+    assert big.status_code == 200 and len(big.content) > 3000
+    assert LIVE.memo_size()[1] <= 3000
+
+
+def test_a_new_version_drops_older_answers(engine, settings, client, clock):
+    for offset in range(5):
+        client.get("/v1/offers", params={"offset": offset})
+    before = LIVE.memo_size()[0]
+    assert before >= 5
+    _market(engine, settings, clock, h100="1.75")
+    client.get("/v1/offers", params={"offset": 0})
+    assert LIVE.memo_size()[0] < before
+
+
+def test_concurrent_misses_compute_once(engine):
+    LIVE.clear()
+    calls: list[int] = []
+
+    def slow() -> bytes:
+        calls.append(1)
+        time.sleep(0.1)
+        return b"{}"
+
+    results: list[bytes] = []
+    threads = [threading.Thread(target=lambda: results.append(LIVE.memo(engine, 1, ("k",), slow))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [b"{}"] * 8 and len(calls) == 1
+
+    def boom() -> bytes:
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        LIVE.memo(engine, 1, ("boom",), boom)
+    assert LIVE.memo(engine, 1, ("boom",), lambda: b"ok") == b"ok"  # a failure is not cached
+    LIVE.clear()
+
+
+def test_numpy_values_never_reach_the_encoder(client):
+    rows = client.post("/v1/rank", json=JOB | {"include_unfit": True, "limit": 1000}).json()["rows"]
+    assert rows and all(isinstance(r["available"], bool | None) for r in rows)
+    assert np.all([isinstance(r["gpus"], float) for r in rows])

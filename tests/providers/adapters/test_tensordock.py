@@ -1,0 +1,96 @@
+"""TensorDock v2 adapter against its bundled cassette (providers/cassettes/tensordock.json)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from providers.adapters.tensordock import TensorDock
+from providers.contract import Pricing
+from tests.factories.cassettes import (
+    answer,
+    assert_integrity,
+    assert_missing_credentials,
+    assert_replay_raises,
+    assert_secrets_hidden,
+    by_key,
+    fetch_recording,
+    json_without,
+    replay_fixture,
+)
+
+SECRET = "td-key-5c4b3a2910"
+DALLAS = "1a7f3e0c-55b1-4f55-8f77-0f1c1b1a2d01"
+FRANKFURT = "9b42c6d8-0e2a-4a57-a8b4-6d3f6b1c9e02"
+
+
+result = replay_fixture(TensorDock)
+
+
+def test_integrity(result):
+    resolved = assert_integrity(
+        result,
+        expected_gpus={"RTX4090-24GB", "H100-SXM-80GB", "RTXA6000-48GB", "L40-48GB", "A100-PCIE-80GB"},
+        allowed_unknown={"NVIDIA GeForce RTX 3060 Ti PCIe 8GB"},  # no RTX 3060 Ti in the catalog
+    )
+    assert resolved[f"{DALLAS}:geforcertx4090-pcie-24gb:1"] == "RTX4090-24GB"
+    assert len(result.offers) == 24
+    assert all(o.pricing is Pricing.on_demand for o in result.offers)
+
+
+def test_per_gpu_price_times_count(result):
+    offers = by_key(result)
+    one, four = offers[f"{DALLAS}:geforcertx4090-pcie-24gb:1"], offers[f"{DALLAS}:geforcertx4090-pcie-24gb:4"]
+    assert one.price_per_hour == Decimal("0.35")
+    assert four.gpu_count == 4 and four.price_per_hour == Decimal("1.40")
+    assert four.price_per_gpu_hour == Decimal("0.35")
+    assert four.gpu_memory_gb == 24
+    assert four.attributes["price_scope"] == "gpu_only"
+    assert four.attributes["per_vcpu_hr"] == "0.003"
+
+
+def test_counts_run_to_max_count_capped_at_eight(result):
+    def counts(v0):
+        return sorted(int(o.gpu_count) for o in result.offers if o.attributes["v0_name"] == v0)
+
+    assert counts("geforcertx4090-pcie-24gb") == [1, 2, 3, 4]
+    assert counts("rtxa6000-pcie-48gb") == [1, 2]
+    assert counts("a100-pcie-80gb") == list(range(1, 9))  # max_count 10, capped at 8
+    assert by_key(result)[f"{FRANKFURT}:a100-pcie-80gb:8"].price_per_hour == Decimal("9.60")
+
+
+def test_region_availability_and_skips(result):
+    offers = by_key(result)
+    assert offers[f"{DALLAS}:h100-sxm5-80gb:1"].region == "united-states-texas-dallas"
+    assert offers[f"{FRANKFURT}:rtxa6000-pcie-48gb:1"].region == "germany-hesse-frankfurt"
+    assert offers[f"{DALLAS}:h100-sxm5-80gb:8"].available is True
+    sold_out = offers[f"{FRANKFURT}:l40-pcie-48gb:1"]  # max_count 0: one offer, unavailable
+    assert sold_out.available is False and f"{FRANKFURT}:l40-pcie-48gb:2" not in offers
+    assert f"{FRANKFURT}:v100-pcie-16gb: no price" in result.skipped
+
+
+def test_bearer_header():
+    _, seen = fetch_recording(TensorDock, {"TENSORDOCK_API_KEY": SECRET})
+    assert len(seen) == 2  # 429, then the retry
+    assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in seen)
+
+
+def test_missing_credentials():
+    assert_missing_credentials(TensorDock, "TENSORDOCK_API_KEY")
+
+
+def test_secret_not_in_errors():
+    rejected = answer(401, json={"message": "Unauthorized"})
+    assert_secrets_hidden(TensorDock, {"TENSORDOCK_API_KEY": SECRET}, rejected, status=401)
+
+
+def test_truncated_json_raises():
+    assert_replay_raises(TensorDock, answer(200, text='{"data": {"locations": [{"id": "1a7f', at=1), "invalid JSON")
+
+
+def test_schema_change_raises():
+    no_price = json_without(1, "data", "locations", 0, "gpus", 0, "price_per_hr")
+    assert_replay_raises(TensorDock, no_price, "price_per_hr")
+
+
+def test_repeated_500_raises():
+    assert_replay_raises(TensorDock, answer(500, text="internal"), "gave up after 4 attempts")

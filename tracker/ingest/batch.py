@@ -1,0 +1,363 @@
+"""Ingest: turn one provider batch into change-only history, in one transaction.
+
+Stages: validate and normalize every offer (bad rows and unknown GPU names are set aside and
+counted), check the batch as a whole (a collapsed or degenerate batch is quarantined and changes
+nothing), then diff against the stored offers: new offers and price changes write price rows,
+unchanged offers only move `last_seen`, offers missing from a successful batch are closed, and
+returning offers reopen. Ingesting the same batch twice writes no price row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from providers.contract import ScrapedOffer, ScrapeResult
+from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
+from tracker.config import Settings
+from tracker.storage.bulk import insert_rows
+from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
+
+CENT_FRACTION = Decimal("0.000001")
+CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
+
+
+def money(value: Decimal) -> Decimal:
+    return value.quantize(CENT_FRACTION, rounding=ROUND_HALF_EVEN)
+
+
+@dataclass(slots=True)
+class ValidOffer:
+    scraped: ScrapedOffer
+    gpu: GpuSpec
+    price_per_hour: Decimal
+    price_per_gpu_hour: Decimal
+
+
+@dataclass
+class Prepared:
+    valid: list[ValidOffer] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    unknown: dict[str, str] = field(default_factory=dict)  # raw name → why it did not resolve
+    unknown_counts: Counter[str] = field(default_factory=Counter)
+    assumed: dict[str, str] = field(default_factory=dict)  # raw name → card chosen when only the form factor was open
+
+
+@dataclass
+class IngestReport:
+    provider: str
+    run_id: int | None
+    status: str
+    offers_seen: int = 0
+    offers_valid: int = 0
+    offers_new: int = 0
+    price_rows: int = 0
+    offers_closed: int = 0
+    offers_reopened: int = 0
+    unknown_names: dict[str, int] = field(default_factory=dict)
+    assumed_names: dict[str, str] = field(default_factory=dict)
+    invalid: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "run_id": self.run_id,
+            "status": self.status,
+            "offers_seen": self.offers_seen,
+            "offers_valid": self.offers_valid,
+            "offers_new": self.offers_new,
+            "price_rows": self.price_rows,
+            "offers_closed": self.offers_closed,
+            "offers_reopened": self.offers_reopened,
+            "unknown_names": self.unknown_names,
+            "assumed_names": self.assumed_names,
+            "invalid": self.invalid,
+            "error": self.error,
+        }
+
+
+def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provider: str | None = None) -> Prepared:
+    """Per-offer validation and GPU name resolution (with the provider's naming conventions)."""
+    out = Prepared(invalid=list(result.skipped))
+    seen_keys: set[str] = set()
+    resolved: dict[tuple[str, Decimal | None], GpuSpec | GpuNameError] = {}
+    for offer in result.offers:
+        if offer.key in seen_keys:
+            out.invalid.append(f"{offer.key}: duplicate key in batch")
+            continue
+        seen_keys.add(offer.key)
+        if offer.gpu_count <= 0:
+            out.invalid.append(f"{offer.key}: gpu_count {offer.gpu_count} is not positive")
+            continue
+        if offer.price_per_hour <= 0:
+            out.invalid.append(f"{offer.key}: price {offer.price_per_hour} is not positive")
+            continue
+        per_gpu = money(offer.price_per_hour / offer.gpu_count)
+        if per_gpu > settings.max_price_per_gpu_hour:
+            out.invalid.append(
+                f"{offer.key}: ${per_gpu}/GPU-hour is above the sanity ceiling ${settings.max_price_per_gpu_hour}"
+            )
+            continue
+        # A slice (< 1 GPU) offers part of a card's memory: its name, not its memory, identifies the card.
+        memory = offer.gpu_memory_gb if offer.gpu_count >= 1 else None
+        cache_key = (offer.gpu_name, memory)
+        if cache_key not in resolved:
+            try:
+                resolved[cache_key] = catalog.normalize(
+                    offer.gpu_name, memory_gb=float(memory) if memory is not None else None, provider=provider
+                )
+            except GpuNameError as exc:
+                resolved[cache_key] = exc
+        gpu = resolved[cache_key]
+        if isinstance(gpu, AmbiguousGpuName) and (slowest := _slowest_form_factor(gpu, catalog)):
+            out.assumed[offer.gpu_name] = slowest.id
+            offer.attributes = offer.attributes | {
+                "gpu_assumed": f"form factor not stated ({', '.join(gpu.candidates)}); slowest variant assumed"
+            }
+            gpu = slowest
+        if isinstance(gpu, GpuNameError):
+            out.unknown.setdefault(offer.gpu_name, str(gpu))
+            out.unknown_counts[offer.gpu_name] += 1
+            continue
+        out.valid.append(ValidOffer(offer, gpu, money(offer.price_per_hour), per_gpu))
+    return out
+
+
+def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec | None:
+    """When a name settles the card and its memory but not its form factor (a bare "Tesla V100 16GB"),
+    keep the price and estimate conservatively on the slowest variant; the offer records the
+    assumption. Anything more open (e.g. "A100" with no memory) stays unresolved."""
+    candidates = [catalog.get(c) for c in exc.candidates]
+    if len({(g.family, g.memory_gb) for g in candidates}) != 1:
+        return None
+    return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
+
+
+def quarantine_reason(session: Session, provider: str, prepared: Prepared, settings: Settings) -> str | None:
+    """Batch-level checks: a batch that looks broken must not overwrite good prices."""
+    valid = prepared.valid
+    previous = session.scalar(
+        select(ScrapeRun.offers_valid)
+        .where(ScrapeRun.provider == provider, ScrapeRun.status == "ok")
+        .order_by(ScrapeRun.started_at.desc(), ScrapeRun.id.desc())
+        .limit(1)
+    )
+    if (
+        previous is not None
+        and previous >= settings.quarantine_min_previous
+        and len(valid) < previous * settings.quarantine_collapse_ratio
+    ):
+        return f"offer count collapsed from {previous} to {len(valid)} valid offers"
+    if len(valid) >= 5 and len({v.price_per_gpu_hour for v in valid}) == 1:
+        return f"all {len(valid)} offers have the identical price ${valid[0].price_per_gpu_hour}/GPU-hour"
+    total = len(valid) + sum(prepared.unknown_counts.values())
+    if total >= 10 and sum(prepared.unknown_counts.values()) > total / 2:
+        return f"{sum(prepared.unknown_counts.values())} of {total} offers have unknown GPU names"
+    return None
+
+
+def _offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
+    s = v.scraped
+    return {
+        "gpu_id": v.gpu.id,
+        "gpu_family": v.gpu.family,
+        "raw_gpu_name": s.gpu_name,
+        "gpu_count": s.gpu_count,
+        "gpu_memory_gb": s.gpu_memory_gb if s.gpu_memory_gb is not None else Decimal(str(v.gpu.memory_gb)),
+        "form_factor": v.gpu.form_factor,
+        "pricing": s.pricing.value,
+        "reserved_term": s.reserved_term,
+        "region": s.region,
+        "instance_type": s.instance_type,
+        "available": s.available,
+        "vcpus": s.vcpus,
+        "ram_gb": s.ram_gb,
+        "attributes": s.attributes,
+        "demo": demo,
+        "price_per_hour": v.price_per_hour,
+        "price_per_gpu_hour": v.price_per_gpu_hour,
+    }
+
+
+def _chunks(items: list[Any], size: int = CHUNK) -> Any:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def ingest(
+    session: Session,
+    run: ScrapeRun,
+    result: ScrapeResult,
+    *,
+    catalog: GpuCatalog,
+    settings: Settings,
+    observed_at: datetime,
+) -> IngestReport:
+    """Apply one successful fetch to the store. The caller owns the transaction."""
+    provider, demo = run.provider, run.source == "demo"
+    prepared = prepare(result, catalog, settings, provider)
+    report = IngestReport(
+        provider=provider,
+        run_id=run.id,
+        status="ok",
+        offers_seen=len(result.offers),
+        offers_valid=len(prepared.valid),
+        unknown_names=dict(prepared.unknown_counts),
+        assumed_names=prepared.assumed,
+        invalid=prepared.invalid,
+    )
+    run.observed_at = observed_at
+    run.offers_seen, run.offers_valid = report.offers_seen, report.offers_valid
+    run.unknown_names = sum(prepared.unknown_counts.values())
+    run.invalid_offers = len(prepared.invalid)
+    _record_unknown(session, run, prepared, observed_at)
+
+    if reason := quarantine_reason(session, provider, prepared, settings):
+        report.status, report.error = "quarantined", reason
+        run.status, run.error = "quarantined", reason
+        return report
+
+    existing = {
+        row.offer_key: row
+        for row in session.execute(
+            select(
+                Offer.id,
+                Offer.offer_key,
+                Offer.price_per_hour,
+                # A flag, not the timestamp: skips 20,000 conversions for the only thing the diff needs.
+                Offer.delisted_at.is_not(None).label("delisted"),
+                Offer.available,
+                Offer.gpu_id,
+                Offer.gpu_count,
+                Offer.region,
+                Offer.demo,
+            ).where(Offer.provider == provider)
+        )
+    }
+
+    new_rows: list[dict[str, Any]] = []
+    new_prices: list[tuple[str, ValidOffer]] = []
+    changed: list[dict[str, Any]] = []
+    price_rows: list[dict[str, Any]] = []
+    close_ids: list[int] = []
+    for v in prepared.valid:
+        row = existing.get(v.scraped.key)
+        if row is None:
+            new_rows.append(
+                {
+                    "provider": provider,
+                    "offer_key": v.scraped.key,
+                    "first_seen": observed_at,
+                    "last_seen": observed_at,
+                    "delisted_at": None,
+                }
+                | _offer_values(v, demo)
+            )
+            new_prices.append((v.scraped.key, v))
+            continue
+        reopened = bool(row.delisted)
+        price_changed = row.price_per_hour != v.price_per_hour
+        described_changed = (
+            row.available != v.scraped.available
+            or row.gpu_id != v.gpu.id
+            or row.gpu_count != v.scraped.gpu_count
+            or row.region != v.scraped.region
+            or row.demo != demo
+        )
+        if reopened or price_changed or described_changed:
+            changed.append({"id": row.id, "last_seen": observed_at, "delisted_at": None} | _offer_values(v, demo))
+        if reopened or price_changed:
+            if not reopened:
+                close_ids.append(row.id)
+            price_rows.append(_price_row(row.id, v, observed_at, run.id))
+            report.offers_reopened += int(reopened)
+
+    incoming = {v.scraped.key for v in prepared.valid}
+    gone = [row.id for key, row in existing.items() if key not in incoming and not row.delisted]
+
+    if new_rows:
+        insert_rows(session, Offer.__table__, new_rows)
+        # New offers are exactly this provider's rows first seen now: one read instead of RETURNING.
+        ids = dict(
+            session.execute(
+                select(Offer.offer_key, Offer.id).where(Offer.provider == provider, Offer.first_seen == observed_at)
+            ).all()
+        )
+        price_rows.extend(_price_row(ids[key], v, observed_at, run.id) for key, v in new_prices)
+    if changed:
+        session.execute(update(Offer), changed)
+    # Close open price rows before inserting their successors, so at most one row per offer is open.
+    for chunk in _chunks(close_ids + gone):
+        session.execute(
+            update(OfferPrice)
+            .where(OfferPrice.offer_id.in_(chunk), OfferPrice.valid_to.is_(None))
+            .values(valid_to=observed_at)
+        )
+    for chunk in _chunks(gone):
+        session.execute(update(Offer).where(Offer.id.in_(chunk)).values(delisted_at=observed_at))
+    # Every offer still listed was seen now: one set-based statement, not one per unchanged offer
+    # (on Postgres the table's fillfactor leaves room for these to be HOT updates; last_seen is unindexed).
+    session.execute(
+        update(Offer)
+        .where(Offer.provider == provider, Offer.delisted_at.is_(None), Offer.last_seen != observed_at)
+        .values(last_seen=observed_at)
+    )
+    insert_rows(session, OfferPrice.__table__, price_rows)
+
+    report.offers_new = len(new_rows)
+    report.price_rows = len(price_rows)
+    report.offers_closed = len(gone)
+    run.status = "ok"
+    run.offers_new, run.price_rows = report.offers_new, report.price_rows
+    run.offers_closed, run.offers_reopened = report.offers_closed, report.offers_reopened
+    bump_data_version(session, observed_at)
+    return report
+
+
+def bump_data_version(session: Session, at: datetime) -> None:
+    """Invalidate derived caches everywhere; last in the transaction so the row lock is held briefly."""
+    bumped = session.execute(
+        update(DataVersion).where(DataVersion.id == 1).values(version=DataVersion.version + 1, changed_at=at)
+    )
+    if bumped.rowcount == 0:  # the migration creates the row; only a hand-emptied table lacks it
+        session.add(DataVersion(id=1, version=1, changed_at=at))
+
+
+def _price_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:
+    return {
+        "offer_id": offer_id,
+        "gpu_id": v.gpu.id,
+        "pricing": v.scraped.pricing.value,
+        "valid_from": at,
+        "valid_to": None,
+        "price_per_hour": v.price_per_hour,
+        "price_per_gpu_hour": v.price_per_gpu_hour,
+        "run_id": run_id,
+    }
+
+
+def _record_unknown(session: Session, run: ScrapeRun, prepared: Prepared, at: datetime) -> None:
+    if not prepared.unknown_counts:
+        return
+    names = list(prepared.unknown_counts)
+    existing = {
+        u.raw_name: u
+        for u in session.scalars(
+            select(UnknownGpuName).where(UnknownGpuName.provider == run.provider, UnknownGpuName.raw_name.in_(names))
+        )
+    }
+    for name, count in prepared.unknown_counts.items():
+        row = existing.get(name)
+        if row is None:
+            row = UnknownGpuName(provider=run.provider, raw_name=name, first_seen=at, times_seen=0)
+            session.add(row)
+        row.last_seen, row.last_run_id = at, run.id
+        row.times_seen += count
+        row.reason = prepared.unknown[name][:1000]

@@ -1,0 +1,259 @@
+"""Rank live offers for one fine-tuning job by cost per run, hours, or $ per million tokens.
+
+The estimate depends only on (card, GPU count[, slice memory]), and a market of 20,000 offers has a
+few hundred such combinations, so each combination is estimated once and the per-offer arithmetic
+(price × GPUs × hours) is vectorised over the live frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from tracker.catalog.gpus import get_catalog
+from tracker.estimate import PreparedJob
+
+SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
+CENTS = Decimal("0.01")
+MILLS = Decimal("0.0001")
+
+
+@dataclass
+class RankFilters:
+    providers: Sequence[str] | None = None
+    pricing: Sequence[str] | None = None
+    regions: Sequence[str] | None = None  # exact, or a prefix such as "us"
+    gpu_ids: Sequence[str] | None = None
+    min_gpus: float | None = None
+    max_gpus: float | None = None
+    max_hours: float | None = None
+    include_reference: bool = True
+    available_only: bool = False
+
+
+@dataclass
+class RankOptions:
+    sort_by: SortKey = "cost_per_run"
+    include_unfit: bool = False
+    best_per_card: bool = False
+    limit: int = 50
+
+
+def _region_mask(regions: pd.Series, wanted: Sequence[str]) -> np.ndarray:
+    mask = np.zeros(len(regions), dtype=bool)
+    for r in wanted:
+        mask |= (regions == r).to_numpy() | regions.str.startswith(f"{r}-").to_numpy()
+    return mask
+
+
+def filter_mask(frame: pd.DataFrame, fresh: np.ndarray, f: RankFilters) -> np.ndarray:
+    mask = fresh.copy()
+    if f.providers:
+        mask &= frame["provider"].isin(list(f.providers)).to_numpy()
+    if f.pricing:
+        mask &= frame["pricing"].isin(list(f.pricing)).to_numpy()
+    if f.regions:
+        mask &= _region_mask(frame["region"], f.regions)
+    if f.gpu_ids:
+        mask &= frame["gpu_id"].isin(list(f.gpu_ids)).to_numpy()
+    if f.min_gpus is not None:
+        mask &= frame["gpu_count_f"].to_numpy() >= f.min_gpus
+    if f.max_gpus is not None:
+        mask &= frame["gpu_count_f"].to_numpy() <= f.max_gpus
+    if not f.include_reference:
+        mask &= ~frame["reference"].to_numpy()
+    if f.available_only:
+        mask &= frame["available"].map(lambda a: a is None or bool(a)).to_numpy(dtype=bool)
+    return mask
+
+
+# What one estimate contributes to each offer of its (card, GPU count, slice memory).
+ESTIMATE_FIELDS = ("tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency",
+                   "multi_gpu_efficiency")  # fmt: skip
+ComboKey = tuple[str, float, float | None]
+
+
+def _combo_codes(cards: np.ndarray, gpus: np.ndarray, slice_gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A code per offer for its distinct (card code, GPU count, slice memory), and the first offer of each code."""
+    n, n_uniques = pd.factorize(gpus, use_na_sentinel=False)
+    m, m_uniques = pd.factorize(slice_gb, use_na_sentinel=False)
+    codes, uniques = pd.factorize((cards.astype(np.int64) * len(n_uniques) + n) * len(m_uniques) + m)
+    first = np.empty(len(uniques), dtype=np.intp)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write per code is its first offer
+    return codes, first
+
+
+def _estimate(prepared: PreparedJob, key: ComboKey) -> tuple[Any, ...]:
+    gpu_id, gpus, slice_gb = key
+    est = prepared.on(get_catalog().get(gpu_id), gpus, memory_gb=slice_gb)
+    return (est.tokens_per_second, est.hours, est.vram_gb, est.memory_gb, est.fits, est.efficiency,
+            est.multi_gpu_efficiency)  # fmt: skip
+
+
+def _estimate_combos(
+    prepared: PreparedJob,
+    gpu_id: Callable[[int], str],
+    cards: np.ndarray,
+    gpus: np.ndarray,
+    slice_gb: np.ndarray,
+    cache: dict | None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """One estimate per distinct (card, GPU count, slice memory) of the offers: (code per offer, fields per code).
+
+    `cache` (card, GPUs, slice GB) -> estimate is shared by every ranking of one job on one data version.
+    """
+    codes, first = _combo_codes(cards, gpus, slice_gb)
+    values = []
+    for i in first:
+        mem = slice_gb[i]
+        key: ComboKey = (gpu_id(i), float(gpus[i]), None if np.isnan(mem) else float(mem))
+        est = cache.get(key) if cache is not None else None
+        if est is None:
+            est = _estimate(prepared, key)
+            if cache is not None:
+                cache[key] = est
+        values.append(est)
+    columns = list(zip(*values, strict=True))
+    fields = {
+        name: np.array(col, dtype=bool if name == "fits" else float)
+        for name, col in zip(ESTIMATE_FIELDS, columns, strict=True)
+    }
+    return codes, fields
+
+
+def rank(
+    frame: pd.DataFrame,
+    fresh: np.ndarray,
+    prepared: PreparedJob,
+    filters: RankFilters,
+    options: RankOptions,
+    now: datetime,
+    *,
+    estimates: dict | None = None,
+) -> dict[str, Any]:
+    """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
+    only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
+    estimates across calls (same job, assumptions and frame)."""
+    idx = np.flatnonzero(filter_mask(frame, fresh, filters))
+    considered = len(idx)
+    if not considered:
+        return {"considered": 0, "fitting": 0, "rows": []}
+    all_gpu_ids = frame["gpu_id"].to_numpy()
+    # Card codes: precomputed for the whole live frame (tracker.market.live), else from the selected offers.
+    if "gpu_code" in frame:
+        cards = frame["gpu_code"].to_numpy()[idx]
+    else:
+        cards = pd.factorize(all_gpu_ids[idx], use_na_sentinel=False)[0]
+    gpus = frame["gpu_count_f"].to_numpy()[idx]
+    slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"].to_numpy()[idx], np.nan)
+    codes, est = _estimate_combos(prepared, lambda i: all_gpu_ids[idx[i]], cards, gpus, slice_gb, estimates)
+    price_h = frame["price_per_hour_f"].to_numpy()[idx]
+    tps = est["tokens_per_second"][codes]
+    hours = est["hours"][codes]
+    fits = est["fits"][codes]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        derived = {"cost_per_run": price_h * hours, "hours": hours, "usd_per_mtok": price_h / (tps * 3600.0 / 1e6)}
+    fitting = int(fits.sum())
+    keep = fits | options.include_unfit
+    if filters.max_hours is not None:
+        keep &= hours <= filters.max_hours
+    kept = np.flatnonzero(keep)
+    key = derived[options.sort_by]
+    if not options.best_per_card:  # only the first `limit` are returned: sort just the candidates for them
+        kept = _candidates(kept, fits, key, options.limit)
+    # Fitting first, then the sort key, price and id (unique, so the order is total); NaN sorts last.
+    ids = frame["id"].to_numpy()[idx]
+    order = kept[np.lexsort((ids[kept], price_h[kept], key[kept], ~fits[kept]))]
+    if options.best_per_card:
+        best = np.zeros(cards.max() + 1, dtype=np.intp)
+        best[cards[order[::-1]]] = np.arange(len(order) - 1, -1, -1)  # first (best) place of each card
+        order = order[np.sort(best[np.unique(cards[order])])]
+    top = order[: options.limit]
+    rows = idx[top]
+    columns = {c: _column(frame[c].to_numpy()[rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
+    columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
+    columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
+    columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
+    last_seen = frame["last_seen"].array[rows]
+    columns["last_seen"] = list(last_seen.to_pydatetime())
+    columns["age_s"] = (pd.Timestamp(now) - last_seen).total_seconds().tolist()
+    names = list(columns)
+    out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
+    return {"considered": considered, "fitting": fitting, "rows": out}
+
+
+def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
+    """A subset of `rows` holding the `m` smallest by `key` (with every tie; NaN ranks last)."""
+    if len(rows) <= m:
+        return rows
+    values = key[rows]
+    kth = np.partition(values, m - 1)[m - 1]
+    if kth != kth:  # fewer than m numbers: every row may be needed
+        return rows
+    return rows[values <= kth]
+
+
+def _candidates(kept: np.ndarray, fits: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
+    """The kept offers that can be among the first `limit` (fitting ones first, then by key)."""
+    fitting = kept[fits[kept]]
+    if len(fitting) >= limit:
+        return _smallest(fitting, key, limit)
+    return np.concatenate([fitting, _smallest(kept[~fits[kept]], key, limit - len(fitting))])
+
+
+_OFFER_FIELDS = ("id", "provider", "reference", "demo", "offer_key", "gpu_id", "gpu_family", "gpu_count_f",
+                 "pricing", "reserved_term", "region", "instance_type", "available", "price_per_hour",
+                 "price_per_gpu_hour")  # fmt: skip
+# Optional offer fields: a missing value (None in the database, NaN in a string column) is JSON null.
+_MAYBE_MISSING = {"provider", "offer_key", "gpu_id", "gpu_family", "pricing", "reserved_term", "region",
+                  "instance_type", "available", "price_per_hour", "price_per_gpu_hour"}  # fmt: skip
+
+
+def _column(values: np.ndarray, maybe_missing: bool) -> list[Any]:
+    """Python values (numpy scalars unwrapped); NaN as None where a value may be missing."""
+    out = values.tolist()
+    if maybe_missing:
+        out = [None if v is None or v != v else v for v in out]
+    return out
+
+
+def _money(value: float, unit: Decimal = CENTS) -> Decimal:
+    return Decimal(repr(float(value))).quantize(unit)
+
+
+def _row(r: dict[str, Any]) -> dict[str, Any]:
+    fits = bool(r["fits"])
+    return {
+        "offer_id": int(r["id"]),
+        "provider": r["provider"],
+        "reference": bool(r["reference"]),
+        "demo": bool(r["demo"]),
+        "offer_key": r["offer_key"],
+        "gpu": r["gpu_id"],
+        "gpu_family": r["gpu_family"],
+        "gpus": float(r["gpu_count_f"]),
+        "pricing": r["pricing"],
+        "reserved_term": r["reserved_term"],
+        "region": r["region"],
+        "instance_type": r["instance_type"],
+        "available": r["available"],
+        "price_per_hour": r["price_per_hour"],
+        "price_per_gpu_hour": r["price_per_gpu_hour"],
+        "fits": fits,
+        "reason": None if fits else f"needs {r['vram_gb']:.1f} GB per GPU, the card has {r['card_memory_gb']:.0f} GB",
+        "vram_gb": round(float(r["vram_gb"]), 2),
+        "tokens_per_second": round(float(r["tokens_per_second"]), 1),
+        "hours": round(float(r["hours"]), 3),
+        "cost_per_run": _money(r["cost_per_run"]),
+        "usd_per_mtok": _money(r["usd_per_mtok"], MILLS),
+        "efficiency": round(float(r["efficiency"]), 4),
+        "multi_gpu_efficiency": round(float(r["multi_gpu_efficiency"]), 4),
+        "last_seen": r["last_seen"],
+        "price_age_s": round(float(r["age_s"]), 1),
+    }

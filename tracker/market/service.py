@@ -1,0 +1,145 @@
+"""What the API and the CLI serve about the market: snapshot, history, ranking, ranking over time.
+
+Each function takes an engine, a session and "now", reads the cached live frame (tracker.market.live) where it
+can, and returns plain dicts ready for JSON. Shells stay thin: they parse input and format output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker.catalog.gpus import get_catalog
+from tracker.config import Settings
+from tracker.estimate import PreparedJob
+from tracker.market import statistics as market
+from tracker.market.live import LIVE, fresh_mask
+from tracker.market.rank import RankFilters, RankOptions, rank
+
+# Multi-GPU machine sizes tried when pricing a job from per-GPU market statistics.
+MACHINE_SIZES = (1, 2, 4, 8)
+
+
+def market_snapshot(
+    engine: Engine,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    *,
+    gpu_ids: Sequence[str] | None = None,
+    pricing: Sequence[str] | None = None,
+    include_reference: bool = True,
+    max_age: timedelta | None = None,
+) -> dict[str, Any]:
+    version, frame = LIVE.frame(engine, session)
+    params = ("market", tuple(gpu_ids or ()), tuple(pricing or ()), include_reference, max_age,
+              now.replace(second=0, microsecond=0))  # fmt: skip
+
+    def compute() -> list[dict[str, Any]]:
+        fresh = fresh_mask(frame, now, settings.stale_after, max_age)
+        stats = market.snapshot(frame, fresh=fresh, gpu_ids=gpu_ids, pricing=pricing,
+                                include_reference=include_reference)  # fmt: skip
+        return [s.as_dict() | {"age_s": (now - s.freshest).total_seconds()} for s in stats]
+
+    rows = LIVE.memo(engine, version, params, compute)
+    return {"as_of": now, "data_version": version, "cards": rows}
+
+
+def market_history(
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    *,
+    gpu_ids: Sequence[str],
+    pricing: str,
+    interval: str,
+    start: datetime,
+    end: datetime,
+    include_reference: bool = True,
+) -> list[dict[str, Any]]:
+    return market.history(
+        session, gpu_ids=gpu_ids, pricing=pricing, interval=interval, start=start, end=end, now=now,
+        stale_after=settings.stale_after, include_reference=include_reference,
+    )  # fmt: skip
+
+
+def rank_offers(
+    engine: Engine,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    prepared: PreparedJob,
+    filters: RankFilters,
+    options: RankOptions,
+    max_age: timedelta | None = None,
+) -> dict[str, Any]:
+    version, frame = LIVE.frame(engine, session)
+    fresh = fresh_mask(frame, now, settings.stale_after, max_age)
+    # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
+    a = prepared.assumptions
+    held, estimates = LIVE.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
+    shared = estimates if held is a or held == a else None
+    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared)
+    return result | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
+
+
+def cheapest_machine(prepared: PreparedJob, gpu_id: str) -> tuple[int, Any] | None:
+    """The smallest machine of this card (1, 2, 4 or 8 GPUs) the job fits on, with its estimate."""
+    card = get_catalog().get(gpu_id)
+    for n in MACHINE_SIZES:
+        est = prepared.on(card, n)
+        if est.fits:
+            return n, est
+    return None
+
+
+def rank_history(
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    prepared: PreparedJob,
+    *,
+    gpu_ids: Sequence[str],
+    pricing: str,
+    statistic: str,
+    start: datetime,
+    end: datetime,
+    include_reference: bool = True,
+) -> dict[str, Any]:
+    """Cost per run per card per day, from a daily market statistic of $/GPU-hour."""
+    series = []
+    for gpu_id in gpu_ids:
+        machine = cheapest_machine(prepared, gpu_id)
+        if machine is None:
+            series.append({"gpu": gpu_id, "fits": False, "points": []})
+            continue
+        gpus, est = machine
+        buckets = market.history(
+            session, gpu_ids=[gpu_id], pricing=pricing, interval="1d", start=start, end=end, now=now,
+            stale_after=settings.stale_after, include_reference=include_reference,
+        )  # fmt: skip
+        gpu_hours = Decimal(repr(gpus * est.hours))
+        points = [
+            {"day": b["bucket"], "price_per_gpu_hour": b[statistic],
+             "cost_per_run": (b[statistic] * gpu_hours).quantize(Decimal("0.01")), "offers": b["offers"]}
+            for b in buckets
+        ]  # fmt: skip
+        series.append(
+            {"gpu": gpu_id, "fits": True, "gpus": gpus, "hours": round(est.hours, 3),
+             "tokens_per_second": round(est.tokens_per_second, 1), "points": points}
+        )  # fmt: skip
+    return {
+        "assumptions": prepared.assumptions.name,
+        "job": prepared.job.describe(),
+        "statistic": statistic,
+        "pricing": pricing,
+        "series": series,
+    }
+
+
+__all__ = ["cheapest_machine", "market_history", "market_snapshot", "rank_history", "rank_offers"]

@@ -1,0 +1,273 @@
+"""Market statistics of $/GPU-hour: the distribution now, and over time, per card and pricing type.
+
+Never blended: every statistic is for one card (SXM and PCIe apart) and one pricing type.
+
+Percentiles are weighted and use the inverted-CDF definition (the smallest price whose cumulative
+weight reaches q of the total), so every reported value is a price someone actually listed. Now, each
+fresh offer weighs 1. Over time, an offer-price interval weighs the seconds it overlaps the bucket,
+so an offer counts in a bucket exactly while it was listed, and a price that held for an hour of a
+day weighs 1/24 of one that held all day. An open interval (the live price) is taken to hold until
+the offer was last seen plus its provider's freshness window (tracker.market.freshness), never
+beyond "now": a provider that stopped answering does not keep its old prices alive in the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import BigInteger, Float, cast, or_, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.functions import FunctionElement
+
+from providers.registry import reference_providers
+from tracker.market.live import freshness_window
+from tracker.storage.tables import Offer, OfferPrice
+
+QUANTILES = {"p25": 0.25, "median": 0.5, "p75": 0.75}
+INTERVALS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}
+SIX = Decimal("0.000001")
+
+
+def weighted_quantiles(prices: np.ndarray, weights: np.ndarray) -> dict[str, float]:
+    """Inverted-CDF weighted quantiles of one group (prices need not be sorted)."""
+    order = np.argsort(prices, kind="stable")
+    p, w = prices[order], weights[order]
+    cum = np.cumsum(w)
+    total = cum[-1]
+    return {name: float(p[np.searchsorted(cum, q * total - 1e-9 * total)]) for name, q in QUANTILES.items()}
+
+
+def _dec(value: float) -> Decimal:
+    return Decimal(repr(float(value))).quantize(SIX)
+
+
+@dataclass
+class MarketStat:
+    gpu: str
+    gpu_family: str
+    pricing: str
+    min: Decimal
+    p25: Decimal
+    median: Decimal
+    p75: Decimal
+    max: Decimal
+    offers: int
+    providers: int
+    reference_only: bool
+    freshest: datetime
+    stalest: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def snapshot(
+    frame: pd.DataFrame,
+    *,
+    fresh: np.ndarray,
+    gpu_ids: Sequence[str] | None = None,
+    pricing: Sequence[str] | None = None,
+    include_reference: bool = True,
+) -> list[MarketStat]:
+    """Distribution of current $/GPU-hour per card × pricing type over the fresh offers of the live frame."""
+    mask = fresh.copy()
+    if gpu_ids:
+        mask &= frame["gpu_id"].isin(list(gpu_ids)).to_numpy()
+    if pricing:
+        mask &= frame["pricing"].isin(list(pricing)).to_numpy()
+    if not include_reference:
+        mask &= ~frame["reference"].to_numpy()
+    df = frame[mask]
+    out = []
+    for (gpu, family, kind), g in df.groupby(["gpu_id", "gpu_family", "pricing"], sort=True):
+        prices = g["price_per_gpu_hour_f"].to_numpy()
+        q = weighted_quantiles(prices, np.ones_like(prices))
+        out.append(
+            MarketStat(
+                gpu=gpu,
+                gpu_family=family,
+                pricing=kind,
+                min=_dec(prices.min()),
+                p25=_dec(q["p25"]),
+                median=_dec(q["median"]),
+                p75=_dec(q["p75"]),
+                max=_dec(prices.max()),
+                offers=len(g),
+                providers=g["provider"].nunique(),
+                reference_only=bool(g["reference"].all()),
+                freshest=g["last_seen"].max().to_pydatetime(),
+                stalest=g["last_seen"].min().to_pydatetime(),
+            )
+        )
+    return out
+
+
+def _floor(t: datetime, step: timedelta, origin: datetime) -> datetime:
+    return origin + ((t - origin) // step) * step
+
+
+class epoch_us(FunctionElement[int]):
+    """Whole microseconds since the Unix epoch of a UTC datetime column, computed exactly in SQL.
+
+    A plain integer bypasses the UTCDateTime decorator (and datetime objects) on the way out, and
+    keeps the stored microseconds: SQLite's julianday() would round them to milliseconds.
+    """
+
+    type = BigInteger()
+    name = "epoch_us"
+    inherit_cache = True
+
+
+@compiles(epoch_us)
+def _epoch_us_default(element: epoch_us, compiler: Any, **kw: Any) -> str:  # Postgres: numeric, exact
+    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) * 1000000 AS BIGINT)"
+
+
+@compiles(epoch_us, "sqlite")
+def _epoch_us_sqlite(element: epoch_us, compiler: Any, **kw: Any) -> str:
+    # Stored as naive UTC text 'YYYY-MM-DD HH:MM:SS[.ffffff]': the whole seconds (without the fraction,
+    # which strftime would round to milliseconds, carrying .9995 into the next second), plus the digits
+    # after the dot.
+    col = compiler.process(element.clauses, **kw)
+    seconds = f"CAST(strftime('%s', substr({col}, 1, 19)) AS INTEGER)"
+    return f"({seconds} * 1000000 + CAST(substr({col} || '000000', 21, 6) AS INTEGER))"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def _us(t: datetime) -> int:
+    return (t - _EPOCH) // _US
+
+
+def _decimals(values: np.ndarray) -> list[Decimal]:
+    """_dec of every value, converting each distinct price once."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    decs = [_dec(v) for v in distinct.tolist()]
+    return [decs[i] for i in inverse.ravel().tolist()]
+
+
+def _distinct_per_group(group: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """How many distinct codes (non-negative ints) each group holds."""
+    width = int(codes.max()) + 1
+    pairs = np.unique(group * width + codes)
+    return np.bincount(pairs // width, minlength=n_groups)
+
+
+def history(
+    session: Session,
+    *,
+    gpu_ids: Sequence[str],
+    pricing: str,
+    interval: str,
+    start: datetime,
+    end: datetime,
+    now: datetime,
+    stale_after: timedelta,
+    include_reference: bool = True,
+) -> list[dict[str, Any]]:
+    """Bucketed statistics over [start, end), computed exactly from the change-only history.
+
+    Instants are whole microseconds since the epoch (int64) throughout, so every weight is exact.
+    """
+    step = INTERVALS[interval]
+    origin = start.replace(hour=0, minute=0, second=0, microsecond=0)
+    if interval == "1w":  # weeks start on Monday
+        origin -= timedelta(days=origin.weekday())
+    first = _floor(start, step, origin)
+    end = min(end, now)
+    stmt = (
+        select(
+            OfferPrice.offer_id,
+            epoch_us(OfferPrice.valid_from),
+            epoch_us(OfferPrice.valid_to),
+            cast(OfferPrice.price_per_gpu_hour, Float),
+            epoch_us(Offer.last_seen),
+            Offer.provider,
+        )
+        .join(Offer, Offer.id == OfferPrice.offer_id)
+        .where(
+            OfferPrice.gpu_id.in_(gpu_ids),
+            OfferPrice.pricing == pricing,
+            OfferPrice.valid_from < end,
+            or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > first),
+        )
+    )
+    if not include_reference and (refs := reference_providers()):
+        stmt = stmt.where(Offer.provider.not_in(refs))
+    rows = session.execute(stmt).all()  # plain ints, floats and strings: no ORM entities, no datetimes
+    if not rows:
+        return []
+    offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)
+    lo = np.array(from_col, dtype=np.int64)
+    to = np.array(to_col, dtype=np.float64)  # NULL (open) → NaN; microseconds < 2**53 are exact
+    price = np.array(price_col, dtype=np.float64)
+    _, offer_code = np.unique(np.array(offer_col, dtype=np.int64), return_inverse=True)
+    names, provider_code = np.unique(np.array(provider_col, dtype=object), return_inverse=True)
+    offer_code, provider_code = offer_code.ravel(), provider_code.ravel()
+    window = np.array([freshness_window(n, stale_after) // _US for n in names.tolist()], dtype=np.int64)
+    end_us, first_us, step_us = _us(end), _us(first), step // _US
+    # An open interval holds until last seen plus the provider's freshness window, never beyond `end`.
+    open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], end_us)
+    is_open = np.isnan(to)
+    hi = np.where(is_open, open_until, np.nan_to_num(to).astype(np.int64))
+    keep = hi > lo
+    if not keep.any():
+        return []
+    lo, hi, price, offer_code, provider_code = lo[keep], hi[keep], price[keep], offer_code[keep], provider_code[keep]
+
+    # Explode each interval into the buckets it spans, clipped to each bucket.
+    first_bucket = np.maximum((lo - first_us) // step_us, 0)
+    last_bucket = (hi - first_us - 1) // step_us
+    spans = np.maximum(last_bucket - first_bucket + 1, 0)
+    idx = np.repeat(np.arange(len(lo)), spans)
+    bucket = np.repeat(first_bucket, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    b_start = first_us + bucket * step_us
+    weight = np.minimum(hi[idx], np.minimum(b_start + step_us, end_us)) - np.maximum(lo[idx], b_start)
+    piece = weight > 0
+    if not piece.any():
+        return []
+    idx, bucket, weight = idx[piece], bucket[piece], weight[piece]
+
+    # All buckets at once: sort by (bucket, price); one cumulative weight; each bucket a contiguous run.
+    order = np.lexsort((price[idx], bucket))
+    idx, bucket, weight = idx[order], bucket[order], weight[order]
+    prices = price[idx]
+    cum = np.cumsum(weight)
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(bucket)) + 1))
+    stops = np.concatenate((starts[1:], [len(bucket)]))
+    total = np.add.reduceat(weight, starts)
+    before = cum[starts] - weight[starts]
+    stats = {"min": prices[starts], "max": prices[stops - 1]}
+    for name, q in QUANTILES.items():
+        # weighted_quantiles' rule, in exact integer weights: the first price whose cumulative weight
+        # within the bucket reaches q·total − 1e-9·total (≥ 1, so the search stays inside the bucket).
+        reach = np.ceil(q * total - 1e-9 * total).astype(np.int64)
+        stats[name] = prices[np.searchsorted(cum, before + reach, side="left")]
+    group = np.repeat(np.arange(len(starts)), stops - starts)
+    offers = _distinct_per_group(group, offer_code[idx], len(starts)).tolist()
+    providers = _distinct_per_group(group, provider_code[idx], len(starts)).tolist()
+    columns = ("min", "p25", "median", "p75", "max")
+    decs = _decimals(np.stack([stats[c] for c in columns]))
+    n = len(starts)
+    first_utc, tz = first.astimezone(UTC), first.tzinfo
+    return [
+        {
+            "bucket": (first_utc + step * b).astimezone(tz),
+            **{c: decs[k * n + i] for k, c in enumerate(columns)},
+            "offers": offers[i],
+            "providers": providers[i],
+        }
+        for i, b in enumerate(bucket[starts].tolist())
+    ]
+
+
+__all__ = ["INTERVALS", "MarketStat", "history", "snapshot", "weighted_quantiles"]

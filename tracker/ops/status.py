@@ -1,0 +1,75 @@
+"""Provider health: what each provider is, whether it can run, and how its last runs went."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+
+from providers.registry import all_providers
+from tracker.clock import utcnow
+from tracker.config import Settings
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import Offer, ScrapeRun, UnknownGpuName
+
+
+def provider_status(engine: Engine, settings: Settings, now: datetime | None = None) -> list[dict[str, Any]]:
+    now = now or utcnow()
+    with session_scope(engine) as session:
+        newest = select(func.max(ScrapeRun.id)).group_by(ScrapeRun.provider)
+        last = {r.provider: r for r in session.scalars(select(ScrapeRun).where(ScrapeRun.id.in_(newest)))}
+        newest_ok = (
+            select(func.max(ScrapeRun.id)).where(ScrapeRun.status == "ok").group_by(ScrapeRun.provider)
+        )
+        last_ok = {
+            r.provider: r for r in session.scalars(select(ScrapeRun).where(ScrapeRun.id.in_(newest_ok)))
+        }
+        offers = dict(
+            session.execute(
+                select(Offer.provider, func.count())
+                .where(Offer.delisted_at.is_(None))
+                .group_by(Offer.provider)
+            ).all()
+        )
+        unknown = dict(
+            session.execute(
+                select(UnknownGpuName.provider, func.count()).group_by(UnknownGpuName.provider)
+            ).all()
+        )
+        rows = []
+        for name, cls in all_providers().items():
+            run, ok = last.get(name), last_ok.get(name)
+            interval = cls.default_interval
+            success_at = ok.observed_at or ok.started_at if ok else None
+            age_s = (now - success_at).total_seconds() if success_at else None
+            rows.append(
+                cls.describe()
+                | {
+                    "credentials_set": not settings.credentials_for(cls.credentials)[1],
+                    "last_run": _run(run) if run else None,
+                    "last_success_at": success_at,
+                    "age_s": age_s,
+                    # Stale: no success within three intervals (static sheets: by their own daily cadence).
+                    "stale": age_s is None or age_s > 3 * interval.total_seconds(),
+                    "current_offers": offers.get(name, 0),
+                    "unknown_names": unknown.get(name, 0),
+                }
+            )
+        return rows
+
+
+def _run(run: ScrapeRun) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "status": run.status,
+        "source": run.source,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "offers_seen": run.offers_seen,
+        "offers_valid": run.offers_valid,
+        "price_rows": run.price_rows,
+        "offers_closed": run.offers_closed,
+        "unknown_names": run.unknown_names,
+        "error": run.error,
+    }

@@ -1,0 +1,237 @@
+"""Run providers and ingest what they return: concurrently, each isolated from the others.
+
+Every provider gets its own ledger row, its own HTTP client (live, or replaying a cassette) and its own
+ingest transaction. A provider that times out, errors or returns garbage ends `failed` with a readable
+reason and stores nothing; the others carry on. Fetches share one bound on open connections; ingest
+runs in a worker thread so a slow database write never stalls another provider's fetch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+
+from providers.cassette import Cassette, ReplayTransport, bundled_cassette
+from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
+from providers.registry import all_providers, get_provider
+from tracker.catalog.gpus import get_catalog
+from tracker.clock import Clock, utcnow
+from tracker.config import Settings
+from tracker.ingest.batch import IngestReport, ingest
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import ScrapeRun
+
+log = logging.getLogger(__name__)
+
+
+class _DryRunRollback(Exception):
+    pass
+
+
+class _BoundedTransport(httpx.AsyncBaseTransport):
+    """Shares one limit on in-flight requests across every provider's client."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, gate: asyncio.Semaphore) -> None:
+        self.inner, self.gate = inner, gate
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async with self.gate:
+            response = await self.inner.handle_async_request(request)
+            await response.aread()
+            return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@dataclass
+class ScrapeJob:
+    provider: type[Provider]
+    source: str = "live"  # live | replay | demo
+    cassette: Cassette | None = None
+    slot: datetime | None = None
+
+
+def plan(
+    names: Sequence[str], *, replay: Path | None = None, demo: bool = False, only_keyless: bool = False
+) -> list[ScrapeJob]:
+    """Which providers to run and from where. Raises KeyError/CassetteError with readable messages."""
+    if replay is not None:
+        cassette = Cassette.load(replay)
+        if not names and cassette.provider:
+            names = [cassette.provider]
+        if len(names) != 1:
+            raise ValueError("--replay takes exactly one provider (or a cassette naming its provider)")
+        return [ScrapeJob(get_provider(names[0]), "replay", cassette)]
+    chosen = [get_provider(n) for n in names] if names else list(all_providers().values())
+    if demo:
+        jobs = []
+        for p in chosen:
+            cassette = (
+                None if p.kind == ProviderKind.static_sheet else Cassette.load(bundled_cassette(p.name))
+            )
+            jobs.append(ScrapeJob(p, "demo", cassette))
+        return jobs
+    return [ScrapeJob(p) for p in chosen]
+
+
+def _start_run(engine: Engine, job: ScrapeJob, clock: Clock) -> int | None:
+    """Claim the ledger row; None when another worker already holds this provider's slot."""
+    try:
+        with session_scope(engine) as session:
+            run = ScrapeRun(
+                provider=job.provider.name,
+                slot=job.slot,
+                source=job.source,
+                status="running",
+                started_at=clock(),
+                parser_version=job.provider.parser_version,
+            )
+            session.add(run)
+            session.flush()
+            return run.id
+    except IntegrityError:
+        return None
+
+
+def _finish(engine: Engine, run_id: int, status: str, error: str | None, clock: Clock) -> None:
+    with session_scope(engine) as session:
+        run = session.get_one(ScrapeRun, run_id)
+        run.status, run.error, run.finished_at = status, error, clock()
+
+
+def _ingest(
+    engine: Engine,
+    job: ScrapeJob,
+    run_id: int | None,
+    result: ScrapeResult,
+    settings: Settings,
+    observed_at: datetime,
+    clock: Clock,
+) -> IngestReport:
+    """Ingest in one transaction; a dry run (no run_id) does the same work and rolls it all back."""
+    dry_run = run_id is None
+    report: IngestReport | None = None
+    try:
+        with session_scope(engine) as session:
+            if run_id is None:
+                run = ScrapeRun(
+                    provider=job.provider.name,
+                    source=job.source,
+                    status="running",
+                    started_at=observed_at,
+                    parser_version=job.provider.parser_version,
+                )
+                session.add(run)
+                session.flush()
+            else:
+                run = session.get_one(ScrapeRun, run_id)
+            report = ingest(
+                session, run, result, catalog=get_catalog(), settings=settings, observed_at=observed_at
+            )
+            run.finished_at = clock()
+            if dry_run:
+                raise _DryRunRollback
+    except _DryRunRollback:
+        pass
+    assert report is not None
+    return report
+
+
+async def _run_one(
+    job: ScrapeJob,
+    engine: Engine,
+    settings: Settings,
+    gate: asyncio.Semaphore,
+    clock: Clock,
+    run_id: int | None,
+) -> IngestReport:
+    provider = job.provider
+    name = provider.name
+
+    def fail(status: str, error: str) -> IngestReport:
+        if run_id is not None:
+            _finish(engine, run_id, status, error, clock)
+        return IngestReport(provider=name, run_id=run_id, status=status, error=error)
+
+    if job.source == "live":
+        credentials, missing = settings.credentials_for(provider.credentials)
+        if missing:
+            return fail("skipped", f"no credentials: set {', '.join(missing)}")
+        inner: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(retries=0)
+    else:
+        credentials = {c: provider.demo_credentials.get(c, "replay") for c in provider.credentials}
+        inner = ReplayTransport(job.cassette) if job.cassette else httpx.MockTransport(_no_network)
+
+    transport = _BoundedTransport(inner, gate)
+    async with httpx.AsyncClient(
+        transport=transport,
+        timeout=settings.http_timeout_s,
+        follow_redirects=False,
+        headers={"user-agent": "gpu-price-tracker/0.1 (+https://github.com/gpu-price-tracker)"},
+    ) as client:
+        ctx = FetchContext(
+            client=client,
+            credentials=credentials,
+            retries=settings.http_retries,
+            backoff_base_s=0.0 if job.source != "live" else 0.5,
+        )
+        try:
+            result = await asyncio.wait_for(provider().fetch(ctx), timeout=settings.scrape_timeout_s)
+        except MissingCredentials as exc:
+            return fail("skipped", str(exc))
+        except TimeoutError:
+            return fail("failed", f"timed out after {settings.scrape_timeout_s:.0f}s")
+        except ProviderError as exc:
+            log.warning("provider %s failed: %s", name, exc)
+            return fail("failed", str(exc))
+        except Exception as exc:  # a parser bug too stays contained to its own run
+            log.exception("provider %s raised unexpectedly", name)
+            return fail("failed", f"{type(exc).__name__}: {exc}")
+    observed_at = clock()
+    try:
+        return await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock)
+    except Exception as exc:
+        log.exception("ingest for %s failed", name)
+        return fail("failed", f"ingest error: {type(exc).__name__}: {exc}")
+
+
+def _no_network(request: httpx.Request) -> httpx.Response:
+    raise RuntimeError(f"no cassette for {request.url.host}: offline run cannot reach the network")
+
+
+async def run_scrape(
+    jobs: Sequence[ScrapeJob],
+    engine: Engine,
+    settings: Settings,
+    *,
+    clock: Clock = utcnow,
+    dry_run: bool = False,
+    on_done: Callable[[IngestReport], None] | None = None,
+) -> list[IngestReport]:
+    gate = asyncio.Semaphore(settings.max_connections)
+
+    async def one(job: ScrapeJob) -> IngestReport:
+        run_id = None if dry_run else await asyncio.to_thread(_start_run, engine, job, clock)
+        if run_id is None and not dry_run:
+            report = IngestReport(
+                provider=job.provider.name,
+                run_id=None,
+                status="skipped",
+                error="slot already taken by another worker",
+            )
+        else:
+            report = await _run_one(job, engine, settings, gate, clock, run_id)
+        if on_done:
+            on_done(report)
+        return report
+
+    return list(await asyncio.gather(*(one(j) for j in jobs)))
