@@ -27,10 +27,58 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypeAlias, TypedDict
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
+
+__all__ = [
+    "REDACTED",
+    "SECRET_HEADERS",
+    "SECRET_PARAMS",
+    "Cassette",
+    "CassetteError",
+    "CassetteJSON",
+    "CassetteMiss",
+    "Interaction",
+    "InteractionJSON",
+    "JSONValue",
+    "RecordingTransport",
+    "ReplayTransport",
+    "RequestJSON",
+    "ResponseJSON",
+    "bundled_cassette",
+]
+
+JSONValue: TypeAlias = "dict[str, JSONValue] | list[JSONValue] | str | int | float | bool | None"
+
+
+class RequestJSON(TypedDict):
+    method: str
+    url: str
+    body: JSONValue
+
+
+class ResponseJSON(TypedDict):
+    status: int
+    headers: dict[str, str]
+    json: NotRequired[JSONValue]  # exactly one of json / text
+    text: NotRequired[str]
+
+
+class InteractionJSON(TypedDict):
+    request: RequestJSON
+    response: ResponseJSON
+
+
+class CassetteJSON(TypedDict):
+    """A cassette file as written by `Cassette.save` (see the module docstring)."""
+
+    provider: str
+    recorded_at: str
+    source: str
+    interactions: list[InteractionJSON]
+
 
 REDACTED = "<redacted>"
 SECRET_HEADERS = {
@@ -67,7 +115,7 @@ def _params_match(recorded: list[tuple[str, str]], actual: list[tuple[str, str]]
     return all(rk == ak and rv in (REDACTED, av) for (rk, rv), (ak, av) in zip(recorded, actual, strict=True))
 
 
-def _same(recorded: Any, actual: Any) -> bool:
+def _same(recorded: JSONValue, actual: JSONValue) -> bool:
     """Equal JSON, where a recorded "<redacted>" (a scrubbed secret) matches any value."""
     if recorded == REDACTED:
         return True
@@ -78,12 +126,13 @@ def _same(recorded: Any, actual: Any) -> bool:
     return recorded == actual
 
 
-def _body_of(request: httpx.Request) -> Any:
+def _body_of(request: httpx.Request) -> JSONValue:
     raw = request.content
     if not raw:
         return None
     try:
-        return json.loads(raw)
+        body: JSONValue = json.loads(raw)  # json.loads only ever builds JSONValue shapes
+        return body
     except ValueError:
         return raw.decode("utf-8", "replace")
 
@@ -92,10 +141,10 @@ def _body_of(request: httpx.Request) -> Any:
 class Interaction:
     method: str
     url: str
-    body: Any
+    body: JSONValue
     status: int
     headers: dict[str, str]
-    json_body: Any = None
+    json_body: JSONValue = None
     text: str | None = None
     uses: int = 0
 
@@ -116,8 +165,8 @@ class Interaction:
         headers.setdefault("content-type", "application/json")
         return httpx.Response(self.status, headers=headers, content=content, request=request)
 
-    def to_json(self) -> dict[str, Any]:
-        response: dict[str, Any] = {"status": self.status, "headers": self.headers}
+    def to_json(self) -> InteractionJSON:
+        response: ResponseJSON = {"status": self.status, "headers": self.headers}
         if self.text is not None:
             response["text"] = self.text
         else:
@@ -145,7 +194,7 @@ class Cassette:
         return cls.from_json(raw, path)
 
     @classmethod
-    def from_json(cls, raw: Any, path: Path | None = None) -> Cassette:
+    def from_json(cls, raw: object, path: Path | None = None) -> Cassette:
         where = str(path) if path else "cassette"
         if not isinstance(raw, dict) or not isinstance(raw.get("interactions"), list):
             raise CassetteError(f"{where}: expected an object with an 'interactions' list")
@@ -174,7 +223,7 @@ class Cassette:
             path=path,
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CassetteJSON:
         return {
             "provider": self.provider,
             "recorded_at": self.recorded_at,
@@ -219,7 +268,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         response = await self.inner.handle_async_request(request)
         body = await response.aread()
         text = body.decode("utf-8", "replace")
-        json_body: Any = None
+        json_body: JSONValue = None
         is_json = "json" in response.headers.get("content-type", "")
         if is_json:
             try:
@@ -234,7 +283,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 status=response.status_code,
                 headers={"content-type": response.headers.get("content-type", "")},
                 json_body=self._scrub(json_body) if is_json else None,
-                text=None if is_json else self._scrub(text),
+                text=None if is_json else self._scrub_text(text),
             )
         )
         return httpx.Response(response.status_code, headers=response.headers, content=body, request=request)
@@ -245,12 +294,15 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         query = "&".join(f"{k}={v}" for k, v in params)
         return f"{parts.scheme}://{parts.netloc}{parts.path}" + (f"?{query}" if query else "")
 
-    def _scrub(self, value: Any) -> Any:
+    def _scrub_text(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def _scrub(self, value: JSONValue) -> JSONValue:
         if isinstance(value, str):
-            for secret in self.secrets:
-                if secret:
-                    value = value.replace(secret, REDACTED)
-            return value
+            return self._scrub_text(value)
         if isinstance(value, dict):
             return {k: REDACTED if k.lower() in SECRET_PARAMS else self._scrub(v) for k, v in value.items()}
         if isinstance(value, list):

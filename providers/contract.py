@@ -16,6 +16,18 @@ from typing import Any, ClassVar
 
 import httpx
 
+__all__ = [
+    "FetchContext",
+    "MissingCredentials",
+    "Pricing",
+    "Provider",
+    "ProviderError",
+    "ProviderKind",
+    "ScrapeResult",
+    "ScrapedOffer",
+    "default_interval_for",
+]
+
 
 class Pricing(StrEnum):
     on_demand = "on_demand"

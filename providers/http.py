@@ -5,14 +5,34 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
 
 from providers.contract import FetchContext, ProviderError
+
+__all__ = [
+    "REDACTED",
+    "RETRY_STATUS",
+    "TRANSIENT_ERRORS",
+    "QueryParams",
+    "backoff_delay",
+    "decode_json",
+    "gather_bounded",
+    "get_json",
+    "post_json",
+    "redacting_secrets",
+    "request",
+    "require",
+    "walk_pages",
+    "without_secrets",
+]
+
+# Query values adapters send; httpx renders each with str(), so ints need no conversion first.
+QueryParams: TypeAlias = Mapping[str, str | int]
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
 TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
@@ -37,29 +57,30 @@ async def request(
     method: str,
     url: str,
     *,
-    params: Any = None,
-    json: Any = None,
-    data: Any = None,
-    headers: dict[str, str] | None = None,
+    params: QueryParams | None = None,
+    json: Any = None,  # any JSON-serialisable body: its shape is each provider's business
+    data: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> httpx.Response:
     """Send one request, retrying transient failures; raise ProviderError on a final failure."""
     attempts = ctx.retries + 1
     last_problem = ""
     for attempt in range(attempts):
+        hint: float | None = None  # a transport failure carries no Retry-After to honour
         try:
             response = await ctx.client.request(method, url, params=params, json=json, data=data, headers=headers)
         except TRANSIENT_ERRORS as exc:
             last_problem = f"{type(exc).__name__} on {method} {_safe(url)}"
-            response = None
         else:
             if response.status_code not in RETRY_STATUS:
                 if response.is_error:
                     raise ProviderError(f"HTTP {response.status_code} from {method} {_safe(url)}: {_snippet(response)}")
                 return response
             last_problem = f"HTTP {response.status_code} from {method} {_safe(url)}"
+            hint = _retry_after(response)
         if attempt + 1 < attempts:
             delay = backoff_delay(ctx, attempt)
-            if response is not None and (hint := _retry_after(response)) is not None:
+            if hint is not None:
                 delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
             await asyncio.sleep(delay)
     raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
@@ -67,18 +88,37 @@ async def request(
 
 def backoff_delay(ctx: FetchContext, attempt: int) -> float:
     """Seconds to wait before retry number `attempt + 1`: exponential, with up to 25% jitter."""
-    return ctx.backoff_base_s * (2**attempt) * (1 + random.random() / 4)
+    # A float base: int ** int is typed Any (a negative exponent would give a float).
+    return ctx.backoff_base_s * (2.0**attempt) * (1 + random.random() / 4)
 
 
-async def get_json(ctx: FetchContext, url: str, **kwargs: Any) -> Any:
-    return decode_json(await request(ctx, "GET", url, **kwargs))
+async def get_json(
+    ctx: FetchContext,
+    url: str,
+    *,
+    params: QueryParams | None = None,
+    json: Any = None,
+    data: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Any:
+    return decode_json(await request(ctx, "GET", url, params=params, json=json, data=data, headers=headers))
 
 
-async def post_json(ctx: FetchContext, url: str, **kwargs: Any) -> Any:
-    return decode_json(await request(ctx, "POST", url, **kwargs))
+async def post_json(
+    ctx: FetchContext,
+    url: str,
+    *,
+    params: QueryParams | None = None,
+    json: Any = None,
+    data: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Any:
+    return decode_json(await request(ctx, "POST", url, params=params, json=json, data=data, headers=headers))
 
 
 def decode_json(response: httpx.Response) -> Any:
+    """The decoded body. Any on purpose: this is the JSON boundary, and each adapter checks the shape it
+    reads field by field (`require`, `as_list`, `to_decimal`) with errors that name the place."""
     try:
         return response.json()
     except ValueError as exc:

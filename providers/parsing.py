@@ -10,6 +10,18 @@ from typing import Any
 
 from providers.contract import ProviderError
 
+__all__ = [
+    "as_list",
+    "cents_to_dollars",
+    "gigabytes",
+    "memory_in_name",
+    "region_codes",
+    "slug",
+    "tidy_decimal",
+    "to_decimal",
+    "to_optional_decimal",
+]
+
 _TWO_PLACES = Decimal("0.01")
 
 

@@ -15,6 +15,8 @@ from typing import Any, ClassVar
 
 from providers.contract import FetchContext, Pricing, Provider, ProviderError, ProviderKind, ScrapedOffer, ScrapeResult
 
+__all__ = ["StaticSheetProvider", "load_sheet", "parse_sheet"]
+
 
 def load_sheet(name: str) -> dict[str, Any]:
     path = resources.files("providers") / "sheets" / f"{name}.toml"

@@ -13,6 +13,7 @@ Variants without GPUs (CPU-only) are skipped silently. No pagination.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -59,33 +60,40 @@ def parse(payload: Any) -> ScrapeResult:
             nodes = variant.get("nodes_per_dc") or {}
             if not isinstance(nodes, dict):
                 raise ProviderError(f"schema changed: {vwhere}.nodes_per_dc is not an object")
-            common: dict[str, Any] = {
-                "gpu_name": str(brand),
-                "gpu_count": count,
-                "price_per_hour": cents_to_dollars(cents),
-                "gpu_memory_gb": gigabytes(to_optional_decimal(variant.get("vram"), f"{vwhere}.vram"), GIB),
-                "instance_type": name,
-                "vcpus": to_optional_decimal(variant.get("cpu_count"), f"{vwhere}.cpu_count"),
-                "ram_gb": gigabytes(to_optional_decimal(variant.get("dram"), f"{vwhere}.dram"), GIB),
-            }
+            gpu_memory = gigabytes(to_optional_decimal(variant.get("vram"), f"{vwhere}.vram"), GIB)
+            vcpus = to_optional_decimal(variant.get("cpu_count"), f"{vwhere}.cpu_count")
+            ram = gigabytes(to_optional_decimal(variant.get("dram"), f"{vwhere}.dram"), GIB)
             disk = gigabytes(to_optional_decimal(variant.get("disk"), f"{vwhere}.disk"), GIB)
             attributes: dict[str, Any] = {"disk_gb": str(disk)} if disk else {}
             if itype.get("name"):
                 attributes["instance_type_family"] = itype["name"]
+            # The region-less, sold-out row doubles as the template for the per-datacenter rows, so the
+            # fields they share are written once.
+            unplaced = ScrapedOffer(
+                key=name,
+                gpu_name=str(brand),
+                gpu_count=count,
+                price_per_hour=cents_to_dollars(cents),
+                region="",
+                gpu_memory_gb=gpu_memory,
+                instance_type=name,
+                available=False,
+                vcpus=vcpus,
+                ram_gb=ram,
+                attributes=dict(attributes),
+            )
             if not nodes:
-                result.offers.append(
-                    ScrapedOffer(key=name, region="", available=False, attributes=dict(attributes), **common)
-                )
+                result.offers.append(unplaced)
                 continue
             for dc, free in nodes.items():
                 free_nodes = to_optional_decimal(free, f"{vwhere}.nodes_per_dc.{dc}") or Decimal(0)
                 result.offers.append(
-                    ScrapedOffer(
+                    replace(
+                        unplaced,
                         key=f"{name}:{dc}",
                         region=slug(dc),
                         available=free_nodes > 0,
                         attributes=attributes | {"datacenter": dc, "free_nodes": int(free_nodes)},
-                        **common,
                     )
                 )
     return result

@@ -14,6 +14,7 @@ Quirks handled here:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -91,25 +92,29 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[Scrape
         for field in ("description", "price_monthly", "disk"):
             if size.get(field) is not None:
                 attributes[field] = size[field]
-        common: dict[str, Any] = {
-            "gpu_name": gpu_name_of(model),
-            "gpu_count": count,
-            "price_per_hour": price,
-            "gpu_memory_gb": per_gpu_memory,
-            "instance_type": slug,
-            "vcpus": to_optional_decimal(size.get("vcpus"), f"{where}.vcpus"),
-            "ram_gb": tidy_decimal(memory_mib / 1024) if memory_mib else None,
-        }
+        # The region-less, sold-out row doubles as the template for the per-region rows, so the fields
+        # they share are written once.
+        unplaced = ScrapedOffer(
+            key=slug,
+            gpu_name=gpu_name_of(model),
+            gpu_count=count,
+            price_per_hour=price,
+            region="",
+            gpu_memory_gb=per_gpu_memory,
+            instance_type=slug,
+            available=False,
+            vcpus=to_optional_decimal(size.get("vcpus"), f"{where}.vcpus"),
+            ram_gb=tidy_decimal(memory_mib / 1024) if memory_mib else None,
+            attributes=dict(attributes),
+        )
         sellable = size.get("available", True) is not False
         codes = region_codes(regions)
         if not codes or not sellable:
-            result.offers.append(
-                ScrapedOffer(key=slug, region="", available=False, attributes=dict(attributes), **common)
-            )
+            result.offers.append(unplaced)
             continue
         for code in codes:
             result.offers.append(
-                ScrapedOffer(key=f"{slug}:{code}", region=code, available=True, attributes=dict(attributes), **common)
+                replace(unplaced, key=f"{slug}:{code}", region=code, available=True, attributes=dict(attributes))
             )
     links = payload.get("links") or {}
     if not isinstance(links, dict):

@@ -65,22 +65,19 @@ def parse(payload: Any) -> ScrapeResult:
             if count <= 0:
                 result.skipped.append(f"{gpu_type}: gpu count {count}")
                 continue
-            common: dict[str, Any] = {
-                "gpu_name": gpu_type,
-                "gpu_count": count,
-                "price_per_hour": per_gpu * count,
-                "gpu_memory_gb": memory,
-                "instance_type": f"{gpu_type}x{count}",
-            }
-            places = [(code, True) for code in codes] or [("", None)]
+            places: list[tuple[str, bool | None]] = [(code, True) for code in codes] or [("", None)]
             for code, available in places:
                 result.offers.append(
                     ScrapedOffer(
                         key=f"{gpu_type}:{count}" + (f":{code}" if code else ""),
+                        gpu_name=gpu_type,
+                        gpu_count=count,
+                        price_per_hour=per_gpu * count,
                         region=code,
+                        gpu_memory_gb=memory,
+                        instance_type=f"{gpu_type}x{count}",
                         available=available,
                         attributes={"price_per_gpu_hr": str(per_gpu)},
-                        **common,
                     )
                 )
     return result

@@ -25,6 +25,7 @@ Quirks handled here:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -104,33 +105,30 @@ def parse(payload: Any) -> ScrapeResult:
         attributes = {"raw_gpu": gpu_type, "workload_type": workload, "max_gpus": max_gpus}
         for count in range(1, max_gpus + 1):
             n = Decimal(count)
-            common: dict[str, Any] = {
-                "gpu_name": GPU_NAMES.get(gpu_type, gpu_type),
-                "gpu_count": n,
-                "region": region,
-                "gpu_memory_gb": _vram(row.get("vram")),
-                "instance_type": f"{gpu_type}x{count}",
-                "vcpus": cpus_per_gpu * n if cpus_per_gpu else None,
-                "ram_gb": ram_per_gpu * n if ram_per_gpu else None,
-            }
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{base_key}:{count}",
-                    price_per_hour=price * n,
-                    available=None if free is None else count <= free,
-                    attributes=dict(attributes),
-                    **common,
-                )
+            on_demand = ScrapedOffer(
+                key=f"{base_key}:{count}",
+                gpu_name=GPU_NAMES.get(gpu_type, gpu_type),
+                gpu_count=n,
+                price_per_hour=price * n,
+                region=region,
+                gpu_memory_gb=_vram(row.get("vram")),
+                instance_type=f"{gpu_type}x{count}",
+                available=None if free is None else count <= free,
+                vcpus=cpus_per_gpu * n if cpus_per_gpu else None,
+                ram_gb=ram_per_gpu * n if ram_per_gpu else None,
+                attributes=dict(attributes),
             )
+            result.offers.append(on_demand)
             if spot_rate is not None:
+                # Spot is the same machine: only key, price, pricing and free capacity differ.
                 result.offers.append(
-                    ScrapedOffer(
+                    replace(
+                        on_demand,
                         key=f"{base_key}:{count}:spot",
                         price_per_hour=spot_rate * n,
                         pricing=Pricing.spot,
                         available=None if spot_free is None else count <= spot_free,
                         attributes=dict(attributes),
-                        **common,
                     )
                 )
     return result

@@ -16,6 +16,7 @@ Quirks handled here:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -80,23 +81,29 @@ def parse(payload: Any) -> ScrapeResult:
         if cents <= 0:
             result.skipped.append(f"{name}: price_cents_per_hour={cents}")
             continue
-        common: dict[str, Any] = {
-            "gpu_name": gpu_name,
-            "gpu_count": gpu_count,
-            "price_per_hour": cents_to_dollars(cents),
-            "gpu_memory_gb": memory,
-            "instance_type": name,
-            "vcpus": to_optional_decimal(specs.get("vcpus"), f"{where}.specs.vcpus"),
-            "ram_gb": to_optional_decimal(specs.get("memory_gib"), f"{where}.specs.memory_gib"),
-        }
+        vcpus = to_optional_decimal(specs.get("vcpus"), f"{where}.specs.vcpus")
+        ram = to_optional_decimal(specs.get("memory_gib"), f"{where}.specs.memory_gib")
         attributes: dict[str, Any] = {"raw_gpu": description}
         if specs.get("storage_gib") is not None:
             attributes["storage_gib"] = specs["storage_gib"]
+        # The region-less, sold-out row doubles as the template for the per-region rows, so the fields
+        # they share are written once.
+        unplaced = ScrapedOffer(
+            key=name,
+            gpu_name=gpu_name,
+            gpu_count=gpu_count,
+            price_per_hour=cents_to_dollars(cents),
+            region="",
+            gpu_memory_gb=memory,
+            instance_type=name,
+            available=False,
+            vcpus=vcpus,
+            ram_gb=ram,
+            attributes=dict(attributes),
+        )
         if not regions:
             # Sold out everywhere: keep one region-less row so the price is still tracked.
-            result.offers.append(
-                ScrapedOffer(key=name, region="", available=False, attributes=dict(attributes), **common)
-            )
+            result.offers.append(unplaced)
             continue
         seen: set[str] = set()
         for j, region in enumerate(regions):
@@ -107,12 +114,12 @@ def parse(payload: Any) -> ScrapeResult:
             seen.add(region_code)
             extra = {"region_description": region["description"]} if region.get("description") else {}
             result.offers.append(
-                ScrapedOffer(
+                replace(
+                    unplaced,
                     key=f"{name}:{region_code}",
                     region=region_code,
                     available=True,
                     attributes=attributes | extra,
-                    **common,
                 )
             )
     return result

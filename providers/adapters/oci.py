@@ -23,7 +23,7 @@ Semantics:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any
 
@@ -159,26 +159,28 @@ def parse(shapes_payload: Any, products_payload: Any) -> ScrapeResult:
             attributes["status"] = shape["status"]
         if (qty := _dec(gpu_parts[0].get("qty"), f"{where}.products.qty")) is not None:
             attributes["part_qty"] = str(qty)
-        common: dict[str, Any] = {
-            "gpu_name": gpu_name,
-            "gpu_count": gpus,
-            "region": "",
-            "gpu_memory_gb": memory,
-            "instance_type": name,
-            "available": None,
-            "ram_gb": _dec(shape.get("bundleMemoryQty"), f"{where}.bundleMemoryQty"),
-        }
-        result.offers.append(
-            ScrapedOffer(key=f"{name}:on_demand", price_per_hour=price, attributes=attributes, **common)
+        on_demand = ScrapedOffer(
+            key=f"{name}:on_demand",
+            gpu_name=gpu_name,
+            gpu_count=gpus,
+            price_per_hour=price,
+            region="",
+            gpu_memory_gb=memory,
+            instance_type=name,
+            available=None,
+            ram_gb=_dec(shape.get("bundleMemoryQty"), f"{where}.bundleMemoryQty"),
+            attributes=attributes,
         )
+        result.offers.append(on_demand)
         if shape.get("allowPreemptible"):
+            # Preemptible is the same shape at a derived price: only key, price, pricing and the note differ.
             result.offers.append(
-                ScrapedOffer(
+                replace(
+                    on_demand,
                     key=f"{name}:spot",
                     price_per_hour=price * PREEMPTIBLE_FACTOR,
                     pricing=Pricing.spot,
                     attributes=attributes | {"derived_price": DERIVED},
-                    **common,
                 )
             )
     return result

@@ -10,6 +10,7 @@ Quirks handled here:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from providers.contract import (
@@ -62,28 +63,31 @@ def parse(payload: Any) -> ScrapeResult:
             raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
         gpu_ram_mb = to_optional_decimal(raw.get("gpu_ram"), f"{where}.gpu_ram")
         cpu_ram_mb = to_optional_decimal(raw.get("cpu_ram"), f"{where}.cpu_ram")
-        common = {
-            "gpu_name": str(require(raw, "gpu_name", where)),
-            "gpu_count": num_gpus,
-            "region": region_of(raw.get("geolocation")),
-            "gpu_memory_gb": gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
-            "instance_type": f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
-            "available": True,  # every listed bundle is rentable and not rented
-            "vcpus": to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
+        on_demand = ScrapedOffer(
+            key=str(offer_id),
+            gpu_name=str(require(raw, "gpu_name", where)),
+            gpu_count=num_gpus,
+            price_per_hour=price,
+            region=region_of(raw.get("geolocation")),
+            gpu_memory_gb=gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
+            instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
+            available=True,  # every listed bundle is rentable and not rented
+            vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
             if raw.get("cpu_cores") is not None
             else None,
-            "ram_gb": gigabytes(cpu_ram_mb, 1000),
-            "attributes": {
+            ram_gb=gigabytes(cpu_ram_mb, 1000),
+            attributes={
                 k: raw[k]
                 for k in ("machine_id", "host_id", "verified", "datacenter", "reliability2", "compute_cap")
                 if k in raw
             },
-        }
-        result.offers.append(ScrapedOffer(key=str(offer_id), price_per_hour=price, **common))
+        )
+        result.offers.append(on_demand)
         min_bid = to_optional_decimal(raw.get("min_bid"), f"{where}.min_bid")
         if min_bid is not None and min_bid > 0:
+            # The bid is the same machine at another price: everything but key, price and pricing carries over.
             result.offers.append(
-                ScrapedOffer(key=f"{offer_id}:bid", price_per_hour=min_bid, pricing=Pricing.spot, **common)
+                replace(on_demand, key=f"{offer_id}:bid", price_per_hour=min_bid, pricing=Pricing.spot)
             )
     return result
 

@@ -87,24 +87,19 @@ def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot
         total_memory = None
         if isinstance(item.get("gpu_memory"), dict):
             total_memory = _opt_dec(item["gpu_memory"].get("size_in_gigabytes"), f"{where}.gpu_memory")
+        on_demand_price = _opt_dec(require(item, "price_per_hour", where), f"{where}.price_per_hour")
         prices = {
-            Pricing.on_demand: _opt_dec(require(item, "price_per_hour", where), f"{where}.price_per_hour"),
+            Pricing.on_demand: on_demand_price,
             Pricing.spot: _opt_dec(item.get("spot_price"), f"{where}.spot_price"),
         }
         cpu, memory = item.get("cpu"), item.get("memory")
-        common: dict[str, Any] = {
-            "gpu_name": gpu_name,
-            "gpu_count": count,
-            "gpu_memory_gb": tidy_decimal(total_memory / count) if total_memory else None,
-            "instance_type": instance_type,
-            "vcpus": _opt_dec(cpu.get("number_of_cores"), f"{where}.cpu") if isinstance(cpu, dict) else None,
-            "ram_gb": _opt_dec(memory.get("size_in_gigabytes"), f"{where}.memory")
-            if isinstance(memory, dict)
-            else None,
-        }
+        # Read before the price check below, so a malformed cpu/memory fails the run even on a skipped row.
+        gpu_memory = tidy_decimal(total_memory / count) if total_memory else None
+        vcpus = _opt_dec(cpu.get("number_of_cores"), f"{where}.cpu") if isinstance(cpu, dict) else None
+        ram = _opt_dec(memory.get("size_in_gigabytes"), f"{where}.memory") if isinstance(memory, dict) else None
         attributes = {k: item[k] for k in ("model", "name", "manufacturer") if item.get(k) is not None}
-        if prices[Pricing.on_demand] is None or prices[Pricing.on_demand] <= 0:
-            result.skipped.append(f"{instance_type}: price_per_hour={prices[Pricing.on_demand]}")
+        if on_demand_price is None or on_demand_price <= 0:
+            result.skipped.append(f"{instance_type}: price_per_hour={on_demand_price}")
             continue
         for pricing, price in prices.items():
             if price is None or price <= 0:
@@ -114,12 +109,17 @@ def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot
                 result.offers.append(
                     ScrapedOffer(
                         key=f"{instance_type}:{code}{suffix}",
+                        gpu_name=gpu_name,
+                        gpu_count=count,
                         price_per_hour=price,
                         pricing=pricing,
                         region=code,
+                        gpu_memory_gb=gpu_memory,
+                        instance_type=instance_type,
                         available=instance_type in free[pricing].get(code, set()),
+                        vcpus=vcpus,
+                        ram_gb=ram,
                         attributes=dict(attributes),
-                        **common,
                     )
                 )
     return result

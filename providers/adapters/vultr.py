@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -168,27 +169,29 @@ def parse_metal(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
         if raw.get("cpu_model"):
             attributes["cpu_model"] = raw["cpu_model"]
         for location in locations:
-            common: dict[str, Any] = {
-                "gpu_name": name,
-                "gpu_count": count,
-                "region": location,
-                "gpu_memory_gb": memory,
-                "instance_type": plan_id,
-                "available": None,
-                "vcpus": to_optional_decimal(raw.get("cpu_threads"), f"{where}.cpu_threads"),
-                "ram_gb": gigabytes(ram_mb, MIB_PER_GIB),
-            }
-            result.offers.append(
-                ScrapedOffer(key=f"{plan_id}:{location}", price_per_hour=price, attributes=dict(attributes), **common)
+            on_demand = ScrapedOffer(
+                key=f"{plan_id}:{location}",
+                gpu_name=name,
+                gpu_count=count,
+                price_per_hour=price,
+                region=location,
+                gpu_memory_gb=memory,
+                instance_type=plan_id,
+                available=None,
+                vcpus=to_optional_decimal(raw.get("cpu_threads"), f"{where}.cpu_threads"),
+                ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
+                attributes=dict(attributes),
             )
+            result.offers.append(on_demand)
             if spot is not None and spot > 0:
+                # The preemptible rate is the same server: only key, price and pricing differ.
                 result.offers.append(
-                    ScrapedOffer(
+                    replace(
+                        on_demand,
                         key=f"{plan_id}:{location}:spot",
                         price_per_hour=spot,
                         pricing=Pricing.spot,
                         attributes=dict(attributes),
-                        **common,
                     )
                 )
     return result
