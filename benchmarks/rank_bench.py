@@ -29,7 +29,7 @@ def run(report: Report, backend: str, engine: Engine, repeat: int) -> None:
         _, frame = LIVE.frame(engine, session)
     prepared = prepare(make_job(JOB["model"], JOB["method"], tokens=JOB["tokens"]), None)
     now = utcnow()
-    fresh = fresh_mask(frame, now, settings.stale_after)
+    fresh = fresh_mask(frame, now, settings)
     n = int(fresh.sum())
     result = rank(frame, fresh, prepared, RankFilters(), RankOptions(), now)
     assert result["considered"] == n and result["rows"], result.get("considered")

@@ -68,7 +68,7 @@ def pg_engine(pg_url: str) -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    path = tmp_path_factory.mktemp("db") / "tracker.storage.engine"
+    path = tmp_path_factory.mktemp("db") / "tracker.db"
     engine = make_engine(f"sqlite:///{path}")
     migrate.upgrade(engine)
     yield engine

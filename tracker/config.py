@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     def resolved_database_url(self) -> str:
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{self.data_dir / 'tracker.storage.engine'}"
+        return f"sqlite:///{self.data_dir / 'tracker.db'}"
 
     def credentials_for(self, names: Iterable[str]) -> tuple[dict[str, str], list[str]]:
         """The secret values of a provider's declared credentials, and the variables still to set."""

@@ -48,7 +48,7 @@ def _error(status: int, message: str, field: str | None, **extra: Any) -> JSONRe
     return JSONResponse(status_code=status, content={"detail": message, "field": field, **extra})
 
 
-@router.post("/estimate")
+@router.post("/estimate", response_model=None)  # Decimals as JSON numbers, like every other route
 def post_estimate(body: EstimateBody) -> Any:
     req = EstimateRequest(
         model=body.hf_config if body.hf_config is not None else str(body.model),

@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from api.cached import cached_body, json_response, minute, with_field
 from providers.contract import Pricing
 from tracker.clock import utcnow
+from tracker.market import freshness
 from tracker.market.offers import gpu_ids_for
 from tracker.market.service import market_history, market_snapshot
 from tracker.market.statistics import INTERVALS
@@ -59,7 +60,7 @@ async def get_market(
         del snapshot["as_of"]  # the request's own, added below
         return snapshot
 
-    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, settings.stale_after,
+    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, freshness.signature(settings),
            minute(now))  # fmt: skip
     return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=True))
 
@@ -106,7 +107,7 @@ async def get_market_history(
     # Explicit bounds are keyed as written: the answer echoes them, offset included.
     bounds = (start.isoformat() if start else None, end.isoformat() if end else None)
     key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, format,
-           settings.stale_after, minute(now))  # fmt: skip
+           freshness.signature(settings), minute(now))  # fmt: skip
     body = await cached_body(request, key, compute)
     if format == "csv":
         name = f"{gpu}-{pricing.value}-{interval}.csv".replace(" ", "_")

@@ -17,6 +17,7 @@ from providers.contract import Pricing
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.estimate import prepare
+from tracker.market import freshness
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.service import rank_history, rank_offers
@@ -82,7 +83,7 @@ async def post_rank(body: RankBody, request: Request) -> Any:
         del result["as_of"]  # the request's own, added below
         return result
 
-    key = ("rank", body.model_dump_json(), settings.stale_after, minute(now))
+    key = ("rank", body.model_dump_json(), freshness.signature(settings), minute(now))
     return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=False))
 
 
@@ -105,5 +106,5 @@ async def post_rank_history(body: RankHistoryBody, request: Request) -> Any:
             result["series"] = [s for s in result["series"] if s["points"]]
         return result
 
-    key = ("rank-history", body.model_dump_json(), settings.stale_after, minute(now))
+    key = ("rank-history", body.model_dump_json(), freshness.signature(settings), minute(now))
     return json_response(await cached_body(request, key, compute))

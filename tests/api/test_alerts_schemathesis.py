@@ -21,7 +21,7 @@ TOKEN = "fuzz-token"
 
 def _app():  # type: ignore[no-untyped-def]
     # Built at collection time (schemathesis parametrizes from the schema) on a throwaway SQLite file.
-    path = Path(tempfile.mkdtemp(prefix="tracker-alerts-st-")) / "tracker.storage.engine"
+    path = Path(tempfile.mkdtemp(prefix="tracker-alerts-st-")) / "tracker.db"
     cfg = Settings(data_dir=path.parent, database_url=f"sqlite:///{path}", api_token=SecretStr(TOKEN), webhook_allow="")
     engine = make_engine(cfg.resolved_database_url())
     migrate.upgrade(engine)

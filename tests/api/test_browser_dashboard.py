@@ -63,7 +63,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import uvicorn
 
     data = tmp_path_factory.mktemp("dashboard")
-    settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.storage.engine'}", api_token=TOKEN)
+    settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.db'}", api_token=TOKEN)
     engine = make_engine(settings.resolved_database_url())
     migrate.upgrade(engine)
     LIVE.clear()

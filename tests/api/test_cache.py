@@ -259,7 +259,7 @@ def test_rank_equals_the_previous_implementation(engine, settings, clock, filter
     now = clock.advance(minutes=5)
     with session_scope(engine) as s:
         _, frame = LIVE.frame(engine, s)
-    fresh = fresh_mask(frame, now, settings.stale_after)
+    fresh = fresh_mask(frame, now, settings)
     for job in (prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed"),
                 prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")):  # fmt: skip
         expected = _previous_rank(frame, fresh, job, filters, options, now)

@@ -21,7 +21,7 @@ from tracker.storage.engine import make_engine
 def _seeded_app():  # type: ignore[no-untyped-def]
     # Built at collection time because schemathesis parametrizes from the schema; the database is a
     # throwaway SQLite file seeded from bundled cassettes.
-    path = Path(tempfile.mkdtemp(prefix="tracker-st-")) / "tracker.storage.engine"
+    path = Path(tempfile.mkdtemp(prefix="tracker-st-")) / "tracker.db"
     cfg = Settings(data_dir=path.parent, database_url=f"sqlite:///{path}", api_token="test-token")
     engine = make_engine(cfg.resolved_database_url())
     migrate.upgrade(engine)

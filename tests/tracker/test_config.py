@@ -20,3 +20,10 @@ def test_credentials_from_env_file_and_secrets_dir(tmp_path, monkeypatch):
     assert values == {"LAMBDA_API_KEY": "from-env", "DIGITALOCEAN_TOKEN": "from-file", "VERDA_CLIENT_ID": "from-dir"}
     assert missing == ["TRACKER_VERDA_CLIENT_SECRET"]
     assert "from-env" not in repr(settings.credential("LAMBDA_API_KEY"))  # a SecretStr never prints its value
+
+
+def test_embedded_default_database_file(tmp_path, monkeypatch):
+    """The embedded default keeps its file name across releases: a rename would strand users' history."""
+    monkeypatch.delenv("TRACKER_DATABASE_URL", raising=False)
+    settings = Settings(data_dir=tmp_path)
+    assert settings.resolved_database_url() == f"sqlite:///{tmp_path / 'tracker.db'}"

@@ -56,7 +56,7 @@ def evaluate_rule(
     cost_model: CostModel | None,
 ) -> tuple[list[Transition], int]:
     """Evaluate one (locked) rule in the caller's transaction: (transitions, notifications queued)."""
-    obs = observe(session, rule, now=now, freshness=settings.stale_after, cost_model=cost_model)
+    obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
     transitions = step(rule, obs, now)
     rule.last_evaluated_at = now
     if obs.value is not None:

@@ -1,6 +1,6 @@
 """What a rule sees: its metric now, or why there is no trustworthy value (no_data).
 
-A value is computed only from fresh offers (last seen within the freshness window) of the rule's
+A value is computed only from live offers (`tracker.market.freshness`, the rule the market uses) of the rule's
 cards and pricing type, after the provider and region filters. If any provider the rule depends on
 (named in the rule, or contributing fresh offers) had its latest run fail or get quarantined, its
 "fresh" prices are suspect, so the rule gets no value at all: a failing scrape must neither fire nor
@@ -17,17 +17,20 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Protocol
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, and_, func, or_, select
 from sqlalchemy.orm import Session
 
+from providers.registry import all_providers
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
+from tracker.config import Settings
+from tracker.market import freshness
+from tracker.money import to_money
 from tracker.storage.tables import Offer, ScrapeRun
 
 PRICE_STATISTICS = {"min": Fraction(0), "p25": Fraction(1, 4), "median": Fraction(1, 2)}
 METRICS = (*PRICE_STATISTICS, *COST_METRICS)
 FAILED_RUN = ("failed", "quarantined")
 FINISHED_RUN = ("ok", *FAILED_RUN)
-SIX = Decimal("0.000001")  # the Money column's scale
 
 
 class RuleSubject(Protocol):
@@ -80,14 +83,26 @@ def failing_providers(session: Session, providers: set[str]) -> dict[str, str]:
     return {p: f"{status}: {error or 'no reason recorded'}" for p, status, error in rows if status in FAILED_RUN}
 
 
+def live_condition(now: datetime, settings: Settings) -> ColumnElement[bool]:
+    """SQL for "this offer is live at `now`": each provider's own freshness window, grouped by window
+    so the condition stays a handful of terms however many providers there are."""
+    by_window: dict[timedelta, list[str]] = {}
+    for name, w in freshness.windows(all_providers(), settings).items():
+        by_window.setdefault(w, []).append(name)
+    terms = [and_(Offer.provider.in_(names), Offer.last_seen >= now - w) for w, names in by_window.items()]
+    unknown = freshness.window("", settings)  # offers of a provider no longer in the registry
+    terms.append(and_(Offer.provider.not_in(list(all_providers())), Offer.last_seen >= now - unknown))
+    return or_(*terms)
+
+
 def observe(
-    session: Session, rule: RuleSubject, *, now: datetime, freshness: timedelta, cost_model: CostModel | None
+    session: Session, rule: RuleSubject, *, now: datetime, settings: Settings, cost_model: CostModel | None
 ) -> Observation:
     stmt = select(Offer.provider, Offer.price_per_gpu_hour).where(
         Offer.gpu_id.in_(rule.gpu_ids),
         Offer.pricing == rule.pricing,
         Offer.delisted_at.is_(None),
-        Offer.last_seen >= now - freshness,
+        live_condition(now, settings),
     )
     if rule.providers:
         stmt = stmt.where(Offer.provider.in_(rule.providers))
@@ -100,7 +115,7 @@ def observe(
         detail = "; ".join(f"{p} {why}" for p, why in sorted(failing.items()))
         return Observation(None, len(rows), contributing, no_data=f"latest run failed: {detail}"[:1000])
     if not rows:
-        return Observation(None, 0, [], no_data=f"no offers seen in the last {freshness}")
+        return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
     if len(rows) < rule.min_offers:
         return Observation(None, len(rows), contributing,
                            no_data=f"{len(rows)} fresh offers, fewer than the rule's minimum {rule.min_offers}")
@@ -116,4 +131,17 @@ def observe(
         value = cost_model.value(rule.metric, rule.job or {}, rule.gpu_ids[0], rule.job_gpus, price)
     except CostError as exc:
         return Observation(None, len(rows), contributing, price=price, no_data=f"cost estimate failed: {exc}")
-    return Observation(value.quantize(SIX), len(rows), contributing, price=price)
+    return Observation(to_money(value), len(rows), contributing, price=price)
+
+
+def _windows_text(rule: RuleSubject, settings: Settings) -> str:
+    """Which freshness windows applied, so "no data" says how old is too old for this rule."""
+    names = rule.providers or list(all_providers())
+    spans: dict[timedelta, list[str]] = {}
+    for name in names:
+        spans.setdefault(freshness.window(name, settings), []).append(name)
+    if len(spans) == 1:
+        (w,) = spans
+        return f"none seen in the last {w}"
+    parts = [f"{w} for {', '.join(sorted(ns))}" for w, ns in sorted(spans.items())]
+    return "none seen within each provider's freshness window (" + "; ".join(parts) + ")"

@@ -29,6 +29,7 @@ from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, breached
 from tracker.catalog.gpus import GpuNameError, get_catalog
 from tracker.config import Settings
+from tracker.money import parse_amount, to_money
 from tracker.storage.alert_tables import AlertChannel, AlertRule
 
 MAX_FOR = timedelta(days=7)
@@ -36,7 +37,6 @@ MIN_REPEAT = timedelta(minutes=1)
 MAX_REPEAT = timedelta(days=30)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-SIX = Decimal("0.000001")
 
 
 class RuleError(ValueError):
@@ -70,14 +70,14 @@ def parse_duration(value: str | int | float | None, field: str) -> int | None:
 
 def parse_money(value: Any, field: str) -> Decimal:
     try:
-        amount = value if isinstance(value, Decimal) else Decimal(str(value).strip().lstrip("$"))
-    except InvalidOperation:
+        amount = parse_amount(value if isinstance(value, Decimal | float | int | str) else str(value))
+    except ValueError:
         raise RuleError(f"{field} must be an amount in dollars, got {value!r}", field) from None
-    if not amount.is_finite() or amount <= 0:
+    if amount <= 0:
         raise RuleError(f"{field} must be a positive amount, got {value!r}", field)
     if amount >= Decimal("1e8"):
         raise RuleError(f"{field} is implausibly large: {value!r}", field)
-    return amount.quantize(SIX)
+    return to_money(amount)
 
 
 @dataclass
@@ -285,7 +285,7 @@ def create_rule(
         created_at=now,
         updated_at=now,
     )
-    obs = observe(session, rule, now=now, freshness=settings.stale_after, cost_model=cost_model)
+    obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
     if obs.value is not None and breached(rule.condition, obs.value, threshold) and not inp.allow_immediate:
         raise RuleError(
             f"the {inp.metric} of {gpu_query} ({pricing}) is {obs.value} now, already {inp.condition} {threshold}: "

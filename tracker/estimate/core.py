@@ -13,13 +13,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from tracker import money
 from tracker.catalog.gpus import GpuSpec
 from tracker.estimate.assumptions import AssumptionSet, efficiency_class, get_assumptions
 from tracker.estimate.errors import InvalidJob
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import JobSpec
 from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
-from tracker.estimate.throughput import as_price, hours_for, to_money, tokens_per_second
+from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
+from tracker.money import to_money
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,19 +137,17 @@ class Estimate:
     def price_per_hour(self) -> Decimal | None:
         if self.price_per_gpu_hour is None:
             return None
-        return self.price_per_gpu_hour * Decimal(repr(self.gpus))
+        return to_money(self.price_per_gpu_hour * Decimal(repr(self.gpus)))
 
     @property
     def cost_per_run(self) -> Decimal | None:
-        if self.price_per_gpu_hour is None:
-            return None
-        return to_money(float(self.price_per_gpu_hour) * self.gpus * self.hours)
+        per_hour = self.price_per_hour
+        return None if per_hour is None else money.cost(per_hour, self.hours)
 
     @property
     def usd_per_mtok(self) -> Decimal | None:
-        if self.price_per_gpu_hour is None:
-            return None
-        return to_money(float(self.price_per_gpu_hour) * self.gpus / (self.tokens_per_second * 3600.0 / 1e6))
+        per_hour = self.price_per_hour
+        return None if per_hour is None else money.per_million_tokens(per_hour, self.tokens_per_second)
 
     def as_dict(self) -> dict[str, Any]:
         job = self.prepared.job

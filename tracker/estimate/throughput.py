@@ -1,17 +1,17 @@
 """Throughput and money: the few operations that run per (job, offer) pair.
 
 tokens/s = GPUs × dense BF16 peak × efficiency × multi-GPU scaling / FLOPs per token.
-Physics stays in floats; money leaves as Decimal so sums of run costs do not drift.
+Physics stays in floats; money is computed and rounded by `tracker.money` alone.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from tracker.estimate.errors import InvalidJob
+from tracker.money import parse_amount
 
 SECONDS_PER_HOUR = 3600.0
-_MONEY_PLACES = 6  # sub-cent precision: $/1M tokens are often fractions of a cent per 1K tokens
 
 
 def tokens_per_second(peak_flops: float, gpus: float, efficiency: float, scaling: float,
@@ -23,17 +23,10 @@ def hours_for(tokens: float, tps: float) -> float:
     return tokens / tps / SECONDS_PER_HOUR
 
 
-def to_money(value: float) -> Decimal:
-    return Decimal(repr(round(value, _MONEY_PLACES)))
-
-
 def as_price(value: Decimal | float | int | str | None) -> Decimal | None:
     if value is None:
         return None
     try:
-        price = value if isinstance(value, Decimal) else Decimal(str(value).strip().lstrip("$"))
-    except InvalidOperation as exc:
-        raise InvalidJob(f"price must be an amount in $/GPU-hour, got {value!r}", field="price") from exc
-    if not price.is_finite() or price < 0:
-        raise InvalidJob(f"price must be a non-negative amount in $/GPU-hour, got {value!r}", field="price")
-    return price
+        return parse_amount(value)
+    except ValueError as exc:
+        raise InvalidJob(f"price must be a non-negative amount in $/GPU-hour, got {value!r}", field="price") from exc

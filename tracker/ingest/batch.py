@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import ROUND_HALF_EVEN, Decimal
+from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import select, update
@@ -21,15 +21,11 @@ from sqlalchemy.orm import Session
 from providers.contract import ScrapedOffer, ScrapeResult
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
 from tracker.config import Settings
+from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
 from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
 
-CENT_FRACTION = Decimal("0.000001")
 CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
-
-
-def money(value: Decimal) -> Decimal:
-    return value.quantize(CENT_FRACTION, rounding=ROUND_HALF_EVEN)
 
 
 @dataclass(slots=True)
@@ -99,7 +95,7 @@ def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provi
         if offer.price_per_hour <= 0:
             out.invalid.append(f"{offer.key}: price {offer.price_per_hour} is not positive")
             continue
-        per_gpu = money(offer.price_per_hour / offer.gpu_count)
+        per_gpu = to_money(offer.price_per_hour / offer.gpu_count)
         if per_gpu > settings.max_price_per_gpu_hour:
             out.invalid.append(
                 f"{offer.key}: ${per_gpu}/GPU-hour is above the sanity ceiling ${settings.max_price_per_gpu_hour}"
@@ -126,7 +122,7 @@ def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provi
             out.unknown.setdefault(offer.gpu_name, str(gpu))
             out.unknown_counts[offer.gpu_name] += 1
             continue
-        out.valid.append(ValidOffer(offer, gpu, money(offer.price_per_hour), per_gpu))
+        out.valid.append(ValidOffer(offer, gpu, to_money(offer.price_per_hour), per_gpu))
     return out
 
 

@@ -2,9 +2,7 @@
 
 The market snapshot and the ranking both read this frame, so a request costs one primary-key read
 (the data version bumped by every ingest, in any process) instead of a scan of the offers table.
-Freshness is judged per provider: an offer counts as live while it was seen within
-max(settings.stale_after, 3 × the provider's scrape interval), so a daily rate sheet is not "stale"
-after six hours while a marketplace missing for half an hour is.
+Freshness is judged per provider by the one rule in `tracker.market.freshness`.
 """
 
 from __future__ import annotations
@@ -14,11 +12,14 @@ from collections import OrderedDict
 from datetime import datetime, timedelta
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
-from providers.registry import all_providers, reference_providers
+from providers.registry import reference_providers
+from tracker.config import Settings
+from tracker.market import freshness
 from tracker.storage.tables import DataVersion, Offer
 
 COLUMNS = [
@@ -35,11 +36,12 @@ def data_version(session: Session) -> int:
 def _load(session: Session) -> pd.DataFrame:
     stmt = select(*[getattr(Offer, c) for c in COLUMNS]).where(Offer.delisted_at.is_(None))
     df = pd.DataFrame(session.execute(stmt).all(), columns=COLUMNS)
-    providers = all_providers()
     df["reference"] = df["provider"].isin(reference_providers())
-    df["interval_s"] = df["provider"].map(
-        lambda p: providers[p].default_interval.total_seconds() if p in providers else 3600.0
-    )
+    # A small integer per provider: freshness windows (which depend on the settings) are looked up per
+    # provider, not per row, on every request.
+    codes, names = pd.factorize(df["provider"], use_na_sentinel=False)
+    df["provider_code"] = codes
+    df.attrs["providers"] = [str(n) for n in names]
     # Floats for vectorised arithmetic; the exact Decimals stay in the database and in offer rows.
     for col in ("gpu_count", "gpu_memory_gb", "price_per_hour", "price_per_gpu_hour"):
         df[col + "_f"] = df[col].astype(float)
@@ -174,19 +176,16 @@ class LiveOffers:
 LIVE = LiveOffers()
 
 
-def freshness_window(provider: str, stale_after: timedelta) -> timedelta:
-    cls = all_providers().get(provider)
-    interval = cls.default_interval if cls else timedelta(hours=1)
-    return max(stale_after, 3 * interval)
-
-
-def fresh_mask(df: pd.DataFrame, now: datetime, stale_after: timedelta, max_age: timedelta | None = None) -> np.ndarray:
-    """Offers seen recently enough to count as live."""
+def fresh_mask(
+    df: pd.DataFrame, now: datetime, settings: Settings, max_age: timedelta | None = None
+) -> npt.NDArray[np.bool_]:
+    """Offers live at `now` by the freshness rule, or seen within `max_age` when the caller gives one."""
     if df.empty:
         return np.zeros(0, dtype=bool)
     if max_age is not None:
-        window = np.full(len(df), max_age.total_seconds())
+        limit = np.full(len(df), max_age.total_seconds())
     else:
-        window = np.maximum(stale_after.total_seconds(), 3 * df["interval_s"].to_numpy())
+        per_provider = [freshness.window(p, settings).total_seconds() for p in df.attrs["providers"]]
+        limit = np.array(per_provider, dtype=np.float64)[df["provider_code"].to_numpy()]
     age = (pd.Timestamp(now) - df["last_seen"]).dt.total_seconds().to_numpy()
-    return age <= window
+    return np.asarray(age <= limit, dtype=bool)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
+from tracker.market import freshness
 from tracker.market import statistics as market
 from tracker.market.live import LIVE, fresh_mask
 from tracker.market.service import market_snapshot
@@ -62,17 +63,18 @@ def market_overview(
     _, frame = LIVE.frame(engine, session)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=SPARK_DAYS)
-    params = ("overview", tuple(pricing or ()), include_reference, now.replace(second=0, microsecond=0))
+    params = ("overview", tuple(pricing or ()), include_reference, freshness.signature(settings),
+              now.replace(second=0, microsecond=0))  # fmt: skip
 
     def compute() -> list[dict[str, Any]]:
-        demo = _demo_groups(frame, fresh_mask(frame, now, settings.stale_after), include_reference)
+        demo = _demo_groups(frame, fresh_mask(frame, now, settings), include_reference)
         catalog = get_catalog()
         rows = []
         for card in snapshot["cards"]:
             # One indexed history query per card and pricing type: a few dozen per minute at most (memoised).
             buckets = market.history(
                 session, gpu_ids=[card["gpu"]], pricing=card["pricing"], interval="1d", start=start, end=now,
-                now=now, stale_after=settings.stale_after, include_reference=include_reference,
+                now=now, settings=settings, include_reference=include_reference,
             )  # fmt: skip
             by_day = {b["bucket"]: b for b in buckets}
             spec = catalog.get(card["gpu"])

@@ -7,21 +7,20 @@ few hundred such combinations, so each combination is estimated once and the per
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import PreparedJob
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
-CENTS = Decimal("0.01")
-MILLS = Decimal("0.0001")
 
 
 @dataclass
@@ -223,12 +222,10 @@ def _column(values: np.ndarray, maybe_missing: bool) -> list[Any]:
     return out
 
 
-def _money(value: float, unit: Decimal = CENTS) -> Decimal:
-    return Decimal(repr(float(value))).quantize(unit)
-
-
 def _row(r: dict[str, Any]) -> dict[str, Any]:
     fits = bool(r["fits"])
+    price, hours, tps = r["price_per_hour"], float(r["hours"]), float(r["tokens_per_second"])
+    priced = price is not None and math.isfinite(hours) and tps > 0
     return {
         "offer_id": int(r["id"]),
         "provider": r["provider"],
@@ -250,8 +247,10 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "vram_gb": round(float(r["vram_gb"]), 2),
         "tokens_per_second": round(float(r["tokens_per_second"]), 1),
         "hours": round(float(r["hours"]), 3),
-        "cost_per_run": _money(r["cost_per_run"]),
-        "usd_per_mtok": _money(r["usd_per_mtok"], MILLS),
+        # From the offer's exact price and the estimate, by the one money rule (the float `derived`
+        # figures only order the offers).
+        "cost_per_run": money.cost(price, hours) if priced else None,
+        "usd_per_mtok": money.per_million_tokens(price, tps) if priced else None,
         "efficiency": round(float(r["efficiency"]), 4),
         "multi_gpu_efficiency": round(float(r["multi_gpu_efficiency"]), 4),
         "last_seen": r["last_seen"],

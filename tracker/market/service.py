@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.estimate import PreparedJob
+from tracker.market import freshness
 from tracker.market import statistics as market
 from tracker.market.live import LIVE, fresh_mask
 from tracker.market.rank import RankFilters, RankOptions, rank
@@ -38,10 +39,10 @@ def market_snapshot(
 ) -> dict[str, Any]:
     version, frame = LIVE.frame(engine, session)
     params = ("market", tuple(gpu_ids or ()), tuple(pricing or ()), include_reference, max_age,
-              now.replace(second=0, microsecond=0))  # fmt: skip
+              freshness.signature(settings), now.replace(second=0, microsecond=0))  # fmt: skip
 
     def compute() -> list[dict[str, Any]]:
-        fresh = fresh_mask(frame, now, settings.stale_after, max_age)
+        fresh = fresh_mask(frame, now, settings, max_age)
         stats = market.snapshot(frame, fresh=fresh, gpu_ids=gpu_ids, pricing=pricing,
                                 include_reference=include_reference)  # fmt: skip
         return [s.as_dict() | {"age_s": (now - s.freshest).total_seconds()} for s in stats]
@@ -64,7 +65,7 @@ def market_history(
 ) -> list[dict[str, Any]]:
     return market.history(
         session, gpu_ids=gpu_ids, pricing=pricing, interval=interval, start=start, end=end, now=now,
-        stale_after=settings.stale_after, include_reference=include_reference,
+        settings=settings, include_reference=include_reference,
     )  # fmt: skip
 
 
@@ -79,7 +80,7 @@ def rank_offers(
     max_age: timedelta | None = None,
 ) -> dict[str, Any]:
     version, frame = LIVE.frame(engine, session)
-    fresh = fresh_mask(frame, now, settings.stale_after, max_age)
+    fresh = fresh_mask(frame, now, settings, max_age)
     # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
     a = prepared.assumptions
     held, estimates = LIVE.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
@@ -121,12 +122,11 @@ def rank_history(
         gpus, est = machine
         buckets = market.history(
             session, gpu_ids=[gpu_id], pricing=pricing, interval="1d", start=start, end=end, now=now,
-            stale_after=settings.stale_after, include_reference=include_reference,
+            settings=settings, include_reference=include_reference,
         )  # fmt: skip
-        gpu_hours = Decimal(repr(gpus * est.hours))
         points = [
             {"day": b["bucket"], "price_per_gpu_hour": b[statistic],
-             "cost_per_run": (b[statistic] * gpu_hours).quantize(Decimal("0.01")), "offers": b["offers"]}
+             "cost_per_run": money.cost(b[statistic] * gpus, est.hours), "offers": b["offers"]}
             for b in buckets
         ]  # fmt: skip
         series.append(

@@ -27,12 +27,13 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql.functions import FunctionElement
 
 from providers.registry import reference_providers
-from tracker.market.live import freshness_window
+from tracker.config import Settings
+from tracker.market import freshness
+from tracker.money import to_money
 from tracker.storage.tables import Offer, OfferPrice
 
 QUANTILES = {"p25": 0.25, "median": 0.5, "p75": 0.75}
 INTERVALS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}
-SIX = Decimal("0.000001")
 
 
 def weighted_quantiles(prices: np.ndarray, weights: np.ndarray) -> dict[str, float]:
@@ -45,7 +46,7 @@ def weighted_quantiles(prices: np.ndarray, weights: np.ndarray) -> dict[str, flo
 
 
 def _dec(value: float) -> Decimal:
-    return Decimal(repr(float(value))).quantize(SIX)
+    return to_money(float(value))
 
 
 @dataclass
@@ -171,7 +172,7 @@ def history(
     start: datetime,
     end: datetime,
     now: datetime,
-    stale_after: timedelta,
+    settings: Settings,
     include_reference: bool = True,
 ) -> list[dict[str, Any]]:
     """Bucketed statistics over [start, end), computed exactly from the change-only history.
@@ -213,7 +214,7 @@ def history(
     _, offer_code = np.unique(np.array(offer_col, dtype=np.int64), return_inverse=True)
     names, provider_code = np.unique(np.array(provider_col, dtype=object), return_inverse=True)
     offer_code, provider_code = offer_code.ravel(), provider_code.ravel()
-    window = np.array([freshness_window(n, stale_after) // _US for n in names.tolist()], dtype=np.int64)
+    window = np.array([freshness.window(n, settings) // _US for n in names.tolist()], dtype=np.int64)
     end_us, first_us, step_us = _us(end), _us(first), step // _US
     # An open interval holds until last seen plus the provider's freshness window, never beyond `end`.
     open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], end_us)

@@ -108,7 +108,8 @@ class DatabaseCollector(Collector):
             labels=["provider"],
         )  # fmt: skip
         stale = GaugeMetricFamily(
-            f"{PREFIX}_provider_stale", "1 when a provider has had no successful scrape for three intervals",
+            f"{PREFIX}_provider_stale", "1 when a provider's last success is older than its freshness window"
+            " (its prices no longer count)",
             labels=["provider"],
         )  # fmt: skip
         last = GaugeMetricFamily(

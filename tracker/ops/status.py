@@ -10,6 +10,7 @@ from sqlalchemy import Engine, func, select
 from providers.registry import all_providers
 from tracker.clock import utcnow
 from tracker.config import Settings
+from tracker.market import freshness
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, ScrapeRun, UnknownGpuName
 
@@ -40,7 +41,7 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
         rows = []
         for name, cls in all_providers().items():
             run, ok = last.get(name), last_ok.get(name)
-            interval = cls.default_interval
+            window = freshness.window(name, settings)
             success_at = ok.observed_at or ok.started_at if ok else None
             age_s = (now - success_at).total_seconds() if success_at else None
             rows.append(
@@ -50,8 +51,10 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
                     "last_run": _run(run) if run else None,
                     "last_success_at": success_at,
                     "age_s": age_s,
-                    # Stale: no success within three intervals (static sheets: by their own daily cadence).
-                    "stale": age_s is None or age_s > 3 * interval.total_seconds(),
+                    # Stale exactly when the market stops counting this provider's prices as live.
+                    "interval_s": int(freshness.scrape_interval(name, settings).total_seconds()),
+                    "fresh_for_s": int(window.total_seconds()),
+                    "stale": age_s is None or age_s > window.total_seconds(),
                     "current_offers": offers.get(name, 0),
                     "unknown_names": unknown.get(name, 0),
                 }

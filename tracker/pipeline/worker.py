@@ -43,6 +43,7 @@ from tracker.alerts.job_cost import CostModel
 from tracker.clock import Clock, utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport
+from tracker.market import freshness
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.pipeline.slots import SlotTrigger, slot_start
 from tracker.storage.engine import session_scope
@@ -55,8 +56,7 @@ _local_locks_guard = threading.Lock()
 
 
 def interval_for(provider: type[Provider], settings: Settings) -> timedelta:
-    seconds = settings.intervals.get(provider.name)
-    return timedelta(seconds=seconds) if seconds else provider.default_interval
+    return freshness.scrape_interval(provider.name, settings, default=provider.default_interval)
 
 
 def lock_key(provider: str) -> int:

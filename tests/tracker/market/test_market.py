@@ -14,7 +14,8 @@ from providers.contract import Pricing
 from providers.registry import reference_providers
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.estimate import make_job, prepare
-from tracker.market.live import LIVE, fresh_mask, freshness_window
+from tracker.market import freshness
+from tracker.market.live import LIVE, fresh_mask
 from tracker.market.rank import RankFilters, RankOptions, rank
 from tracker.market.service import market_history, market_snapshot, rank_history
 from tracker.market.statistics import INTERVALS, epoch_us, weighted_quantiles
@@ -117,7 +118,7 @@ def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock):
     _reference(engine, settings, clock)
     with session_scope(engine) as s:
         _, frame = LIVE.frame(engine, s)
-    result = rank(frame, fresh_mask(frame, clock(), settings.stale_after), _seed_job_8b(), RankFilters(),
+    result = rank(frame, fresh_mask(frame, clock(), settings), _seed_job_8b(), RankFilters(),
                   RankOptions(), clock())  # fmt: skip
     rows = [r for r in result["rows"] if r["gpu"] in SEED_8B_COSTS]
     assert rows[0]["gpu"] == "RTX4090-24GB" and rows[-1]["gpu"] == "A100-SXM-80GB"
@@ -132,7 +133,7 @@ def test_rank_70b_qlora_leaves_out_cards_it_does_not_fit(engine, settings, clock
     job = prepare(make_job("llama-3.1-70b", "qlora", examples=2000, tokens_per_example=2000, epochs=2), "seed")
     with session_scope(engine) as s:
         _, frame = LIVE.frame(engine, s)
-    fresh = fresh_mask(frame, clock(), settings.stale_after)
+    fresh = fresh_mask(frame, clock(), settings)
     fitting = rank(frame, fresh, job, RankFilters(), RankOptions(), clock())
     gpus = {r["gpu"] for r in fitting["rows"]}
     assert {"RTX4090-24GB", "A100-SXM-40GB"}.isdisjoint(gpus)
@@ -152,7 +153,7 @@ def test_rank_multi_gpu_offer_fits_70b_bf16_lora(engine, settings, clock):
     job = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
     with session_scope(engine) as s:
         _, frame = LIVE.frame(engine, s)
-    result = rank(frame, fresh_mask(frame, clock(), settings.stale_after), job, RankFilters(),
+    result = rank(frame, fresh_mask(frame, clock(), settings), job, RankFilters(),
                   RankOptions(include_unfit=True), clock())  # fmt: skip
     by_key = {r["offer_key"]: r for r in result["rows"]}
     assert by_key["two-h100"]["fits"] is True and by_key["one-h200"]["fits"] is False
@@ -166,7 +167,7 @@ def test_rank_filters_and_best_per_card(engine, settings, clock):
     ))  # fmt: skip
     with session_scope(engine) as s:
         _, frame = LIVE.frame(engine, s)
-    fresh = fresh_mask(frame, clock(), settings.stale_after)
+    fresh = fresh_mask(frame, clock(), settings)
     us = rank(frame, fresh, _seed_job_8b(), RankFilters(regions=["us"], pricing=["on_demand"]), RankOptions(),
               clock())  # fmt: skip
     # H100 at $2.50/h (1.01 h) still beats the A100 at $1.20/h (3.22 h) per run.
@@ -256,7 +257,7 @@ def _random_history(engine, seed: int = 7, n_offers: int = 40) -> None:
             )  # fmt: skip
 
 
-def _reference_history(engine, *, gpu_ids, pricing, interval, start, end, now, stale_after, include_reference=True):
+def _reference_history(engine, *, gpu_ids, pricing, interval, start, end, now, settings, include_reference=True):
     """market.history by definition: every bucket, every interval's overlap, exact weighted inverted-CDF quantiles."""
     step = INTERVALS[interval]
     origin = start.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -272,7 +273,7 @@ def _reference_history(engine, *, gpu_ids, pricing, interval, start, end, now, s
                 continue
             stop = p.valid_to
             if stop is None:  # the live price: until last seen + the provider's freshness window, at most `end`
-                stop = min(o.last_seen + freshness_window(o.provider, stale_after), end)
+                stop = min(o.last_seen + freshness.window(o.provider, settings), end)
             intervals.append((p.valid_from, stop, p.price_per_gpu_hour, o.id, o.provider))
     quantiles = {"p25": Fraction(1, 4), "median": Fraction(1, 2), "p75": Fraction(3, 4)}
     out, b = [], first
@@ -325,7 +326,7 @@ def test_history_matches_reference_on_random_history(engine, settings):
                  "include_reference": include_reference}  # fmt: skip
         with session_scope(engine) as s:
             got = market_history(s, settings, now, **query)
-        want = _reference_history(engine, now=now, stale_after=settings.stale_after, **query)
+        want = _reference_history(engine, now=now, settings=settings, **query)
         case = (interval, start, end, now, gpu_ids, pricing, include_reference)
         assert want, case
         assert got == want, case
@@ -333,7 +334,7 @@ def test_history_matches_reference_on_random_history(engine, settings):
         seen_delisted_gap |= len({r["offers"] for r in got}) > 1
     assert seen_delisted_gap  # offers come and go, so buckets differ in how many they count
     hourly = _reference_history(engine, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h", start=RANDOM_T0,
-                                end=RANDOM_END, now=RANDOM_END, stale_after=settings.stale_after)  # fmt: skip
+                                end=RANDOM_END, now=RANDOM_END, settings=settings)  # fmt: skip
     assert len(hourly) >= 470 and max(r["providers"] for r in hourly) >= 3
     assert any(r["p25"] != r["min"] and r["p75"] != r["max"] for r in hourly)
 
