@@ -16,7 +16,12 @@ from typing import Any, ClassVar
 
 import httpx
 
+# Every pricing listing we read is a few MB at most; 64 MiB leaves room to grow while keeping a runaway or
+# hostile body (endless, or a gzip bomb) from taking the worker's memory.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
+
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "FetchContext",
     "MissingCredentials",
     "Pricing",
@@ -89,6 +94,8 @@ class FetchContext:
     credentials: Mapping[str, str] = field(default_factory=dict)
     retries: int = 3
     backoff_base_s: float = 0.5  # 0 in replay: recorded 429s need no real waiting
+    # Per response, on the wire and decompressed; `providers.fetching.fetch_offers` sets the provider's own.
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def secret(self, name: str) -> str:
         try:
@@ -106,6 +113,8 @@ class Provider(ABC):
     default_interval: ClassVar[timedelta] = timedelta(hours=1)
     parser_version: ClassVar[str] = "1"
     demo_credentials: ClassVar[Mapping[str, str]] = {}
+    # Bytes one response may hold, both as sent and once decompressed; past it the fetch fails.
+    max_response_bytes: ClassVar[int] = DEFAULT_MAX_RESPONSE_BYTES
 
     @abstractmethod
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -1,32 +1,45 @@
 """HTTP helpers shared by providers: retries with backoff on 429/5xx, JSON decoding with clear errors,
-guarded pagination, bounded concurrency, and error messages kept free of credentials."""
+guarded pagination, bounded concurrency, response bodies read under a size limit, and error messages kept
+free of credentials."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import codecs
+import json as jsonlib
 import random
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+import re
+import zlib
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import aclosing, contextmanager
 from typing import Any, TypeAlias, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 import httpx
 
 from providers.contract import FetchContext, ProviderError
 
 __all__ = [
+    "ACCEPT_ENCODING",
     "REDACTED",
     "RETRY_STATUS",
     "TRANSIENT_ERRORS",
     "QueryParams",
+    "ResponseTooLarge",
     "backoff_delay",
     "decode_json",
+    "error_snippet",
     "gather_bounded",
     "get_json",
+    "iter_body",
     "post_json",
+    "read_body",
     "redacting_secrets",
     "request",
     "require",
+    "scrub_secrets",
+    "secret_forms",
     "walk_pages",
     "without_secrets",
 ]
@@ -38,6 +51,11 @@ RETRY_STATUS = {429, 500, 502, 503, 504}
 TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 REDACTED = "<redacted>"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+# Only the codings we can inflate a bounded piece at a time: httpx would also offer br/zstd whenever those
+# packages happen to be installed, and decodes them in unbounded steps.
+ACCEPT_ENCODING = "gzip, deflate"
+_PIECE = 64 * 1024  # most bytes one inflate step may produce: the overshoot past a limit is one piece
+_SNIPPET_READ = 4096  # bytes of an error body read for its message; the rest is never fetched
 
 T = TypeVar("T")
 
@@ -62,28 +80,172 @@ async def request(
     data: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> httpx.Response:
-    """Send one request, retrying transient failures; raise ProviderError on a final failure."""
+    """Send one request, retrying transient failures; raise ProviderError on a final failure.
+
+    The body is read as it streams in, at most `ctx.max_response_bytes` of it (on the wire and decompressed):
+    the response returned holds it already decoded."""
     attempts = ctx.retries + 1
     last_problem = ""
     for attempt in range(attempts):
         hint: float | None = None  # a transport failure carries no Retry-After to honour
         try:
-            response = await ctx.client.request(method, url, params=params, json=json, data=data, headers=headers)
+            sent = ctx.client.build_request(method, url, params=params, json=json, data=data, headers=headers)
+            if not headers or not any(k.lower() == "accept-encoding" for k in headers):
+                sent.headers["accept-encoding"] = ACCEPT_ENCODING
+            response = await ctx.client.send(sent, stream=True)
+            try:
+                if response.status_code in RETRY_STATUS:
+                    last_problem = f"HTTP {response.status_code} from {method} {_safe(url)}"
+                    hint = _retry_after(response)
+                elif response.is_error:
+                    snippet = await error_snippet(response, ctx)
+                    raise ProviderError(f"HTTP {response.status_code} from {method} {_safe(url)}: {snippet}")
+                else:
+                    return _loaded(response, await read_body(response, ctx.max_response_bytes))
+            finally:
+                await response.aclose()
         except TRANSIENT_ERRORS as exc:
             last_problem = f"{type(exc).__name__} on {method} {_safe(url)}"
-        else:
-            if response.status_code not in RETRY_STATUS:
-                if response.is_error:
-                    raise ProviderError(f"HTTP {response.status_code} from {method} {_safe(url)}: {_snippet(response)}")
-                return response
-            last_problem = f"HTTP {response.status_code} from {method} {_safe(url)}"
-            hint = _retry_after(response)
         if attempt + 1 < attempts:
             delay = backoff_delay(ctx, attempt)
             if hint is not None:
                 delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
             await asyncio.sleep(delay)
     raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
+
+
+def _loaded(response: httpx.Response, body: bytes) -> httpx.Response:
+    """A response holding `body`, already decoded: its coding and length headers would describe the wire."""
+    dropped = {"content-encoding", "content-length", "transfer-encoding"}
+    headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
+    return httpx.Response(
+        response.status_code, headers=headers, content=body, request=response.request, extensions=response.extensions
+    )
+
+
+class ResponseTooLarge(ProviderError):
+    """A body past the provider's `max_response_bytes`: reading stopped there."""
+
+
+def _too_large(response: httpx.Response, limit: int, how: str) -> ResponseTooLarge:
+    where = f"{response.request.method} {_safe(str(response.request.url))}"
+    return ResponseTooLarge(
+        f"response body from {where} exceeds {_size(limit)} ({how}); provider limit max_response_bytes"
+    )
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n} bytes"
+
+
+class _Inflater:
+    """gzip or deflate, inflated at most `_PIECE` bytes per step so that a bomb is stopped early, not after
+    the whole expansion of the chunk that carried it is in memory."""
+
+    def __init__(self, coding: str) -> None:
+        self.coding = coding
+        self.raw_deflate_tried = coding != "deflate"
+        self.started = False
+        self.zobj = zlib.decompressobj(zlib.MAX_WBITS | 16 if coding != "deflate" else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while not self.zobj.eof:
+            try:
+                piece = self.zobj.decompress(data, _PIECE)
+            except zlib.error as exc:
+                if not self.started and not self.raw_deflate_tried:
+                    # "deflate" is often sent as a bare deflate stream, without the zlib header (as httpx allows)
+                    self.raw_deflate_tried = True
+                    self.zobj = zlib.decompressobj(-zlib.MAX_WBITS)
+                    continue
+                raise ProviderError(f"undecodable {self.coding} body: {exc}") from None
+            self.started = True
+            data = self.zobj.unconsumed_tail
+            if piece:
+                yield piece
+            if not data and len(piece) < _PIECE:  # input used up and nothing held back
+                return
+
+
+def _decoders(response: httpx.Response) -> list[_Inflater]:
+    codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
+    decoders = []
+    for coding in reversed(codings):  # applied in the order listed, so undone from the last
+        if coding in {"", "identity"}:
+            continue
+        if coding not in {"gzip", "x-gzip", "deflate"}:
+            raise ProviderError(f"unsupported content-encoding {coding!r} from {_safe(str(response.request.url))}")
+        decoders.append(_Inflater("deflate" if coding == "deflate" else "gzip"))
+    return decoders
+
+
+def _decode(decoders: list[_Inflater], data: bytes) -> Iterator[bytes]:
+    if not decoders:
+        if data:
+            yield data
+        return
+    first, rest = decoders[0], decoders[1:]
+    for piece in first.feed(data):
+        yield from _decode(rest, piece)
+
+
+async def iter_body(response: httpx.Response, limit: int) -> AsyncGenerator[bytes, None]:
+    """The decoded body of a streamed response, piece by piece; raises ResponseTooLarge as soon as more than
+    `limit` bytes came over the wire or came out of decompression (so at most one piece past it is read)."""
+    if response.is_stream_consumed:
+        # A transport that read the body itself (to hold its connection slot until done) leaves nothing to
+        # stream: the decoded body is in memory already, and the limit can only be checked after the fact.
+        try:
+            body = response.content
+        except httpx.ResponseNotRead:
+            raise ProviderError(f"response body from {_safe(str(response.request.url))} was already consumed") from None
+        if len(body) > limit:
+            raise _too_large(response, limit, "decompressed")
+        for start in range(0, len(body), _PIECE):
+            yield body[start : start + _PIECE]
+        return
+    declared = response.headers.get("content-length", "")
+    if declared.strip().isdigit() and int(declared) > limit:
+        raise _too_large(response, limit, f"Content-Length {declared.strip()} on the wire")
+    decoders = _decoders(response)
+    wire = decoded = 0
+    async for raw in response.aiter_raw():
+        wire += len(raw)
+        if wire > limit:
+            raise _too_large(response, limit, "on the wire")
+        for piece in _decode(decoders, raw):
+            decoded += len(piece)
+            if decoded > limit:
+                raise _too_large(response, limit, "decompressed")
+            yield piece
+
+
+async def read_body(response: httpx.Response, limit: int) -> bytes:
+    """The whole decoded body of a streamed response, refusing more than `limit` bytes (see `iter_body`)."""
+    return b"".join([piece async for piece in iter_body(response, limit)])
+
+
+async def error_snippet(response: httpx.Response, ctx: FetchContext, limit: int = 200) -> str:
+    """The start of an error body, for the message: read no further than needed, with `ctx`'s credentials
+    blanked out before it is cut short (a cut could otherwise keep half a key that no longer matches)."""
+    head = b""
+    try:
+        async with aclosing(iter_body(response, ctx.max_response_bytes)) as pieces:
+            async for piece in pieces:
+                head += piece
+                if len(head) >= _SNIPPET_READ:
+                    break
+    except ProviderError:
+        pass  # a broken error body still leaves the status to report
+    try:
+        text = head[:_SNIPPET_READ].decode(codecs.lookup(response.charset_encoding or "utf-8").name, "replace")
+    except LookupError:
+        text = head[:_SNIPPET_READ].decode("utf-8", "replace")
+    text = scrub_secrets(text.strip().replace("\n", " "), secret_forms(ctx.credentials.values()))
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def backoff_delay(ctx: FetchContext, attempt: int) -> float:
@@ -130,11 +292,6 @@ def decode_json(response: httpx.Response) -> Any:
 def _safe(url: str) -> str:
     """The URL without its query string: query parameters may carry API keys."""
     return url.split("?", 1)[0]
-
-
-def _snippet(response: httpx.Response, limit: int = 200) -> str:
-    text = response.text.strip().replace("\n", " ")
-    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def require(mapping: Any, key: str, where: str) -> Any:
@@ -206,20 +363,55 @@ async def gather_bounded(jobs: Iterable[Callable[[], Awaitable[T]]], limit: int)
         raise
 
 
+def secret_forms(secrets: Iterable[str]) -> list[str]:
+    """Every form in which a server may echo a secret back: as is; URL-encoded (either hex case, `+` or
+    `%20` for a space); JSON- or repr-escaped; base64 (standard or URL-safe, padded or not) of the secret
+    and of Basic-auth `user:password` pairs made of the secrets; and the run of base64 characters that the
+    secret alone decides, at each of the 3 alignments, inside any larger base64 text (a Basic header with
+    some other user name). Longest first, so that no form is replaced half-way by a shorter one."""
+    values = [v for v in dict.fromkeys(secrets) if v]
+    forms: set[str] = set()
+    for value in values:
+        escaped = {value, quote(value, safe=""), quote(value), quote_plus(value, safe="")}
+        escaped |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), f) for f in escaped}
+        forms |= escaped | {jsonlib.dumps(value)[1:-1], repr(value)[1:-1]}
+        raw = value.encode()
+        for shift in range(3):
+            encoded = base64.b64encode(b"\0" * shift + raw).decode()
+            first = 4 if shift else 0  # the group holding the filler bytes
+            last = 4 * ((shift + len(raw)) // 3)  # the end of the last group made of the secret alone
+            if last - first >= 8:  # shorter runs would blank out unrelated base64
+                forms.add(encoded[first:last])
+    pairs = [(u, p) for u in ["", *values] for p in ["", *values] if u or p]
+    for blob in [v.encode() for v in values] + [f"{u}:{p}".encode() for u, p in pairs]:
+        for encoded in (base64.b64encode(blob).decode(), base64.urlsafe_b64encode(blob).decode()):
+            forms |= {encoded, encoded.rstrip("=")}
+    forms |= {f.translate(str.maketrans("+/", "-_")) for f in forms if re.fullmatch(r"[A-Za-z0-9+/=]+", f)}
+    return sorted((f for f in forms if f), key=len, reverse=True)
+
+
+def scrub_secrets(text: str, forms: Iterable[str]) -> str:
+    """`text` with each of `forms` (from `secret_forms`, longest first) blanked out."""
+    for form in forms:
+        text = text.replace(form, REDACTED)
+    return text
+
+
 def without_secrets(exc: ProviderError, *secrets: str) -> ProviderError:
-    """The same error with every secret blanked out of its message (the error itself when none occurs)."""
+    """The same error with every secret, in any form it may be echoed in, blanked out of its message (the
+    error itself when none occurs)."""
     message = str(exc)
-    cleaned = message
-    for secret in secrets:
-        if secret:
-            cleaned = cleaned.replace(secret, REDACTED)
+    cleaned = scrub_secrets(message, secret_forms(secrets))
     return exc if cleaned == message else type(exc)(cleaned)
 
 
 @contextmanager
 def redacting_secrets(*secrets: str) -> Iterator[None]:
     """Re-raise a ProviderError from the block with every secret blanked out, should a server ever echo a
-    credential back: the message is shown to operators."""
+    credential back: the message is shown to operators.
+
+    `providers.fetching.fetch_offers` already does this for the credentials in the context; an adapter
+    needs this only for secrets it derives itself (an OAuth token), or to be safe when run without it."""
     try:
         yield
     except ProviderError as exc:

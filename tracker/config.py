@@ -40,8 +40,16 @@ class Settings(BaseSettings):
 
     # Ingest sanity limits: a price outside them is a parser or provider bug, not a deal.
     max_price_per_gpu_hour: Decimal = Decimal("200")
-    quarantine_min_previous: int = 20  # collapse check only when the last good run had this many offers
+    quarantine_min_previous: int = 20  # from this many last-good offers, falling under the ratio alone is enough
     quarantine_collapse_ratio: float = 0.5  # fewer than this fraction of the last good count → quarantine
+    # Below quarantine_min_previous a drop under the ratio must also lose this many offers: one or two
+    # coming and going is normal on a tiny provider (3 → 1 passes, 4 → 1 does not). An empty batch after
+    # a good run with offers is quarantined whatever the size (tracker/ingest/quarantine.py).
+    quarantine_min_lost: int = 3
+    # Price level: a card (GPU × pricing) has jumped when its median new/previous price ratio is at least
+    # this factor either way; scaling bugs are ×8 and more (cents, per-minute, per-box), markets move far less.
+    quarantine_price_ratio: float = 3.0
+    quarantine_price_share: float = 0.5  # more than this fraction of compared cards jumped one way → quarantine
 
     http_timeout_s: float = 30.0
     http_retries: int = 3

@@ -9,14 +9,12 @@ are 404 with suggestions.
 from __future__ import annotations
 
 from dataclasses import asdict
-from decimal import Decimal
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
-from pydantic import Field
 
-from api.schemas import ErrorBody, JobBody
+from api.schemas import ErrorBody
 from tracker.catalog.gpus import GpuNameError, UnknownGpuName, get_catalog
 from tracker.estimate import (
     EstimateError,
@@ -35,42 +33,14 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1", tags=["estimate"], responses=_NOT_FOUND)
 
 
-class EstimateBody(JobBody):
-    """The shared job fields (api.schemas.JobBody, the CLI's option names) plus the offer to price."""
-
-    gpu: str | None = Field(None, max_length=100, description="Card or family; all cards when omitted.")
-    gpus: float = Field(1, gt=0, le=1024, description="GPUs in the offer (one machine); < 1 is a slice.")
-    memory_gb: float | None = Field(None, gt=0, le=100_000, description="Per-GPU memory; required for a slice.")
-    price: Decimal | None = Field(None, ge=0, le=1_000_000, description="USD per GPU-hour.")
-
-
 def _error(status: int, message: str, field: str | None, **extra: Any) -> JSONResponse:
     return JSONResponse(status_code=status, content={"detail": message, "field": field, **extra})
 
 
 @router.post("/estimate", response_model=None)  # Decimals as JSON numbers, like every other route
-def post_estimate(body: EstimateBody) -> Any:
-    req = EstimateRequest(
-        model=body.hf_config if body.hf_config is not None else str(body.model),
-        method=body.method,
-        rank=body.rank,
-        lora_targets=body.lora_targets,
-        seq_len=body.seq_len,
-        batch=body.batch,
-        grad_checkpointing=body.grad_checkpointing,
-        offload_activations=body.offload_activations,
-        tokens=body.tokens,
-        examples=body.examples,
-        tokens_per_example=body.tokens_per_example,
-        epochs=body.epochs,
-        gpu=body.gpu,
-        gpus=body.gpus,
-        memory_gb=body.memory_gb,
-        price=body.price,
-        assumptions=body.assumptions,
-    )
+def post_estimate(body: EstimateRequest) -> Any:
     try:
-        return run_estimate(req)
+        return run_estimate(body)
     except UnknownModel as exc:
         return _error(404, exc.message, "model", suggestions=exc.suggestions)
     except UnknownGpuName as exc:

@@ -12,11 +12,10 @@ from fastapi import APIRouter, Request
 from pydantic import Field, model_validator
 
 from api.cached import cached_body, json_response, minute, with_field
-from api.schemas import JobBody
 from providers.contract import Pricing
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
-from tracker.estimate import prepare
+from tracker.estimate import JobInput, prepare
 from tracker.market import freshness
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
@@ -26,7 +25,7 @@ from tracker.storage.engine import session_scope
 router = APIRouter(prefix="/v1", tags=["rank"])
 
 
-class RankBody(JobBody):
+class RankBody(JobInput):
     gpu: str | None = Field(None, max_length=100, description="Only this card, family or alias.")
     providers: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=100)
     pricing: list[Pricing] | None = None
@@ -49,7 +48,7 @@ class RankBody(JobBody):
         return self
 
 
-class RankHistoryBody(JobBody):
+class RankHistoryBody(JobInput):
     gpu: str | None = Field(None, max_length=100, description="Card, family or alias; default: the job's top cards.")
     pricing: Pricing = Pricing.on_demand
     statistic: Literal["min", "p25", "median"] = "median"
@@ -73,7 +72,7 @@ async def post_rank(body: RankBody, request: Request) -> Any:
 
     def compute() -> dict[str, Any]:
         # Errors (unknown model, GPU, bad job) propagate in the order they always did and are never cached.
-        prepared = prepare(body.job(), body.assumptions)
+        prepared = prepare(body.spec(), body.assumptions)
         filters = _filters(body)
         options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit,
                               best_per_card=body.best_per_card, limit=body.limit)  # fmt: skip
@@ -94,7 +93,7 @@ async def post_rank_history(body: RankHistoryBody, request: Request) -> Any:
     engine, settings = request.app.state.engine, request.app.state.settings
 
     def compute() -> dict[str, Any]:
-        prepared = prepare(body.job(), body.assumptions)
+        prepared = prepare(body.spec(), body.assumptions)
         ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
         with session_scope(engine) as session:
             result = rank_history(

@@ -204,7 +204,7 @@ def test_encoder_matches_jsonable_encoder(clock):
 
 def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, Any]:
     """The ranking as it was before it worked on narrow arrays (pandas merge and sort of whole frames)."""
-    offers = frame[filter_mask(frame, fresh, filters)]
+    offers = frame.frame[filter_mask(frame, fresh, filters)]
     if offers.empty:
         return {"considered": 0, "fitting": 0, "rows": []}
     slice_mem = offers["gpu_memory_gb_f"].where(offers["gpu_count_f"] < 1)
@@ -271,7 +271,7 @@ def test_rank_equals_the_previous_implementation(engine, settings, clock, filter
                 [type(v) for v in r.values()] for r in expected["rows"]
             ]
         # A frame without the live frame's card codes ranks the same.
-        assert rank(frame.drop(columns=["gpu_code"]), fresh, job, filters, options, now) == expected
+        assert rank(frame.without("gpu_code"), fresh, job, filters, options, now) == expected
     LIVE.clear()
 
 

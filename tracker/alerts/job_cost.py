@@ -1,9 +1,9 @@
 """Cost metrics for alerts: what a saved fine-tuning job costs on a card at a given $/GPU-hour.
 
 Alerts see the estimate model only through `CostModel`, so the rule engine does not depend on how
-throughput is computed; `EstimateCostModel` adapts tracker.estimate's public API (make_job,
-estimate). A job spec is the JSON the estimate accepts as keyword arguments of `make_job`, e.g.
-{"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}.
+throughput is computed; `EstimateCostModel` adapts tracker.estimate's public API. A saved job is
+the JSON of the one job schema (`tracker.estimate.JobInput`, the same fields as the CLI's options
+and the API's job bodies), e.g. {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}.
 """
 
 from __future__ import annotations
@@ -12,9 +12,6 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 COST_METRICS = ("cost_per_run", "usd_per_mtoken")
-# make_job's keyword arguments a stored job may use (never `allow_model_files`: rules come from the API).
-JOB_KEYS = {"model", "method", "rank", "lora_targets", "seq_len", "batch", "grad_checkpointing", "tokens", "examples",
-            "tokens_per_example", "epochs", "offload_activations"}
 
 
 class CostError(ValueError):
@@ -39,20 +36,25 @@ class EstimateCostModel:
     """tracker.estimate behind the CostModel interface."""
 
     def _estimate(self, job: dict[str, Any], gpu_id: str, gpus: Decimal, price: Decimal | None) -> Any:
+        from pydantic import ValidationError
+
         from tracker import estimate as est
         from tracker.catalog.gpus import get_catalog
 
-        if not isinstance(job, dict) or "model" not in job:
+        if not isinstance(job, dict) or not ({"model", "hf_config"} & set(job)):
             raise CostError('job must be an object with at least "model", e.g. {"model": "llama-3.1-8b", '
                             '"method": "qlora", "tokens": "22.5M"}')
-        unknown = sorted(set(job) - JOB_KEYS - {"assumptions"})
-        if unknown:
-            raise CostError(f"job has unknown keys {', '.join(unknown)}; allowed: {', '.join(sorted(JOB_KEYS))}, "
-                            "assumptions", f"job.{unknown[0]}")
         try:
-            spec = est.make_job(**{k: v for k, v in job.items() if k in JOB_KEYS})
+            spec = est.JobInput.model_validate(job)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            where = ".".join(str(part) for part in error["loc"])
+            raise CostError(f"job{'.' + where if where else ''}: {error['msg']}",
+                            f"job.{where}" if where else "job") from None
+        try:
+            # Never `allow_model_files`: rules come from the API, and a path would read the server's disk.
             gpu = get_catalog().get(gpu_id)
-            return est.estimate(spec, gpu, float(gpus), job.get("assumptions"), price_per_gpu_hour=price)
+            return est.estimate(spec.spec(), gpu, float(gpus), spec.assumptions, price_per_gpu_hour=price)
         except est.EstimateError as exc:
             raise CostError(str(exc), f"job.{exc.field}" if getattr(exc, "field", None) else "job") from None
         except (TypeError, ValueError) as exc:  # a value of the wrong type

@@ -9,10 +9,9 @@ from rich import box
 from rich.table import Table
 
 from tracker.catalog.gpus import GpuNameError
-from tracker.cli import job_options as jo
+from tracker.cli.job_options import with_job
 from tracker.cli.output import console, emit_json, fail
-from tracker.estimate import EstimateError, calibrate, default_name, get_assumptions
-from tracker.estimate.service import EstimateRequest, run_estimate
+from tracker.estimate import EstimateError, JobInput, calibrate, default_name, get_assumptions
 
 
 def _assumptions_line(info: dict[str, Any]) -> str:
@@ -24,39 +23,32 @@ commands = typer.Typer()  # its commands are merged into the root app (tracker.c
 
 
 @commands.command("estimate")
+@with_job
 def estimate_cmd(
-    model: str = jo.MODEL,
-    method: str = jo.METHOD,
-    rank: int = jo.RANK,
-    lora_targets: str = jo.LORA_TARGETS,
-    seq_len: int = jo.SEQ_LEN,
-    batch: int = jo.BATCH,
-    grad_checkpointing: bool = jo.GRAD_CHECKPOINTING,
-    offload_activations: bool = jo.OFFLOAD_ACTIVATIONS,
+    job: JobInput,
     gpu: str | None = typer.Option(None, "--gpu", help='Card or family, e.g. "H100 SXM", "4090". Default: every card.'),
     gpus: float = typer.Option(1, "--gpus", help="GPUs in the offer (one machine); below 1 is a slice of a card."),
     memory_gb: float | None = typer.Option(
         None, "--memory-gb", help="Memory per GPU, required for a slice (--gpus < 1)."
     ),
-    tokens: str | None = jo.TOKENS,
-    examples: int | None = jo.EXAMPLES,
-    tokens_per_example: int | None = jo.TOKENS_PER_EXAMPLE,
-    epochs: float = jo.EPOCHS,
     price: str | None = typer.Option(None, "--price", help="$ per GPU-hour."),
-    assumptions: str | None = jo.ASSUMPTIONS,
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-
     """Throughput, memory per GPU and cost of a fine-tuning run, per card."""
-    req = EstimateRequest(
-        model=model, method=method, rank=rank, lora_targets=lora_targets, seq_len=seq_len, batch=batch,
-        grad_checkpointing=grad_checkpointing, offload_activations=offload_activations,
-        tokens=tokens, examples=examples, tokens_per_example=tokens_per_example, epochs=epochs,
-        gpu=gpu, gpus=gpus, memory_gb=memory_gb, price=price, assumptions=assumptions,
-        allow_model_files=True,  # a local user may point at their own config.json
-    )
+    from pydantic import ValidationError
+
+    from tracker.estimate.service import EstimateRequest, run_estimate
+
+
     try:
-        result = run_estimate(req)
+        req = EstimateRequest(**job.model_dump(exclude_unset=True), gpu=gpu, gpus=gpus, memory_gb=memory_gb,
+                              price=price)  # fmt: skip
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        fail(f"--{str(error['loc'][0]).replace('_', '-')}: {error['msg']}")
+    try:
+        # A local user may point --model at their own config.json.
+        result = run_estimate(req, allow_model_files=True)
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
     if json_out:

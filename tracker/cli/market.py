@@ -10,11 +10,11 @@ from rich.table import Table
 
 from providers.contract import Pricing
 from tracker.catalog.gpus import GpuNameError
-from tracker.cli import job_options as jo
 from tracker.cli.context import runtime
+from tracker.cli.job_options import with_job
 from tracker.cli.output import console, emit_json, fail
 from tracker.clock import utcnow
-from tracker.estimate import EstimateError, make_job, prepare
+from tracker.estimate import EstimateError, JobInput, prepare
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.service import market_history, rank_offers
@@ -33,21 +33,10 @@ commands = typer.Typer()  # its commands are merged into the root app (tracker.c
 
 
 @commands.command("cheapest")
+@with_job
 def cheapest(
     ctx: typer.Context,
-    model: str = jo.MODEL,
-    method: str = jo.METHOD,
-    rank: int = jo.RANK,
-    lora_targets: str = jo.LORA_TARGETS,
-    seq_len: int = jo.SEQ_LEN,
-    batch: int = jo.BATCH,
-    grad_checkpointing: bool = jo.GRAD_CHECKPOINTING,
-    offload_activations: bool = jo.OFFLOAD_ACTIVATIONS,
-    tokens: str | None = jo.TOKENS,
-    examples: int | None = jo.EXAMPLES,
-    tokens_per_example: int | None = jo.TOKENS_PER_EXAMPLE,
-    epochs: float = jo.EPOCHS,
-    assumptions: str | None = jo.ASSUMPTIONS,
+    job: JobInput,
     gpu: str | None = typer.Option(None, "--gpu", help="Only this card, family or alias."),
     provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
     pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
@@ -64,12 +53,7 @@ def cheapest(
     if sort_by not in ("cost_per_run", "hours", "usd_per_mtok"):
         fail("--sort must be cost_per_run, hours or usd_per_mtok")
     try:
-        job = make_job(
-            model, method, rank=rank, lora_targets=lora_targets, seq_len=seq_len, batch=batch,
-            grad_checkpointing=grad_checkpointing, offload_activations=offload_activations, tokens=tokens,
-            examples=examples, tokens_per_example=tokens_per_example, epochs=epochs, allow_model_files=True,
-        )  # fmt: skip
-        prepared = prepare(job, assumptions)
+        prepared = prepare(job.spec(allow_model_files=True), job.assumptions)
         filters = RankFilters(
             providers=provider or None, pricing=_pricing(pricing), regions=region or None,
             gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours, include_reference=not no_reference,

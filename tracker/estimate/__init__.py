@@ -37,7 +37,7 @@ from tracker.estimate.errors import (
     UnknownModel,
 )
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
-from tracker.estimate.job import METHODS, JobSpec, make_job, parse_tokens
+from tracker.estimate.job import METHODS, JobInput, JobSpec, make_job, parse_tokens
 from tracker.estimate.memory import COMPONENTS, MemoryParts, memory_parts
 
 __all__ = [
@@ -51,6 +51,7 @@ __all__ = [
     "FlopsBreakdown",
     "InvalidJob",
     "InvalidModelConfig",
+    "JobInput",
     "JobSpec",
     "MeasuredRow",
     "MemoryParts",

@@ -1,7 +1,11 @@
 """The job being priced: which model, how it is trained, and how much training it gets.
 
-`make_job` is the single validation point; the CLI and the HTTP API both go through it, so a bad
-input produces the same message (and names the same field) everywhere.
+`JobInput` is the one job schema: the HTTP request bodies extend it, the CLI's job options are
+generated from its fields (`tracker.cli.job_options`), an alert saves a job as its JSON, and
+`JobInput.spec()` turns it into the estimate's input. Adding a field here adds it everywhere.
+`make_job` is the single semantic validation point behind it (the model must exist, a LoRA rank
+must fit the model, ...), so a bad input produces the same message, naming the same field, in
+every shell.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
@@ -144,3 +150,61 @@ def _training_tokens(
     if isinstance(epochs, bool) or not isinstance(epochs, int | float) or not math.isfinite(epochs) or epochs <= 0:
         raise InvalidJob(f"epochs must be positive, got {epochs!r}", field="epochs")
     return float(examples) * float(tokens_per_example) * float(epochs)
+
+
+class JobInput(BaseModel):
+    """A fine-tuning job as people write it: model, method, shape, and the amount of training.
+
+    Field names are the CLI's option names (`seq_len` is `--seq-len`) and the API's JSON keys. Bounds
+    here are plausibility limits that keep arithmetic finite; `make_job` checks the job against
+    the model (rank vs hidden size, sequence length vs context).
+    """
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), frozen=True)
+
+    model: str | None = Field(
+        None, min_length=1, max_length=200,
+        description="Catalog id (llama-3.1-8b), HF repo id, or a size like 7B (the CLI also takes a config.json path).",
+    )  # fmt: skip
+    hf_config: dict[str, Any] | None = Field(None, description="A Hugging Face config.json, inline (API only).")
+    method: Method = Field("qlora", description="full | lora | qlora")
+    rank: int = Field(16, gt=0, le=65536, description="LoRA rank.")
+    lora_targets: str | list[str] = Field(
+        "all-linear", description="Adapted modules: all-linear, attn, mlp, or names like q,v,o."
+    )
+    seq_len: int = Field(2048, gt=0, le=10_000_000, description="Tokens per sequence.")
+    batch: int = Field(1, gt=0, le=65536, description="Micro-batch per GPU.")
+    grad_checkpointing: bool = Field(True, description="Recompute activations in the backward pass.")
+    offload_activations: bool = Field(
+        False, description="Checkpointed activations live in CPU RAM (Unsloth, torchtune)."
+    )
+    tokens: float | str | None = Field(
+        None, description="Training tokens for the whole run: 22500000 or 22.5M (or give examples)."
+    )
+    examples: int | None = Field(None, gt=0, le=10**12, description="Training examples per epoch.")
+    tokens_per_example: int | None = Field(None, gt=0, le=10**9, description="Tokens per example.")
+    epochs: float = Field(1, gt=0, le=1e6, description="Passes over the examples.")
+    assumptions: str | None = Field(
+        None, max_length=50, description="Assumption set: seed, hf-peft (default), optimized."
+    )
+
+    @model_validator(mode="after")
+    def _one_model(self) -> JobInput:
+        if (self.model is None) == (self.hf_config is None):
+            raise ValueError("give exactly one of model or hf_config")
+        return self
+
+    def spec(self, *, allow_model_files: bool = False) -> JobSpec:
+        """The validated job; raises tracker.estimate errors naming the field. `allow_model_files`
+        lets `model` be a path to a config.json: only for local, trusted callers (the CLI)."""
+        return make_job(
+            self.hf_config if self.hf_config is not None else str(self.model),
+            self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len, batch=self.batch,
+            grad_checkpointing=self.grad_checkpointing, offload_activations=self.offload_activations,
+            tokens=self.tokens, examples=self.examples, tokens_per_example=self.tokens_per_example,
+            epochs=self.epochs, allow_model_files=allow_model_files,
+        )  # fmt: skip
+
+    def saved(self) -> dict[str, Any]:
+        """The JSON an alert stores: only what the user set, so later default changes still apply."""
+        return self.model_dump(mode="json", exclude_unset=True)

@@ -1,45 +1,42 @@
-"""One request shape for `gpu-tracker estimate` and `POST /v1/estimate`.
+"""One request shape for `gpu-tracker estimate` and `POST /v1/estimate`: the job schema plus the offer.
 
-Both shells hand the same fields to `run_estimate`, so they validate the same way, name the same
+Both shells hand the same model to `run_estimate`, so they validate the same way, name the same
 fields in errors, and return the same JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from pydantic import Field, field_validator
+
 from tracker.catalog.gpus import GpuSpec, get_catalog
-from tracker.estimate.architectures import ALL_LINEAR
 from tracker.estimate.assumptions import default_name, get_assumptions
 from tracker.estimate.core import Estimate, prepare
-from tracker.estimate.job import make_job
+from tracker.estimate.job import JobInput
 from tracker.estimate.memory import COMPONENTS
-from tracker.estimate.throughput import as_price
+from tracker.money import parse_amount
 
 
-@dataclass(frozen=True, slots=True)
-class EstimateRequest:
-    model: str | Mapping[str, Any]  # id, HF repo id, size like "7B", config.json path, or the config itself
-    method: str = "qlora"
-    rank: int = 16
-    lora_targets: str | Sequence[str] = ALL_LINEAR
-    seq_len: int = 2048
-    batch: int = 1
-    grad_checkpointing: bool = True
-    offload_activations: bool = False
-    tokens: str | float | None = None
-    examples: int | None = None
-    tokens_per_example: int | None = None
-    epochs: float = 1
-    gpu: str | None = None
-    gpus: float = 1
-    memory_gb: float | None = None
-    price: Decimal | float | str | None = None  # $/GPU-hour
-    assumptions: str | None = None
-    allow_model_files: bool = False  # True only for local users (the CLI): `model` may then be a file path
+class EstimateRequest(JobInput):
+    """The job plus the offer to price it on (every card when `gpu` is omitted)."""
+
+    gpu: str | None = Field(None, max_length=100, description="Card or family; all cards when omitted.")
+    gpus: float = Field(1, gt=0, le=1024, description="GPUs in the offer (one machine); < 1 is a slice.")
+    memory_gb: float | None = Field(None, gt=0, le=100_000, description="Per-GPU memory; required for a slice.")
+    price: Decimal | None = Field(None, ge=0, le=1_000_000, description="USD per GPU-hour.")
+
+    @field_validator("price", mode="before")
+    @classmethod
+    def _amount(cls, value: object) -> object:
+        # "$2.69" as people type it; anything else is left to the Decimal field's own checks.
+        if isinstance(value, str):
+            try:
+                return parse_amount(value)
+            except ValueError:
+                return value
+        return value
 
 
 def resolve_gpus(name: str | None) -> list[GpuSpec]:
@@ -55,15 +52,11 @@ def _sort_key(est: Estimate) -> tuple[bool, float]:
     return (not est.fits, float(cost) if cost is not None else est.hours)
 
 
-def run_estimate(req: EstimateRequest) -> dict[str, Any]:
-    job = make_job(
-        req.model, req.method, rank=req.rank, lora_targets=req.lora_targets, seq_len=req.seq_len,
-        batch=req.batch, grad_checkpointing=req.grad_checkpointing, tokens=req.tokens, examples=req.examples,
-        tokens_per_example=req.tokens_per_example, epochs=req.epochs, offload_activations=req.offload_activations,
-        allow_model_files=req.allow_model_files,
-    )
+def run_estimate(req: EstimateRequest, *, allow_model_files: bool = False) -> dict[str, Any]:
+    """`allow_model_files`: only the CLI (a local user) may name a config.json path as the model."""
+    job = req.spec(allow_model_files=allow_model_files)
     aset = get_assumptions(req.assumptions)
-    price = as_price(req.price)
+    price = req.price
     prepared = prepare(job, aset)
     cards = resolve_gpus(req.gpu)
     estimates = sorted(

@@ -1,8 +1,9 @@
 """Ingest: turn one provider batch into change-only history, in one transaction.
 
 Stages: validate and normalize every offer (bad rows and unknown GPU names are set aside and
-counted), check the batch as a whole (a collapsed or degenerate batch is quarantined and changes
-nothing), then diff against the stored offers: new offers and price changes write price rows,
+counted), check the batch as a whole against the last good run (an empty, collapsed or degenerate
+batch, or one whose price level jumped, is quarantined and changes nothing: `tracker.ingest.quarantine`),
+then diff against the stored offers: new offers and price changes write price rows,
 unchanged offers only move `last_seen`, offers missing from a successful batch are closed, and
 returning offers reopen. Ingesting the same batch twice writes no price row.
 """
@@ -21,6 +22,7 @@ from sqlalchemy.orm import Session
 from providers.contract import ScrapedOffer, ScrapeResult
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
 from tracker.config import Settings
+from tracker.ingest.quarantine import quarantine_reason
 from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
 from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
@@ -136,29 +138,6 @@ def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec 
     return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
 
 
-def quarantine_reason(session: Session, provider: str, prepared: Prepared, settings: Settings) -> str | None:
-    """Batch-level checks: a batch that looks broken must not overwrite good prices."""
-    valid = prepared.valid
-    previous = session.scalar(
-        select(ScrapeRun.offers_valid)
-        .where(ScrapeRun.provider == provider, ScrapeRun.status == "ok")
-        .order_by(ScrapeRun.started_at.desc(), ScrapeRun.id.desc())
-        .limit(1)
-    )
-    if (
-        previous is not None
-        and previous >= settings.quarantine_min_previous
-        and len(valid) < previous * settings.quarantine_collapse_ratio
-    ):
-        return f"offer count collapsed from {previous} to {len(valid)} valid offers"
-    if len(valid) >= 5 and len({v.price_per_gpu_hour for v in valid}) == 1:
-        return f"all {len(valid)} offers have the identical price ${valid[0].price_per_gpu_hour}/GPU-hour"
-    total = len(valid) + sum(prepared.unknown_counts.values())
-    if total >= 10 and sum(prepared.unknown_counts.values()) > total / 2:
-        return f"{sum(prepared.unknown_counts.values())} of {total} offers have unknown GPU names"
-    return None
-
-
 def _offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
     s = v.scraped
     return {
@@ -215,11 +194,8 @@ def ingest(
     run.invalid_offers = len(prepared.invalid)
     _record_unknown(session, run, prepared, observed_at)
 
-    if reason := quarantine_reason(session, provider, prepared, settings):
-        report.status, report.error = "quarantined", reason
-        run.status, run.error = "quarantined", reason
-        return report
-
+    # Read before the batch checks: the listed offers' prices are the last good run's, which the
+    # price-level check compares against; the diff below needs the same rows anyway.
     existing = {
         row.offer_key: row
         for row in session.execute(
@@ -231,12 +207,18 @@ def ingest(
                 Offer.delisted_at.is_not(None).label("delisted"),
                 Offer.available,
                 Offer.gpu_id,
+                Offer.pricing,
                 Offer.gpu_count,
                 Offer.region,
                 Offer.demo,
             ).where(Offer.provider == provider)
         )
     }
+
+    if reason := quarantine_reason(session, provider, prepared, settings, existing):
+        report.status, report.error = "quarantined", reason
+        run.status, run.error = "quarantined", reason
+        return report
 
     new_rows: list[dict[str, Any]] = []
     new_prices: list[tuple[str, ValidOffer]] = []

@@ -1,19 +1,25 @@
-"""The live offer frame: every listed offer as one pandas DataFrame, cached until the next ingest.
+"""The live offers: every listed offer as numpy columns, cached until the next ingest.
 
-The market snapshot and the ranking both read this frame, so a request costs one primary-key read
+The market snapshot and the ranking both read this table, so a request costs one primary-key read
 (the data version bumped by every ingest, in any process) instead of a scan of the offers table.
 Freshness is judged per provider by the one rule in `tracker.market.freshness`.
+
+The table is plain numpy: ranking a job (the API's /v1/rank and the CLI's `cheapest`) needs nothing
+heavier, and a command-line call should not pay for importing pandas. The statistics that group
+offers use `OfferTable.frame`, a pandas view built on first use and kept with the table.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
@@ -22,33 +28,100 @@ from tracker.config import Settings
 from tracker.market import freshness
 from tracker.storage.tables import DataVersion, Offer
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 COLUMNS = [
     "id", "provider", "offer_key", "gpu_id", "gpu_family", "gpu_count", "gpu_memory_gb", "pricing",
     "reserved_term", "region", "instance_type", "available", "demo", "price_per_hour", "price_per_gpu_hour",
     "first_seen", "last_seen",
 ]  # fmt: skip
+_FLOATS = ("gpu_count", "gpu_memory_gb", "price_per_hour", "price_per_gpu_hour")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
 
 
 def data_version(session: Session) -> int:
     return session.scalar(select(DataVersion.version).where(DataVersion.id == 1)) or 0
 
 
-def _load(session: Session) -> pd.DataFrame:
+def epoch_us(moment: datetime) -> int:
+    """Whole microseconds since the epoch: exact, unlike a float timestamp."""
+    return (moment - _EPOCH) // _US
+
+
+def factorize(values: Iterable[object]) -> tuple[npt.NDArray[np.intp], list[object]]:
+    """A small integer per distinct value, in order of first appearance (NaN and None are values too)."""
+    index: dict[object, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.intp)
+    return codes, list(index)
+
+
+@dataclass(eq=False)
+class OfferTable:
+    """Live offers, one numpy array per column (all the same length)."""
+
+    columns: dict[str, npt.NDArray[Any]]
+    providers: list[str]  # provider name per `provider_code`
+    _frame: pd.DataFrame | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.columns["id"])
+
+    @property
+    def empty(self) -> bool:
+        return len(self) == 0
+
+    def __getitem__(self, name: str) -> npt.NDArray[Any]:
+        return self.columns[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.columns
+
+    def without(self, *names: str) -> OfferTable:
+        return OfferTable({k: v for k, v in self.columns.items() if k not in names}, self.providers)
+
+    def last_seen(self, rows: npt.NDArray[np.intp]) -> list[datetime]:
+        return [_EPOCH + timedelta(microseconds=int(us)) for us in self.columns["last_seen_us"][rows]]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The same offers as a pandas DataFrame (for grouped statistics), built once per table."""
+        if self._frame is None:
+            import pandas as pd
+
+            df = pd.DataFrame({k: v for k, v in self.columns.items() if k != "last_seen_us"})
+            df["last_seen"] = pd.to_datetime(self.columns["last_seen_us"], unit="us", utc=True)
+            df.attrs["providers"] = self.providers
+            self._frame = df
+        return self._frame
+
+
+def _objects(values: Sequence[object]) -> npt.NDArray[np.object_]:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _load(session: Session) -> OfferTable:
     stmt = select(*[getattr(Offer, c) for c in COLUMNS]).where(Offer.delisted_at.is_(None))
-    df = pd.DataFrame(session.execute(stmt).all(), columns=COLUMNS)
-    df["reference"] = df["provider"].isin(reference_providers())
+    rows = session.execute(stmt).all()
+    raw = dict(zip(COLUMNS, zip(*rows, strict=True), strict=True)) if rows else {c: () for c in COLUMNS}
+    columns: dict[str, npt.NDArray[Any]] = {c: _objects(v) for c, v in raw.items() if c != "last_seen"}
+    columns["id"] = np.array(raw["id"], dtype=np.int64)
+    columns["demo"] = np.array(raw["demo"], dtype=bool)
+    refs = reference_providers()
+    columns["reference"] = np.fromiter((p in refs for p in raw["provider"]), dtype=bool, count=len(rows))
     # A small integer per provider: freshness windows (which depend on the settings) are looked up per
     # provider, not per row, on every request.
-    codes, names = pd.factorize(df["provider"], use_na_sentinel=False)
-    df["provider_code"] = codes
-    df.attrs["providers"] = [str(n) for n in names]
+    columns["provider_code"], names = factorize(raw["provider"])
     # Floats for vectorised arithmetic; the exact Decimals stay in the database and in offer rows.
-    for col in ("gpu_count", "gpu_memory_gb", "price_per_hour", "price_per_gpu_hour"):
-        df[col + "_f"] = df[col].astype(float)
-    df["last_seen"] = pd.to_datetime(df["last_seen"], utc=True)
+    for col in _FLOATS:
+        columns[col + "_f"] = np.array([np.nan if v is None else float(v) for v in raw[col]], dtype=np.float64)
+    columns["last_seen_us"] = np.fromiter((epoch_us(t) for t in raw["last_seen"]), dtype=np.int64, count=len(rows))
     # A small integer per card, so rankings group offers by card without hashing strings per request.
-    df["gpu_code"] = pd.factorize(df["gpu_id"], use_na_sentinel=False)[0]
-    return df
+    columns["gpu_code"], _ = factorize(raw["gpu_id"])
+    return OfferTable(columns, [str(n) for n in names])
 
 
 # Bounds on the derived-result memo: a client varying parameters cannot grow memory without limit.
@@ -77,14 +150,14 @@ class LiveOffers:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
-        self._frames: dict[str, tuple[int, pd.DataFrame]] = {}
+        self._frames: dict[str, tuple[int, OfferTable]] = {}
         self._derived: OrderedDict[tuple[str, int, object], object] = OrderedDict()
         self._sizes: dict[tuple[str, int, object], int] = {}
         self._bytes = 0
         self._latest: dict[str, int] = {}
         self._inflight: dict[tuple[str, int, object], tuple[threading.Event, int]] = {}
 
-    def frame(self, engine: Engine, session: Session) -> tuple[int, pd.DataFrame]:
+    def frame(self, engine: Engine, session: Session) -> tuple[int, OfferTable]:
         key = engine.url.render_as_string(hide_password=False)
         version = data_version(session)
         cached = self._frames.get(key)
@@ -177,15 +250,15 @@ LIVE = LiveOffers()
 
 
 def fresh_mask(
-    df: pd.DataFrame, now: datetime, settings: Settings, max_age: timedelta | None = None
+    table: OfferTable, now: datetime, settings: Settings, max_age: timedelta | None = None
 ) -> npt.NDArray[np.bool_]:
     """Offers live at `now` by the freshness rule, or seen within `max_age` when the caller gives one."""
-    if df.empty:
+    if table.empty:
         return np.zeros(0, dtype=bool)
     if max_age is not None:
-        limit = np.full(len(df), max_age.total_seconds())
+        limit = np.full(len(table), max_age // _US, dtype=np.int64)
     else:
-        per_provider = [freshness.window(p, settings).total_seconds() for p in df.attrs["providers"]]
-        limit = np.array(per_provider, dtype=np.float64)[df["provider_code"].to_numpy()]
-    age = (pd.Timestamp(now) - df["last_seen"]).dt.total_seconds().to_numpy()
+        per_provider = [freshness.window(p, settings) // _US for p in table.providers]
+        limit = np.array(per_provider, dtype=np.int64)[table["provider_code"]]
+    age = epoch_us(now) - table["last_seen_us"]
     return np.asarray(age <= limit, dtype=bool)

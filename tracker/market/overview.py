@@ -67,7 +67,7 @@ def market_overview(
               now.replace(second=0, microsecond=0))  # fmt: skip
 
     def compute() -> list[dict[str, Any]]:
-        demo = _demo_groups(frame, fresh_mask(frame, now, settings), include_reference)
+        demo = _demo_groups(frame.frame, fresh_mask(frame, now, settings), include_reference)
         catalog = get_catalog()
         rows = []
         for card in snapshot["cards"]:

@@ -14,11 +14,12 @@ from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
+import numpy.typing as npt
 
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import PreparedJob
+from tracker.market.live import OfferTable, epoch_us, factorize
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 
@@ -44,31 +45,41 @@ class RankOptions:
     limit: int = 50
 
 
-def _region_mask(regions: pd.Series, wanted: Sequence[str]) -> np.ndarray:
-    mask = np.zeros(len(regions), dtype=bool)
-    for r in wanted:
-        mask |= (regions == r).to_numpy() | regions.str.startswith(f"{r}-").to_numpy()
-    return mask
+Mask = npt.NDArray[np.bool_]
 
 
-def filter_mask(frame: pd.DataFrame, fresh: np.ndarray, f: RankFilters) -> np.ndarray:
+def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
+    allowed = set(wanted)
+    return np.fromiter((v in allowed for v in values), dtype=bool, count=len(values))
+
+
+def _region_mask(regions: npt.NDArray[Any], wanted: Sequence[str]) -> Mask:
+    """A region matches exactly or as a prefix ("us" matches "us-east-1")."""
+    prefixes = tuple(f"{r}-" for r in wanted)
+    exact = set(wanted)
+    return np.fromiter(
+        (isinstance(r, str) and (r in exact or r.startswith(prefixes)) for r in regions), dtype=bool, count=len(regions)
+    )
+
+
+def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
     mask = fresh.copy()
     if f.providers:
-        mask &= frame["provider"].isin(list(f.providers)).to_numpy()
+        mask &= _member(table["provider"], f.providers)
     if f.pricing:
-        mask &= frame["pricing"].isin(list(f.pricing)).to_numpy()
+        mask &= _member(table["pricing"], f.pricing)
     if f.regions:
-        mask &= _region_mask(frame["region"], f.regions)
+        mask &= _region_mask(table["region"], f.regions)
     if f.gpu_ids:
-        mask &= frame["gpu_id"].isin(list(f.gpu_ids)).to_numpy()
+        mask &= _member(table["gpu_id"], f.gpu_ids)
     if f.min_gpus is not None:
-        mask &= frame["gpu_count_f"].to_numpy() >= f.min_gpus
+        mask &= table["gpu_count_f"] >= f.min_gpus
     if f.max_gpus is not None:
-        mask &= frame["gpu_count_f"].to_numpy() <= f.max_gpus
+        mask &= table["gpu_count_f"] <= f.max_gpus
     if not f.include_reference:
-        mask &= ~frame["reference"].to_numpy()
+        mask &= ~table["reference"]
     if f.available_only:
-        mask &= frame["available"].map(lambda a: a is None or bool(a)).to_numpy(dtype=bool)
+        mask &= np.fromiter((a is None or bool(a) for a in table["available"]), dtype=bool, count=len(table))
     return mask
 
 
@@ -80,9 +91,12 @@ ComboKey = tuple[str, float, float | None]
 
 def _combo_codes(cards: np.ndarray, gpus: np.ndarray, slice_gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A code per offer for its distinct (card code, GPU count, slice memory), and the first offer of each code."""
-    n, n_uniques = pd.factorize(gpus, use_na_sentinel=False)
-    m, m_uniques = pd.factorize(slice_gb, use_na_sentinel=False)
-    codes, uniques = pd.factorize((cards.astype(np.int64) * len(n_uniques) + n) * len(m_uniques) + m)
+    # np.unique groups NaN slice memories (whole GPUs) together; codes follow sorted order, which is
+    # as good as first appearance here: only the grouping matters.
+    _, n = np.unique(gpus, return_inverse=True)
+    _, m = np.unique(slice_gb, return_inverse=True)
+    combined = (cards.astype(np.int64) * (n.max(initial=0) + 1) + n) * (m.max(initial=0) + 1) + m
+    codes, uniques = factorize(combined.tolist())
     first = np.empty(len(uniques), dtype=np.intp)
     first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write per code is its first offer
     return codes, first
@@ -127,8 +141,8 @@ def _estimate_combos(
 
 
 def rank(
-    frame: pd.DataFrame,
-    fresh: np.ndarray,
+    frame: OfferTable,
+    fresh: Mask,
     prepared: PreparedJob,
     filters: RankFilters,
     options: RankOptions,
@@ -143,16 +157,13 @@ def rank(
     considered = len(idx)
     if not considered:
         return {"considered": 0, "fitting": 0, "rows": []}
-    all_gpu_ids = frame["gpu_id"].to_numpy()
-    # Card codes: precomputed for the whole live frame (tracker.market.live), else from the selected offers.
-    if "gpu_code" in frame:
-        cards = frame["gpu_code"].to_numpy()[idx]
-    else:
-        cards = pd.factorize(all_gpu_ids[idx], use_na_sentinel=False)[0]
-    gpus = frame["gpu_count_f"].to_numpy()[idx]
-    slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"].to_numpy()[idx], np.nan)
+    all_gpu_ids = frame["gpu_id"]
+    # Card codes: precomputed for the whole live table (tracker.market.live), else from the selected offers.
+    cards = frame["gpu_code"][idx] if "gpu_code" in frame else factorize(all_gpu_ids[idx])[0]
+    gpus = frame["gpu_count_f"][idx]
+    slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"][idx], np.nan)
     codes, est = _estimate_combos(prepared, lambda i: all_gpu_ids[idx[i]], cards, gpus, slice_gb, estimates)
-    price_h = frame["price_per_hour_f"].to_numpy()[idx]
+    price_h = frame["price_per_hour_f"][idx]
     tps = est["tokens_per_second"][codes]
     hours = est["hours"][codes]
     fits = est["fits"][codes]
@@ -167,7 +178,7 @@ def rank(
     if not options.best_per_card:  # only the first `limit` are returned: sort just the candidates for them
         kept = _candidates(kept, fits, key, options.limit)
     # Fitting first, then the sort key, price and id (unique, so the order is total); NaN sorts last.
-    ids = frame["id"].to_numpy()[idx]
+    ids = frame["id"][idx]
     order = kept[np.lexsort((ids[kept], price_h[kept], key[kept], ~fits[kept]))]
     if options.best_per_card:
         best = np.zeros(cards.max() + 1, dtype=np.intp)
@@ -175,13 +186,12 @@ def rank(
         order = order[np.sort(best[np.unique(cards[order])])]
     top = order[: options.limit]
     rows = idx[top]
-    columns = {c: _column(frame[c].to_numpy()[rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
+    columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
     columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
-    last_seen = frame["last_seen"].array[rows]
-    columns["last_seen"] = list(last_seen.to_pydatetime())
-    columns["age_s"] = (pd.Timestamp(now) - last_seen).total_seconds().tolist()
+    columns["last_seen"] = frame.last_seen(rows)
+    columns["age_s"] = ((epoch_us(now) - frame["last_seen_us"][rows]) / 1e6).tolist()
     names = list(columns)
     out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
     return {"considered": considered, "fitting": fitting, "rows": out}

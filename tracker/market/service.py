@@ -43,7 +43,7 @@ def market_snapshot(
 
     def compute() -> list[dict[str, Any]]:
         fresh = fresh_mask(frame, now, settings, max_age)
-        stats = market.snapshot(frame, fresh=fresh, gpu_ids=gpu_ids, pricing=pricing,
+        stats = market.snapshot(frame.frame, fresh=fresh, gpu_ids=gpu_ids, pricing=pricing,
                                 include_reference=include_reference)  # fmt: skip
         return [s.as_dict() | {"age_s": (now - s.freshest).total_seconds()} for s in stats]
 

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
+from providers.fetching import fetch_offers
 from providers.registry import all_providers, get_provider
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import Clock, utcnow
@@ -185,7 +186,7 @@ async def _run_one(
             backoff_base_s=0.0 if job.source != "live" else 0.5,
         )
         try:
-            result = await asyncio.wait_for(provider().fetch(ctx), timeout=settings.scrape_timeout_s)
+            result = await asyncio.wait_for(fetch_offers(provider, ctx), timeout=settings.scrape_timeout_s)
         except MissingCredentials as exc:
             return fail("skipped", str(exc))
         except TimeoutError:
