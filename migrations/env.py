@@ -9,7 +9,7 @@ from tracker.config import get_settings
 from tracker.storage import metadata
 
 config = context.config
-target_metadata = metadata
+target_metadata = metadata()
 
 
 def _url() -> str:

@@ -17,9 +17,10 @@ from sqlalchemy import Engine, create_engine, insert, text
 
 from tests.factories.clock import FakeClock
 from tracker.config import Settings
+from tracker.storage import metadata
 from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine
-from tracker.storage.tables import Base, DataVersion
+from tracker.storage.tables import DataVersion
 
 PG_ADMIN_URL = os.environ.get(
     "TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -78,10 +79,10 @@ def sqlite_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 def _empty(engine: Engine) -> None:
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
-            names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+            names = ", ".join(f'"{t.name}"' for t in metadata().sorted_tables)
             conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
         else:
-            for table in reversed(Base.metadata.sorted_tables):
+            for table in reversed(metadata().sorted_tables):
                 conn.execute(table.delete())
         # The migration seeds the cache-version row; emptying must leave the schema as migrated.
         conn.execute(insert(DataVersion).values(id=1, version=0))
@@ -111,7 +112,7 @@ def cli(engine, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     import tracker.cli  # noqa: F401  (registers every command)
-    from tracker.cli.app import app
+    from tracker.cli.root import app
     from tracker.config import get_settings
 
     monkeypatch.setenv("TRACKER_DATA_DIR", str(tmp_path))

@@ -1,8 +1,8 @@
-"""Command-line interface: the `gpu-tracker` Typer app (`tracker.cli.app` lists every command group)."""
+"""Command-line interface: the `gpu-tracker` Typer app (`tracker.cli.root` lists every command group)."""
 
 from __future__ import annotations
 
-from tracker.cli.app import app
+from tracker.cli.root import app
 
 
 def main() -> None:

@@ -21,7 +21,9 @@ from tracker.clock import utcnow
 from tracker.storage.alert_tables import AlertRule
 from tracker.storage.engine import session_scope
 
-alerts_app = typer.Typer(help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True)
+alerts_app = typer.Typer(
+    add_completion=False, help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True
+)
 
 
 def _runtime(ctx: typer.Context) -> Runtime:

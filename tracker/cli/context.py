@@ -37,7 +37,7 @@ def runtime(ctx: typer.Context, *, ensure_schema: bool = True) -> Runtime:
 
 def _ensure_schema(engine: Engine) -> None:
     """The embedded SQLite default migrates itself; a shared Postgres is migrated on purpose."""
-    current, head = migrate.current(engine), migrate.head()
+    current, head = migrate.stamped(engine), migrate.shipped_head()
     if current == head:
         return
     if engine.dialect.name == "sqlite":

@@ -10,7 +10,7 @@ from tracker.cli.context import engine_label, runtime
 from tracker.cli.output import console, fail
 from tracker.storage import migrations as migrate
 
-db_app = typer.Typer(help="Database schema: upgrade, downgrade, check.", no_args_is_help=True)
+db_app = typer.Typer(add_completion=False, help="Database schema: upgrade, downgrade, check.", no_args_is_help=True)
 
 
 @db_app.command("upgrade")

@@ -19,7 +19,7 @@ def _assumptions_line(info: dict[str, Any]) -> str:
     return f"[bold]assumptions:[/] {info['name']}{tag} — {info['title']}"
 
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("estimate")

@@ -40,7 +40,7 @@ def _table(specs: list[GpuSpec], title: str) -> Table:
     return table
 
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("gpus")

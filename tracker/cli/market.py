@@ -8,28 +8,23 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from providers.contract import Pricing
-from tracker.catalog.gpus import GpuNameError
-from tracker.cli.context import runtime
 from tracker.cli.job_options import with_job
 from tracker.cli.output import console, emit_json, fail
-from tracker.clock import utcnow
-from tracker.estimate import EstimateError, JobInput, prepare
-from tracker.market.offers import gpu_ids_for
-from tracker.market.rank import RankFilters, RankOptions
-from tracker.market.service import market_history, rank_offers
-from tracker.market.statistics import INTERVALS
-from tracker.storage.engine import session_scope
+from tracker.estimate.job import JobInput
+
+# Domain modules are imported inside the commands: a command-line call loads only what it runs.
 
 
 def _pricing(values: list[str] | None) -> list[str] | None:
+    from providers.contract import Pricing
+
     try:
         return [Pricing(v).value for v in values] if values else None
     except ValueError:
         fail(f"--pricing must be one of {', '.join(p.value for p in Pricing)}")
 
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("cheapest")
@@ -50,6 +45,15 @@ def cheapest(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Live offers ranked by what this fine-tuning run would cost on them."""
+    from tracker.catalog.gpus import GpuNameError
+    from tracker.cli.context import runtime
+    from tracker.clock import utcnow
+    from tracker.estimate import EstimateError, prepare
+    from tracker.market.offers import gpu_ids_for
+    from tracker.market.rank import RankFilters, RankOptions
+    from tracker.market.service import rank_offers
+    from tracker.storage.engine import session_scope
+
     if sort_by not in ("cost_per_run", "hours", "usd_per_mtok"):
         fail("--sort must be cost_per_run, hours or usd_per_mtok")
     try:
@@ -70,6 +74,10 @@ def cheapest(
     _print_rank(result)
 
 
+def _amount(value: Any, places: int) -> str:
+    return "-" if value is None else f"{value:.{places}f}"
+
+
 def _print_rank(result: dict[str, Any]) -> None:
     job = result["job"]
     console.print(
@@ -85,7 +93,7 @@ def _print_rank(result: dict[str, Any]) -> None:
         table.add_row(
             label, r["gpu"] + ("" if r["fits"] else " [red](does not fit)[/]"), f"{r['gpus']:g}", r["pricing"],
             r["region"] or "-", f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
-            f"{r['cost_per_run']:.2f}", f"{r['usd_per_mtok']:.4f}", age,
+            _amount(r["cost_per_run"], 2), _amount(r["usd_per_mtok"], 4), age,
         )  # fmt: skip
     console.print(table)
 
@@ -101,6 +109,14 @@ def history(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history."""
+    from tracker.catalog.gpus import GpuNameError
+    from tracker.cli.context import runtime
+    from tracker.clock import utcnow
+    from tracker.market.offers import gpu_ids_for
+    from tracker.market.service import market_history
+    from tracker.market.statistics import INTERVALS
+    from tracker.storage.engine import session_scope
+
     if interval not in INTERVALS:
         fail(f"--interval must be one of {', '.join(INTERVALS)}")
     (kind,) = _pricing([pricing]) or ["on_demand"]

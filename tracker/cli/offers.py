@@ -13,7 +13,7 @@ from tracker.cli.output import console, emit_json, fail
 from tracker.market.offers import OfferFilters, current_offers, offer_row
 from tracker.storage.engine import session_scope
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("offers")

@@ -23,7 +23,7 @@ from tracker.pipeline.scraping import plan, run_scrape
 STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
 
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("scrape")

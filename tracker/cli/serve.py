@@ -9,7 +9,7 @@ import typer
 from tracker.cli.context import runtime
 from tracker.cli.output import console
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("up")

@@ -19,7 +19,7 @@ from tracker.pipeline.worker import Worker, interval_for, scheduler_options
 STYLE = {"ok": "green", "failed": "red", "timeout": "red", "quarantined": "yellow"}
 
 
-commands = typer.Typer()  # its commands are merged into the root app (tracker.cli.app)
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
 
 @commands.command("worker")

@@ -17,20 +17,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-from sqlalchemy import BigInteger, Float, cast, or_, select
-from sqlalchemy.ext.compiler import compiles
+from sqlalchemy import Float, cast, or_, select
 from sqlalchemy.orm import Session
-from sqlalchemy.sql.functions import FunctionElement
 
 from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import freshness
 from tracker.money import to_money
+from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferPrice
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 QUANTILES = {"p25": 0.25, "median": 0.5, "p75": 0.75}
 INTERVALS = {"1h": timedelta(hours=1), "1d": timedelta(days=1), "1w": timedelta(weeks=1)}
@@ -112,33 +113,6 @@ def snapshot(
 
 def _floor(t: datetime, step: timedelta, origin: datetime) -> datetime:
     return origin + ((t - origin) // step) * step
-
-
-class epoch_us(FunctionElement[int]):
-    """Whole microseconds since the Unix epoch of a UTC datetime column, computed exactly in SQL.
-
-    A plain integer bypasses the UTCDateTime decorator (and datetime objects) on the way out, and
-    keeps the stored microseconds: SQLite's julianday() would round them to milliseconds.
-    """
-
-    type = BigInteger()
-    name = "epoch_us"
-    inherit_cache = True
-
-
-@compiles(epoch_us)
-def _epoch_us_default(element: epoch_us, compiler: Any, **kw: Any) -> str:  # Postgres: numeric, exact
-    return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) * 1000000 AS BIGINT)"
-
-
-@compiles(epoch_us, "sqlite")
-def _epoch_us_sqlite(element: epoch_us, compiler: Any, **kw: Any) -> str:
-    # Stored as naive UTC text 'YYYY-MM-DD HH:MM:SS[.ffffff]': the whole seconds (without the fraction,
-    # which strftime would round to milliseconds, carrying .9995 into the next second), plus the digits
-    # after the dot.
-    col = compiler.process(element.clauses, **kw)
-    seconds = f"CAST(strftime('%s', substr({col}, 1, 19)) AS INTEGER)"
-    return f"({seconds} * 1000000 + CAST(substr({col} || '000000', 21, 6) AS INTEGER))"
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

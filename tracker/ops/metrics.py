@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
 
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -22,7 +21,7 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 from prometheus_client.registry import Collector
-from sqlalchemy import Engine, extract, func, literal_column, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from tracker.clock import Clock, utcnow
@@ -30,6 +29,7 @@ from tracker.config import Settings
 from tracker.market.service import market_snapshot
 from tracker.ops.status import provider_status
 from tracker.storage.engine import session_scope
+from tracker.storage.sql import seconds_between
 from tracker.storage.tables import DataVersion, ScrapeRun
 
 log = logging.getLogger(__name__)
@@ -37,13 +37,6 @@ log = logging.getLogger(__name__)
 PREFIX = "gpu_tracker"
 ALERT_STATES = ("inactive", "pending", "firing", "resolved", "no_data")
 NOTIFICATION_STATUSES = ("pending", "delivered", "failed")
-
-
-def _seconds_between(engine: Engine, start: Any, stop: Any) -> Any:
-    """stop − start in seconds, as SQL (the two backends spell interval arithmetic differently)."""
-    if engine.dialect.name == "sqlite":
-        return (func.julianday(stop) - func.julianday(start)) * literal_column("86400.0")
-    return extract("epoch", stop - start)
 
 
 class DatabaseCollector(Collector):
@@ -82,7 +75,7 @@ class DatabaseCollector(Collector):
             f"{PREFIX}_scrape_duration_seconds", "Wall time of finished scrape runs (start to finish)",
             labels=["provider"],
         )  # fmt: skip
-        seconds = _seconds_between(self.engine, ScrapeRun.started_at, ScrapeRun.finished_at)
+        seconds = seconds_between(self.engine, ScrapeRun.started_at, ScrapeRun.finished_at)
         stmt = select(
             ScrapeRun.provider, ScrapeRun.status, func.count(), func.count(ScrapeRun.finished_at),
             func.coalesce(func.sum(seconds), 0),

@@ -1,15 +1,25 @@
-"""Run Alembic migrations programmatically (used by `gpu-tracker db …` and the tests)."""
+"""Run Alembic migrations programmatically (used by `gpu-tracker db …`, every CLI command's schema
+check, and the tests).
+
+Alembic is imported only to migrate: checking that a database is at head — which every CLI command
+does — reads the `alembic_version` row and the file names of `migrations/versions/`, whose
+`NNNN_` prefix is the revision (a convention `tests/tracker/storage/test_migrations.py` enforces).
+"""
 
 from __future__ import annotations
 
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect, text
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 
 def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("migrations")))
     # Alembic's ini-style interpolation treats % specially (URL-encoded passwords).
@@ -21,6 +31,8 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     with engine.begin() as connection:
         cfg = alembic_config(engine.url.render_as_string(hide_password=False))
         cfg.attributes["connection"] = connection
+        from alembic import command
+
         command.upgrade(cfg, revision)
 
 
@@ -28,6 +40,8 @@ def downgrade(engine: Engine, revision: str = "base") -> None:
     with engine.begin() as connection:
         cfg = alembic_config(engine.url.render_as_string(hide_password=False))
         cfg.attributes["connection"] = connection
+        from alembic import command
+
         command.downgrade(cfg, revision)
 
 
@@ -36,6 +50,8 @@ def check(engine: Engine) -> None:
     with engine.begin() as connection:
         cfg = alembic_config(engine.url.render_as_string(hide_password=False))
         cfg.attributes["connection"] = connection
+        from alembic import command
+
         command.check(cfg)
 
 
@@ -51,3 +67,18 @@ def current(engine: Engine) -> str | None:
 
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
+
+
+def shipped_head() -> str | None:
+    """The newest revision the code ships, from the migration files' names (no Alembic import)."""
+    versions = resources.files("migrations") / "versions"
+    names = [f.name[:4] for f in versions.iterdir() if f.name[:4].isdigit() and f.name.endswith(".py")]
+    return max(names) if names else None
+
+
+def stamped(engine: Engine) -> str | None:
+    """The revision recorded in the database (None for an empty database), with one plain query."""
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 import tracker.cli.estimate  # noqa: F401  (registers the commands)
 from tracker.catalog.gpus import get_catalog
-from tracker.cli.app import app
+from tracker.cli.root import app
 
 runner = CliRunner()
 

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 
 import tracker.cli.gpus  # noqa: F401  # registers the command on the shared app
 from tracker.catalog.gpus import get_catalog
-from tracker.cli.app import app
+from tracker.cli.root import app
 
 runner = CliRunner()
 

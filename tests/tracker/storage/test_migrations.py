@@ -54,7 +54,7 @@ def test_embedded_database_behind_head_is_upgraded_by_the_cli(tmp_path):
     from typer.testing import CliRunner
 
     import tracker.cli  # noqa: F401
-    from tracker.cli.app import app
+    from tracker.cli.root import app
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = make_engine(url)
@@ -62,3 +62,19 @@ def test_embedded_database_behind_head_is_upgraded_by_the_cli(tmp_path):
     result = CliRunner().invoke(app, ["--database-url", url, "providers", "--json"])
     assert result.exit_code == 0, result.output
     assert migrate.current(engine) == migrate.head()
+
+
+def test_the_fast_head_is_alembics_head():
+    """Every command checks the schema by file name (no Alembic import): the convention must hold."""
+    from importlib import resources
+
+    assert migrate.shipped_head() == migrate.head()
+    for f in (resources.files("migrations") / "versions").iterdir():
+        if f.name.endswith(".py") and f.name[:4].isdigit():
+            assert f'revision: str = "{f.name[:4]}"' in f.read_text(), f"{f.name}: its revision must be its prefix"
+
+
+def test_stamped_matches_alembic(blank_engine):
+    assert migrate.stamped(blank_engine) is None
+    migrate.upgrade(blank_engine, "0001")
+    assert migrate.stamped(blank_engine) == migrate.current(blank_engine) == "0001"
