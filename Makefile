@@ -16,13 +16,17 @@ $(STAMP): pyproject.toml
 up: $(STAMP)
 	$(BIN)/gpu-tracker up $(if $(DEMO),--demo,) --host $(or $(HOST),127.0.0.1) --port $(or $(PORT),8000)
 
-## Run the whole test suite (SQLite and real PostgreSQL), plus ruff.
+## Run the whole test suite (SQLite and real PostgreSQL), plus ruff, the layering contracts and mypy --strict.
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy --strict tracker providers api
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/mypy --strict tracker providers api
 
 migrate: $(STAMP)
 	$(BIN)/gpu-tracker db upgrade

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from benchmarks import api_bench, history_bench, ingest_bench, memory_bench, rank_bench
+from benchmarks import api_bench, cli_bench, history_bench, ingest_bench, memory_bench, rank_bench
 from benchmarks.common import Figure, Report, admin_engine, machine, migrated, pg_database, section
 
 BUDGET_S = 15 * 60  # the bound on `make bench` on a 2-core machine
@@ -133,6 +133,8 @@ def main(argv: list[str] | None = None) -> Report:
             run_postgres(report, sizes, work, year, Path(tmp))
         if not args.no_sqlite:
             run_sqlite(report, sizes, work, year, Path(tmp))
+        section("§6 CLI start-up (embedded SQLite)")
+        cli_bench.run(report, Path(tmp), repeat=5 if args.quick else 15)
 
     elapsed = time.perf_counter() - started
     report.add(

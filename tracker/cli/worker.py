@@ -14,7 +14,7 @@ from rich.table import Table
 from providers.registry import UnknownProvider
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
-from tracker.pipeline.worker import Worker, interval_for, scheduler_options
+from tracker.pipeline.worker import Worker, blocking_scheduler, interval_for
 
 STYLE = {"ok": "green", "failed": "red", "timeout": "red", "quarantined": "yellow"}
 
@@ -64,9 +64,7 @@ def worker_cmd(
         return
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from apscheduler.schedulers.blocking import BlockingScheduler
-
-    scheduler = BlockingScheduler(**scheduler_options(settings))
+    scheduler = blocking_scheduler(settings)
     worker.schedule(scheduler)
 
     def _stop(signum: int, _frame: FrameType | None) -> None:

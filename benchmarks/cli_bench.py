@@ -1,0 +1,57 @@
+"""§6 CLI start-up: `gpu-tracker cheapest … --json` on the embedded default, against the floors.
+
+The command is run as a user runs it (the console script, a fresh process each time) on an embedded
+SQLite database holding the reference sheet, and timed as wall time over `repeat` runs (median).
+Anchors, measured in the same run the same way: `python -c pass` (the interpreter's own start) and a
+process that only imports what the command truly needs (Typer, SQLAlchemy's ORM, NumPy, pydantic-
+settings). The target is the issue's: at most 0.4 s median.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks.common import Figure, Report
+
+COMMAND = ["cheapest", "--model", "llama-3.1-8b", "--method", "qlora", "--tokens", "22.5M", "--json"]
+NEEDED_IMPORTS = "import typer, rich.console, sqlalchemy.orm, numpy, pydantic_settings"
+TARGET_S = 0.4
+
+
+def _cli() -> list[str]:
+    script = Path(sys.executable).parent / "gpu-tracker"
+    return [str(script)] if script.exists() else [sys.executable, "-c", "from tracker.cli import main; main()"]
+
+
+def _median_wall(args: list[str], env: dict[str, str], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        subprocess.run(args, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def run(report: Report, work_dir: Path, repeat: int = 15) -> None:
+    data = work_dir / "cli-bench"
+    data.mkdir(exist_ok=True)
+    env = os.environ | {"TRACKER_DATA_DIR": str(data)}
+    env.pop("TRACKER_DATABASE_URL", None)  # the embedded default
+    subprocess.run([*_cli(), "scrape", "reference"], env=env, check=True, stdout=subprocess.DEVNULL)
+    _median_wall([*_cli(), *COMMAND], env, 2)  # warm the OS file cache and the .pyc files
+    bare = _median_wall([sys.executable, "-c", "pass"], env, repeat)
+    floor = _median_wall([sys.executable, "-c", NEEDED_IMPORTS], env, repeat)
+    cheapest = _median_wall([*_cli(), *COMMAND], env, repeat)
+    report.add(
+        Figure(
+            name="cli `cheapest --json` wall (embedded SQLite)", value=cheapest * 1000, unit="ms",
+            anchor=floor * 1000, anchor_label="needed imports", anchor_unit="ms", ratio=cheapest / floor,
+            ratio_label="x needed imports", target=f"<= {TARGET_S * 1000:.0f} ms", ok=cheapest <= TARGET_S,
+            note=f"median of {repeat}; `python -c pass` {bare * 1000:.0f} ms; needed imports: {NEEDED_IMPORTS}",
+        )
+    )  # fmt: skip
