@@ -24,6 +24,7 @@ from providers.registry import all_providers
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
 from tracker.config import Settings
 from tracker.market import freshness
+from tracker.market.offers import region_condition
 from tracker.money import to_money
 from tracker.storage.tables import Offer, ScrapeRun
 
@@ -107,7 +108,7 @@ def observe(
     if rule.providers:
         stmt = stmt.where(Offer.provider.in_(rule.providers))
     if rule.regions:
-        stmt = stmt.where(or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-")) for r in rule.regions]))
+        stmt = stmt.where(region_condition(rule.regions))
     rows = session.execute(stmt).all()
     contributing = sorted({p for p, _ in rows})
     failing = failing_providers(session, set(rule.providers or []) | set(contributing))

@@ -5,12 +5,13 @@ Writes live in `tracker.ingest.batch`; everything that answers a question from t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import ColumnElement, Select, and_, or_, select
 from sqlalchemy.orm import Session
 
 from providers.contract import Pricing, ProviderKind
@@ -46,6 +47,16 @@ class OfferFilters:
             Pricing(p)  # raises ValueError naming the bad value
 
 
+def region_matches(region: object, wanted: Sequence[str]) -> bool:
+    """The region filter's rule: a region matches exactly or as a prefix ("us" matches "us-texas")."""
+    return isinstance(region, str) and any(region == r or region.startswith(f"{r}-") for r in wanted)
+
+
+def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
+    """`region_matches` as SQL, for queries that filter in the database."""
+    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-")) for r in wanted])
+
+
 def gpu_ids_for(query: str) -> list[str]:
     """Card ids a human query names (family, id or alias). Raises UnknownGpuName with suggestions."""
     return [g.id for g in get_catalog().resolve(query)]
@@ -60,9 +71,7 @@ def current_offers_stmt(filters: OfferFilters) -> Select[tuple[Offer]]:
     if filters.pricing:
         stmt = stmt.where(Offer.pricing.in_(filters.pricing))
     if filters.regions:
-        stmt = stmt.where(
-            or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-")) for r in filters.regions])
-        )
+        stmt = stmt.where(region_condition(filters.regions))
     if filters.min_gpus is not None:
         stmt = stmt.where(Offer.gpu_count >= filters.min_gpus)
     if filters.available_only:

@@ -20,6 +20,7 @@ from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import PreparedJob
 from tracker.market.live import OfferTable, epoch_us, factorize
+from tracker.market.offers import region_matches
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 
@@ -54,12 +55,7 @@ def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
 
 
 def _region_mask(regions: npt.NDArray[Any], wanted: Sequence[str]) -> Mask:
-    """A region matches exactly or as a prefix ("us" matches "us-east-1")."""
-    prefixes = tuple(f"{r}-" for r in wanted)
-    exact = set(wanted)
-    return np.fromiter(
-        (isinstance(r, str) and (r in exact or r.startswith(prefixes)) for r in regions), dtype=bool, count=len(regions)
-    )
+    return np.fromiter((region_matches(r, wanted) for r in regions), dtype=bool, count=len(regions))
 
 
 def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
