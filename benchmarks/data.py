@@ -23,7 +23,8 @@ from typing import Any
 
 from providers.adapters.vastai import QUERY, URL, parse
 from providers.contract import ScrapedOffer, ScrapeResult
-from tracker.ingest.batch import ValidOffer, money
+from tracker.ingest.batch import ValidOffer
+from tracker.money import to_money as money
 
 # (Vast gpu_name, gpu_ram in MB, share of bundles, typical $/GPU-hour). Names and memory sizes are ones
 # the catalog resolves for provider "vastai"; shares lean to consumer cards, as Vast's listing does.

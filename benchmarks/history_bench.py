@@ -105,7 +105,7 @@ def _tables(year: Year, hours: int) -> tuple[list[dict[str, Any]], list[dict[str
 
 
 def _per_gpu(price: Decimal, v: ValidOffer) -> Decimal:
-    from tracker.ingest.batch import money
+    from tracker.money import to_money as money
 
     return money(price / v.scraped.gpu_count)
 

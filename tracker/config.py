@@ -59,6 +59,22 @@ class Settings(BaseSettings):
 
     api_token: SecretStr | None = None  # bearer token for mutating endpoints and alert reads
 
+    # Database timeouts: with the database unreachable, a request or a worker job fails within a
+    # bound (an API answers 503) instead of hanging. During a partition a request costs at most
+    # ping + connect (plus pool wait when every connection is busy); a slow query, the statement
+    # timeout. Applied by tracker.storage.engine.make_engine; a key already in the URL wins.
+    db_connect_timeout_s: int = 5  # libpq connect_timeout, whole handshake; psycopg's minimum is 2
+    db_ping_timeout_s: float = 2.0  # a pooled connection must answer an empty query this fast before use
+    db_pool_timeout_s: float = 5.0  # wait for a free pooled connection (SQLAlchemy's default is 30)
+    # Postgres statement_timeout (0 = none: e.g. behind a pgbouncer that rejects the `options`
+    # startup parameter; set it on the role instead). 30 s is far above any API read or ingest
+    # batch; migrations run without it. On SQLite: how long a statement waits for another writer.
+    db_statement_timeout_s: float = 30.0
+    # A connection silent this long gets TCP keepalive probes; with tcp_user_timeout, a peer that
+    # stops acknowledging (a silent partition) is declared dead after db_tcp_user_timeout_s.
+    db_keepalive_idle_s: int = 10
+    db_tcp_user_timeout_s: int = 15
+
     # Worker. TRACKER_INTERVALS overrides providers' default cadences, in seconds, as JSON:
     # TRACKER_INTERVALS='{"vastai": 300, "aws": 7200}'.
     intervals: dict[str, int] = Field(default_factory=dict)
@@ -67,6 +83,10 @@ class Settings(BaseSettings):
     worker_misfire_grace_s: int = 900
     worker_threads: int = 8  # providers scraping at the same time
     worker_job_timeout_s: float | None = None  # whole run incl. ingest; default: scrape timeout + 120 s
+    # Without advisory locks (SQLite) a `running` ledger row is presumed dead once this old, unless
+    # its holder is a process on this host that is gone (then at once). Default: job timeout + 60 s,
+    # since a live holder closes its own row when its job timeout fires.
+    worker_claim_lease_s: float | None = None
     alert_sweep_s: int = 60  # re-evaluate every rule: stale data, pending periods ending between scrapes
     alert_deliver_s: int = 5  # outbox polling
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from providers.contract import ScrapedOffer, ScrapeResult
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
 from tracker.config import Settings
-from tracker.ingest.quarantine import quarantine_reason
+from tracker.ingest.quarantine import PriceLevel, price_level_reason, quarantine_reason
 from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
 from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
@@ -194,8 +194,9 @@ def ingest(
     run.invalid_offers = len(prepared.invalid)
     _record_unknown(session, run, prepared, observed_at)
 
-    # Read before the batch checks: the listed offers' prices are the last good run's, which the
-    # price-level check compares against; the diff below needs the same rows anyway.
+    if reason := quarantine_reason(session, provider, prepared, settings):
+        return _quarantine(report, run, reason)
+
     existing = {
         row.offer_key: row
         for row in session.execute(
@@ -207,7 +208,6 @@ def ingest(
                 Offer.delisted_at.is_not(None).label("delisted"),
                 Offer.available,
                 Offer.gpu_id,
-                Offer.pricing,
                 Offer.gpu_count,
                 Offer.region,
                 Offer.demo,
@@ -215,11 +215,10 @@ def ingest(
         )
     }
 
-    if reason := quarantine_reason(session, provider, prepared, settings, existing):
-        report.status, report.error = "quarantined", reason
-        run.status, run.error = "quarantined", reason
-        return report
-
+    # The listed offers' prices are the last good run's: the diff samples the price level against them
+    # as it goes, and nothing is written until that check has passed.
+    level = PriceLevel()
+    reopened_count = 0  # reported only once the batch is applied
     new_rows: list[dict[str, Any]] = []
     new_prices: list[tuple[str, ValidOffer]] = []
     changed: list[dict[str, Any]] = []
@@ -227,7 +226,9 @@ def ingest(
     close_ids: list[int] = []
     for v in prepared.valid:
         row = existing.get(v.scraped.key)
+        card = (v.gpu.id, v.scraped.pricing)
         if row is None:
+            level.fresh[card].append(float(v.price_per_gpu_hour))
             new_rows.append(
                 {
                     "provider": provider,
@@ -242,20 +243,30 @@ def ingest(
             continue
         reopened = bool(row.delisted)
         price_changed = row.price_per_hour != v.price_per_hour
+        count_changed = row.gpu_count != v.scraped.gpu_count
         described_changed = (
             row.available != v.scraped.available
             or row.gpu_id != v.gpu.id
-            or row.gpu_count != v.scraped.gpu_count
+            or count_changed
             or row.region != v.scraped.region
             or row.demo != demo
         )
+        if reopened:  # a delisted offer's price is older than the last good run's
+            level.fresh[card].append(float(v.price_per_gpu_hour))
+        elif price_changed or count_changed:
+            level.add_moved(card, v, row)
+        else:
+            level.same[card] += 1
         if reopened or price_changed or described_changed:
             changed.append({"id": row.id, "last_seen": observed_at, "delisted_at": None} | _offer_values(v, demo))
         if reopened or price_changed:
             if not reopened:
                 close_ids.append(row.id)
             price_rows.append(_price_row(row.id, v, observed_at, run.id))
-            report.offers_reopened += int(reopened)
+            reopened_count += int(reopened)
+
+    if reason := price_level_reason(session, provider, level, settings):
+        return _quarantine(report, run, reason)
 
     incoming = {v.scraped.key for v in prepared.valid}
     gone = [row.id for key, row in existing.items() if key not in incoming and not row.delisted]
@@ -289,13 +300,20 @@ def ingest(
     )
     insert_rows(session, OfferPrice.__table__, price_rows)
 
-    report.offers_new = len(new_rows)
+    report.offers_new, report.offers_reopened = len(new_rows), reopened_count
     report.price_rows = len(price_rows)
     report.offers_closed = len(gone)
     run.status = "ok"
     run.offers_new, run.price_rows = report.offers_new, report.price_rows
     run.offers_closed, run.offers_reopened = report.offers_closed, report.offers_reopened
     bump_data_version(session, observed_at)
+    return report
+
+
+def _quarantine(report: IngestReport, run: ScrapeRun, reason: str) -> IngestReport:
+    """Record why and change nothing else: the offers keep the last good run's prices and listing."""
+    report.status, report.error = "quarantined", reason
+    run.status, run.error = "quarantined", reason
     return report
 
 

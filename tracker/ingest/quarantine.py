@@ -21,16 +21,21 @@ A card with no offer in common (keys changed) falls back to the ratio of its med
 quarantined when more than `quarantine_price_share` (½) of the compared cards jumped the same way.
 * Why medians per card: a few offers changing a lot (a host tripling one listing) do not move a card's
   median, and a card whose every offer moved does not outvote the other cards.
-* Why ×3: genuine market moves between two scrapes are well inside it (a whole market moving 20–30 %
-  is ×1.3, a tenth of the way in log terms), while the scaling bugs seen are ×8 or more (cents ×100,
-  per-minute ×60, thousandths ×1000, per-box vs per-GPU ×8) or their inverses.
+* Why ×3: genuine moves between two scrapes are well inside it (a whole market moving 20–30 % is
+  ×1.2–1.3, a quarter of the way to ×3 in log terms), while the scaling bugs seen are ×8 or more (cents
+  ×100, per-minute ×60, thousandths ×1000, an 8-GPU box's price read per GPU) or their inverses. A ×2
+  bug (a 2-GPU box read per GPU) is indistinguishable from a real doubling and is not caught.
+* Why "more than half of the cards, the same way": a scaling bug moves every card together, while a
+  genuine move of a few cards (one card of 17 tripling) leaves the batch applied.
 * A provider's first run (nothing listed) has no level to compare with: only the other checks apply.
+* A genuine whole-provider repricing beyond ×3 stays quarantined run after run (the reference never
+  moves): an operator accepts it by raising `TRACKER_QUARANTINE_PRICE_RATIO` for one run.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 from decimal import Decimal
 from statistics import median
 from typing import TYPE_CHECKING, Protocol
@@ -39,10 +44,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.config import Settings
-from tracker.storage.tables import ScrapeRun
+from tracker.storage.tables import Offer, ScrapeRun
 
 if TYPE_CHECKING:
-    from tracker.ingest.batch import Prepared
+    from tracker.ingest.batch import Prepared, ValidOffer
 
 Card = tuple[str, str]  # (gpu_id, pricing)
 
@@ -51,15 +56,9 @@ class StoredOffer(Protocol):
     """The columns of a stored offer the price-level check reads (a row of ingest's diff query)."""
 
     @property
-    def gpu_id(self) -> str: ...
-    @property
-    def pricing(self) -> str: ...
-    @property
     def gpu_count(self) -> Decimal: ...
     @property
     def price_per_hour(self) -> Decimal: ...
-    @property
-    def delisted(self) -> bool: ...
 
 
 def last_good_count(session: Session, provider: str) -> int | None:
@@ -72,15 +71,9 @@ def last_good_count(session: Session, provider: str) -> int | None:
     )
 
 
-def quarantine_reason(
-    session: Session,
-    provider: str,
-    prepared: Prepared,
-    settings: Settings,
-    stored: Mapping[str, StoredOffer] | None = None,
-) -> str | None:
-    """Why this batch must not be applied, or None. `stored` is the provider's offers by key (listed and
-    delisted, as ingest reads them for its diff); without it the price level is not checked."""
+def quarantine_reason(session: Session, provider: str, prepared: Prepared, settings: Settings) -> str | None:
+    """Why this batch must not be applied, or None: the checks that need no diff (count, identical prices,
+    unknown names). The price level is checked on the diff's sample (`price_level_reason`)."""
     valid = prepared.valid
     unknown = sum(prepared.unknown_counts.values())
     set_aside = len(prepared.invalid) + unknown
@@ -91,8 +84,6 @@ def quarantine_reason(
     total = len(valid) + unknown
     if total >= 10 and unknown > total / 2:
         return f"{unknown} of {total} offers have unknown GPU names"
-    if stored:
-        return price_level_reason(prepared, stored, settings)
     return None
 
 
@@ -109,17 +100,51 @@ def count_reason(previous: int | None, valid: int, set_aside: int, settings: Set
         previous >= settings.quarantine_min_previous or lost >= settings.quarantine_min_lost
     ):
         return (
-            f"offer count collapsed from {previous} to {valid} valid offers{aside} "
-            f"(below {settings.quarantine_collapse_ratio:.0%} of the last good run); prices kept"
+            f"offer count collapsed from {previous} to {valid} valid offer{'' if valid == 1 else 's'}, below "
+            f"{settings.quarantine_collapse_ratio:.0%} of the last good run{aside}; prices kept"
         )
     return None
 
 
-def price_level_reason(prepared: Prepared, stored: Mapping[str, StoredOffer], settings: Settings) -> str | None:
+@dataclass(slots=True)
+class PriceLevel:
+    """The price-level check's sample of a batch, filled by ingest's diff in its one pass over the offers
+    (a separate pass cost about a tenth of a 20,000-offer ingest). Prices are per GPU-hour, by card."""
+
+    same: Counter[Card] = field(default_factory=Counter)  # listed in the last good run, price unchanged
+    moved: defaultdict[Card, list[float]] = field(default_factory=lambda: defaultdict(list))  # new ÷ previous
+    fresh: defaultdict[Card, list[float]] = field(default_factory=lambda: defaultdict(list))  # not listed before
+
+    def add_moved(self, card: Card, v: ValidOffer, previous: StoredOffer) -> None:
+        before = float(previous.price_per_hour) / float(previous.gpu_count)
+        self.moved[card].append(float(v.price_per_gpu_hour) / before)
+
+    def card_ratios(self, session: Session, provider: str) -> dict[Card, float]:
+        """Per card: the median new ÷ previous price over offers listed in both runs, or, for a card with
+        none in common (its keys all changed), its median new price ÷ its median listed price."""
+        out = {card: _median_with_ones(self.moved.get(card, []), ones) for card, ones in self.same.items()}
+        out.update((card, median(ratios)) for card, ratios in self.moved.items() if card not in out)
+        if open_cards := self.fresh.keys() - out.keys():
+            listed: defaultdict[Card, list[float]] = defaultdict(list)
+            rows = session.execute(
+                select(Offer.gpu_id, Offer.pricing, Offer.price_per_hour, Offer.gpu_count).where(
+                    Offer.provider == provider,
+                    Offer.delisted_at.is_(None),
+                    Offer.gpu_id.in_(sorted({gpu for gpu, _ in open_cards})),
+                )
+            )
+            for gpu_id, pricing, price, count in rows:
+                if (gpu_id, pricing) in open_cards:
+                    listed[(gpu_id, pricing)].append(float(price) / float(count))
+            out.update((card, median(self.fresh[card]) / median(prices)) for card, prices in listed.items())
+        return out
+
+
+def price_level_reason(session: Session, provider: str, level: PriceLevel, settings: Settings) -> str | None:
     """The price-level rule (see the module docstring)."""
-    ratios = card_ratios(prepared, stored)
-    if not ratios:
+    if not level.moved and not level.fresh:  # nothing priced differently: the usual unchanged scrape
         return None
+    ratios = level.card_ratios(session, provider)
     jump = settings.quarantine_price_ratio
     up = [r for r in ratios.values() if r >= jump]
     down = [r for r in ratios.values() if r <= 1 / jump]
@@ -132,32 +157,18 @@ def price_level_reason(prepared: Prepared, stored: Mapping[str, StoredOffer], se
     return None
 
 
-def card_ratios(prepared: Prepared, stored: Mapping[str, StoredOffer]) -> dict[Card, float]:
-    """Per card: the median new ÷ previous price per GPU-hour over offers listed in both runs, or, for a
-    card with none in common, its median new price ÷ its median previous price."""
-    matched: dict[Card, list[float]] = defaultdict(list)
-    unmatched: dict[Card, list[float]] = defaultdict(list)
-    for v in prepared.valid:
-        card = (v.gpu.id, v.scraped.pricing.value)
-        row = stored.get(v.scraped.key)
-        if row is None or row.delisted:  # a delisted offer's price is older than the last good run
-            unmatched[card].append(float(v.price_per_gpu_hour))
-        elif row.price_per_hour == v.price_per_hour and row.gpu_count == v.scraped.gpu_count:
-            matched[card].append(1.0)  # the common case, without the arithmetic
-        else:
-            before = float(row.price_per_hour) / float(row.gpu_count)
-            matched[card].append(float(v.price_per_gpu_hour) / before)
-    out = {card: median(values) for card, values in matched.items()}
-    open_cards = unmatched.keys() - out.keys()
-    if open_cards:
-        previous: dict[Card, list[float]] = defaultdict(list)
-        for row in stored.values():
-            card = (row.gpu_id, row.pricing)
-            if card in open_cards and not row.delisted:
-                previous[card].append(float(row.price_per_hour) / float(row.gpu_count))
-        for card, prices in previous.items():
-            out[card] = median(unmatched[card]) / median(prices)
-    return out
+def _median_with_ones(ratios: list[float], ones: int) -> float:
+    """The median of `ratios` plus `ones` ratios of exactly 1.0 (unchanged prices), without listing them."""
+    below = sorted(r for r in ratios if r < 1.0)
+    above = sorted(r for r in ratios if r >= 1.0)
+    n = len(below) + ones + len(above)
+
+    def at(i: int) -> float:
+        if i < len(below):
+            return below[i]
+        return 1.0 if i < len(below) + ones else above[i - len(below) - ones]
+
+    return at(n // 2) if n % 2 else (at(n // 2 - 1) + at(n // 2)) / 2
 
 
 def _times(ratio: float) -> str:
