@@ -227,7 +227,7 @@ class PriceRow:
 def history_rows(plan: HistoryPlan, hours: int, valid: list[ValidOffer]) -> list[PriceRow]:
     """The change-only rows of the first `hours` scrapes, in the order ingest would insert them.
 
-    `valid` is `tracker.ingest.batch.prepare(...)` of the base batch: it supplies the exact rounding ingest
+    `valid` is `tracker.ingest.batch.validate_batch(...)` of the base batch: it supplies the exact rounding ingest
     applies (money(), per-GPU division), so the rows match what ingest stores digit for digit.
     """
     assert len(valid) == len(plan.base), "every base offer must be valid"

@@ -34,7 +34,7 @@ from benchmarks.ingest_bench import PROVIDER, ingest_batch
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.ingest.batch import ValidOffer, _offer_values, prepare
+from tracker.ingest.batch import ValidOffer, _offer_values, validate_batch
 from tracker.market.service import market_history
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Base, Offer, OfferPrice
@@ -67,7 +67,7 @@ class Year:
 
 def build_year(n_offers: int, hours: int, change_rate: float) -> Year:
     base = parse_payload(vast_payload(n_offers, seed=21)).offers
-    valid = prepare(parse_payload(vast_payload(n_offers, seed=21)), get_catalog(), Settings(), PROVIDER).valid
+    valid = validate_batch(parse_payload(vast_payload(n_offers, seed=21)), get_catalog(), Settings(), PROVIDER).valid
     plan = plan_history(base, hours, change_rate, end=utcnow())
     return Year(plan, valid, history_rows(plan, hours, valid), hours)
 

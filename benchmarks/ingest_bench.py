@@ -25,7 +25,7 @@ from providers.contract import ScrapeResult
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.ingest.batch import IngestReport, ValidOffer, ingest, prepare
+from tracker.ingest.batch import IngestReport, ValidOffer, ingest, validate_batch
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import ScrapeRun
 
@@ -62,7 +62,7 @@ def workload(n_offers: int, repeat: int, fraction: float = 0.02) -> Workload:
     for k in range(repeat):
         payload, n_changed = change_prices(payload, fraction, seed=100 + k)
         changed.append(parse_payload(payload))
-    valid = prepare(first, get_catalog(), Settings(), PROVIDER).valid
+    valid = validate_batch(first, get_catalog(), Settings(), PROVIDER).valid
     return Workload(first, changed, len(first.offers), n_changed, valid)
 
 

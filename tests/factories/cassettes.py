@@ -26,7 +26,7 @@ from providers.contract import (
 )
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
-from tracker.ingest.batch import prepare
+from tracker.ingest.batch import validate_batch
 
 Mutation = Callable[[dict[str, Any]], None]  # changes a cassette's raw JSON in place
 
@@ -186,7 +186,7 @@ def assert_missing_credentials(provider: type[Provider], match: str, **credentia
 
 def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """(offer key → canonical GPU id, raw name → why not) for every offer, exactly as ingest resolves them."""
-    prepared = prepare(result, get_catalog(), Settings(), provider)
+    prepared = validate_batch(result, get_catalog(), Settings(), provider)
     return {v.scraped.key: v.gpu.id for v in prepared.valid}, prepared.unknown
 
 

@@ -25,7 +25,7 @@ from tracker.config import Settings
 from tracker.ingest.quarantine import PriceLevel, price_level_reason, quarantine_reason
 from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
-from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnknownGpuName
+from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnresolvedGpuName
 
 CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
 
@@ -81,7 +81,9 @@ class IngestReport:
         }
 
 
-def prepare(result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provider: str | None = None) -> Prepared:
+def validate_batch(
+    result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provider: str | None = None
+) -> Prepared:
     """Per-offer validation and GPU name resolution (with the provider's naming conventions)."""
     out = Prepared(invalid=list(result.skipped))
     seen_keys: set[str] = set()
@@ -177,7 +179,7 @@ def ingest(
 ) -> IngestReport:
     """Apply one successful fetch to the store. The caller owns the transaction."""
     provider, demo = run.provider, run.source == "demo"
-    prepared = prepare(result, catalog, settings, provider)
+    prepared = validate_batch(result, catalog, settings, provider)
     report = IngestReport(
         provider=provider,
         run_id=run.id,
@@ -346,13 +348,15 @@ def _record_unknown(session: Session, run: ScrapeRun, prepared: Prepared, at: da
     existing = {
         u.raw_name: u
         for u in session.scalars(
-            select(UnknownGpuName).where(UnknownGpuName.provider == run.provider, UnknownGpuName.raw_name.in_(names))
+            select(UnresolvedGpuName).where(
+                UnresolvedGpuName.provider == run.provider, UnresolvedGpuName.raw_name.in_(names)
+            )
         )
     }
     for name, count in prepared.unknown_counts.items():
         row = existing.get(name)
         if row is None:
-            row = UnknownGpuName(provider=run.provider, raw_name=name, first_seen=at, times_seen=0)
+            row = UnresolvedGpuName(provider=run.provider, raw_name=name, first_seen=at, times_seen=0)
             session.add(row)
         row.last_seen, row.last_run_id = at, run.id
         row.times_seen += count

@@ -12,7 +12,7 @@ from tracker.clock import utcnow
 from tracker.config import Settings
 from tracker.market import freshness
 from tracker.storage.engine import session_scope
-from tracker.storage.tables import Offer, ScrapeRun, UnknownGpuName
+from tracker.storage.tables import Offer, ScrapeRun, UnresolvedGpuName
 
 
 def provider_status(engine: Engine, settings: Settings, now: datetime | None = None) -> list[dict[str, Any]]:
@@ -35,7 +35,7 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
         )
         unknown = dict(
             session.execute(
-                select(UnknownGpuName.provider, func.count()).group_by(UnknownGpuName.provider)
+                select(UnresolvedGpuName.provider, func.count()).group_by(UnresolvedGpuName.provider)
             ).all()
         )
         rows = []

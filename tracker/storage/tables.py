@@ -30,6 +30,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from tracker.storage.claims import holder_id
+
 # Stable constraint names, so migrations are reviewable and identical on SQLite and Postgres.
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -73,14 +75,18 @@ class ScrapeRun(Base):
 
     __tablename__ = "scrape_runs"
     __table_args__ = (
-        # One run per provider per schedule slot, however many workers race for it.
-        UniqueConstraint("provider", "slot", name="uq_scrape_runs_provider_slot"),
+        # One run per provider per schedule slot and attempt, however many workers race for it. A slot
+        # has a second attempt only when its first was reclaimed from a dead worker (closed `failed`).
+        UniqueConstraint("provider", "slot", "attempt", name="uq_scrape_runs_provider_slot_attempt"),
         Index("ix_scrape_runs_provider_started", "provider", "started_at"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     provider: Mapped[str] = mapped_column(String(64))
     slot: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # host:pid of the process that wrote the row: whose claim a `running` row is (storage.claims).
+    claimed_by: Mapped[str | None] = mapped_column(String(255), default=holder_id)
     source: Mapped[str] = mapped_column(String(16), default="live")  # live | replay | demo
     status: Mapped[str] = mapped_column(String(16))  # running | ok | failed | quarantined | skipped
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -155,7 +161,7 @@ class OfferPrice(Base):
     run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
 
 
-class UnknownGpuName(Base):
+class UnresolvedGpuName(Base):
     """Raw GPU names a provider listed that the catalog could not resolve: kept aside and counted."""
 
     __tablename__ = "unknown_gpu_names"

@@ -59,9 +59,9 @@ def test_slices_name_the_full_card(result):
 def test_slices_resolve_as_ingest_resolves_them(result):
     """Ingest identifies a slice's card by its name, not by the partial memory it offers."""
     from tracker.config import Settings
-    from tracker.ingest.batch import prepare
+    from tracker.ingest.batch import validate_batch
 
-    prepared = prepare(result, get_catalog(), Settings(), "vultr")
+    prepared = validate_batch(result, get_catalog(), Settings(), "vultr")
     valid = {v.scraped.key: v.gpu.id for v in prepared.valid}
     slices = [o for o in result.offers if o.gpu_count < 1]
     assert slices and all(o.key in valid for o in slices)

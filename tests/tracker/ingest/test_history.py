@@ -13,7 +13,7 @@ from tests.factories.offers import batch, do_ingest, offer
 from tracker.market.offers import price_at, snapshot_at
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.storage.engine import session_scope
-from tracker.storage.tables import Offer, OfferPrice, ScrapeRun, UnknownGpuName
+from tracker.storage.tables import Offer, OfferPrice, ScrapeRun, UnresolvedGpuName
 
 
 def count(engine, model) -> int:
@@ -110,7 +110,7 @@ def test_invalid_offers_and_unknown_names_are_set_aside(engine, settings, clock)
     assert len(report.invalid) == 4
     assert count(engine, Offer) == 2
     with session_scope(engine) as s:
-        u = s.scalar(select(UnknownGpuName))
+        u = s.scalar(select(UnresolvedGpuName))
         assert (u.provider, u.raw_name, u.times_seen) == ("vastai", "Frobnicator 9000", 1)
 
 
