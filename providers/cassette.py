@@ -256,6 +256,9 @@ class ReplayTransport(httpx.AsyncBaseTransport):
         return chosen.response(request)
 
 
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
 @dataclass
 class RecordingTransport(httpx.AsyncBaseTransport):
     """Passes requests to the network and keeps scrubbed copies of each exchange."""
@@ -286,7 +289,9 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                 text=None if is_json else self._scrub_text(text),
             )
         )
-        return httpx.Response(response.status_code, headers=response.headers, content=body, request=request)
+        # `body` is already decoded: pass it on without the encoding headers, or the client decodes twice.
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+        return httpx.Response(response.status_code, headers=headers, content=body, request=request)
 
     def _scrub_url(self, url: str) -> str:
         parts = urlsplit(url)

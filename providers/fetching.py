@@ -14,6 +14,7 @@ those (`providers.http.redacting_secrets`).
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import replace
 
 from providers.contract import FetchContext, Provider, ProviderError, ScrapeResult
@@ -71,10 +72,9 @@ def scrub_exception(exc: Exception, forms: list[str]) -> Exception:
 
 
 def _scrub_in_place(exc: BaseException, forms: list[str]) -> None:
-    try:
+    # An exception type may refuse new args: its text is checked afterwards all the same.
+    with suppress(AttributeError, TypeError):
         exc.args = tuple(scrub_secrets(a, forms) if isinstance(a, str) else a for a in exc.args)
-    except (AttributeError, TypeError):  # an exception type that refuses new args: its text is checked after
-        pass
     notes = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
         notes[:] = [scrub_secrets(n, forms) if isinstance(n, str) else n for n in notes]

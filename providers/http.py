@@ -145,8 +145,8 @@ class _Inflater:
     """gzip or deflate, inflated at most `_PIECE` bytes per step so that a bomb is stopped early, not after
     the whole expansion of the chunk that carried it is in memory."""
 
-    def __init__(self, coding: str) -> None:
-        self.coding = coding
+    def __init__(self, coding: str, where: str) -> None:
+        self.coding, self.where = coding, where
         self.raw_deflate_tried = coding != "deflate"
         self.started = False
         self.zobj = zlib.decompressobj(zlib.MAX_WBITS | 16 if coding != "deflate" else zlib.MAX_WBITS)
@@ -161,7 +161,7 @@ class _Inflater:
                     self.raw_deflate_tried = True
                     self.zobj = zlib.decompressobj(-zlib.MAX_WBITS)
                     continue
-                raise ProviderError(f"undecodable {self.coding} body: {exc}") from None
+                raise ProviderError(f"undecodable {self.coding} body from {self.where}: {exc}") from None
             self.started = True
             data = self.zobj.unconsumed_tail
             if piece:
@@ -172,13 +172,14 @@ class _Inflater:
 
 def _decoders(response: httpx.Response) -> list[_Inflater]:
     codings = [c.strip().lower() for c in response.headers.get("content-encoding", "").split(",")]
+    where = _safe(str(response.request.url))
     decoders = []
     for coding in reversed(codings):  # applied in the order listed, so undone from the last
         if coding in {"", "identity"}:
             continue
         if coding not in {"gzip", "x-gzip", "deflate"}:
-            raise ProviderError(f"unsupported content-encoding {coding!r} from {_safe(str(response.request.url))}")
-        decoders.append(_Inflater("deflate" if coding == "deflate" else "gzip"))
+            raise ProviderError(f"unsupported content-encoding {coding!r} from {where}")
+        decoders.append(_Inflater("deflate" if coding == "deflate" else "gzip", where))
     return decoders
 
 
@@ -376,17 +377,19 @@ def secret_forms(secrets: Iterable[str]) -> list[str]:
         escaped |= {re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), f) for f in escaped}
         forms |= escaped | {jsonlib.dumps(value)[1:-1], repr(value)[1:-1]}
         raw = value.encode()
+        encoded_forms: set[str] = set()
         for shift in range(3):
             encoded = base64.b64encode(b"\0" * shift + raw).decode()
             first = 4 if shift else 0  # the group holding the filler bytes
             last = 4 * ((shift + len(raw)) // 3)  # the end of the last group made of the secret alone
-            if last - first >= 8:  # shorter runs would blank out unrelated base64
-                forms.add(encoded[first:last])
-    pairs = [(u, p) for u in ["", *values] for p in ["", *values] if u or p]
-    for blob in [v.encode() for v in values] + [f"{u}:{p}".encode() for u, p in pairs]:
-        for encoded in (base64.b64encode(blob).decode(), base64.urlsafe_b64encode(blob).decode()):
-            forms |= {encoded, encoded.rstrip("=")}
-    forms |= {f.translate(str.maketrans("+/", "-_")) for f in forms if re.fullmatch(r"[A-Za-z0-9+/=]+", f)}
+            encoded_forms.add(encoded[first:last])
+        pairs = [(u, p) for u in ["", *values] for p in ["", *values] if (u or p) and value in (u, p)]
+        for blob in [raw] + [f"{u}:{p}".encode() for u, p in pairs]:
+            encoded = base64.b64encode(blob).decode()
+            encoded_forms |= {encoded, encoded.rstrip("=")}
+        encoded_forms |= {f.translate(str.maketrans("+/", "-_")) for f in encoded_forms}  # URL-safe base64
+        # A short run of base64 would blank out unrelated text; a real key encodes to far more than 8.
+        forms |= {f for f in encoded_forms if len(f) >= 8}
     return sorted((f for f in forms if f), key=len, reverse=True)
 
 

@@ -9,7 +9,9 @@ tracked until added here.
 Each file is hundreds of MB, so it is streamed and parsed row by row (`PriceListParser`), never held in
 memory; rows are pre-filtered on their bytes for GPU instance families (p*, g*, gr*) before the csv
 module parses them. A stream that fails with 429/5xx or a network error is retried from the start with
-the same backoff as `providers.http` (which buffers whole bodies and so cannot be used for these files).
+the same backoff as `providers.http` (whose `request` returns whole bodies and so cannot be used for these
+files; its `iter_body` reads them under the size limit). A file may hold up to `Aws.max_response_bytes`
+(far above the 64 MiB default, see there) and a row up to `MAX_ROW_BYTES`.
 
 The CSV opens with 5 disclaimer rows ("FormatVersion", "Disclaimer", "Publication Date", "Version",
 "OfferCode") before the header row; the parser skips everything up to the row whose first cell is "SKU".
@@ -50,7 +52,15 @@ from providers.contract import (
     ScrapeResult,
     default_interval_for,
 )
-from providers.http import RETRY_STATUS, TRANSIENT_ERRORS, backoff_delay, gather_bounded
+from providers.http import (
+    ACCEPT_ENCODING,
+    RETRY_STATUS,
+    TRANSIENT_ERRORS,
+    backoff_delay,
+    error_snippet,
+    gather_bounded,
+    iter_body,
+)
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS: tuple[str, ...] = (
@@ -60,6 +70,8 @@ REGIONS: tuple[str, ...] = (
 )  # fmt: skip
 CONCURRENCY = 3
 MAX_PREAMBLE_ROWS = 10
+# A real row is 1–2 KB: a body with no line end, or a quote never closed, must not collect the file in memory.
+MAX_ROW_BYTES = 2**20
 RESERVED_TERMS = {"1yr": "1y", "3yr": "3y"}
 
 REQUIRED = (
@@ -155,6 +167,8 @@ class PriceListParser:
         if self.pending:
             line = self.pending + b"\n" + line
             self.pending = b""
+        if len(line) > MAX_ROW_BYTES:
+            raise ProviderError(f"price list for {self.region}: row {self.rows + 1} is over {MAX_ROW_BYTES} bytes")
         if line.count(b'"') % 2:
             self.pending = line
             return
@@ -287,16 +301,20 @@ async def _stream_region(ctx: FetchContext, region: str) -> ScrapeResult:
     for attempt in range(attempts):
         parser = PriceListParser(region)
         try:
-            async with ctx.client.stream("GET", url) as response:
+            async with ctx.client.stream("GET", url, headers={"accept-encoding": ACCEPT_ENCODING}) as response:
                 if response.status_code in RETRY_STATUS:
                     problem = f"HTTP {response.status_code} from GET {url}"
                 elif response.is_error:
-                    body = (await response.aread())[:200].decode("utf-8", "replace").strip()
-                    raise ProviderError(f"HTTP {response.status_code} from GET {url}: {body}")
+                    snippet = await error_snippet(response, ctx)
+                    raise ProviderError(f"HTTP {response.status_code} from GET {url}: {snippet}")
                 else:
                     buffer = b""
-                    async for chunk in response.aiter_bytes():
+                    async for chunk in iter_body(response, ctx.max_response_bytes):
                         buffer += chunk
+                        if b"\n" not in chunk:
+                            if len(buffer) > MAX_ROW_BYTES:
+                                parser.feed(buffer)  # raises: longer than any row
+                            continue
                         *lines, buffer = buffer.split(b"\n")
                         for line in lines:
                             parser.feed(line)
@@ -317,6 +335,10 @@ class Aws(Provider):
     homepage = "https://aws.amazon.com/ec2/pricing/on-demand/"
     default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
+    # Per region file. The files run to hundreds of MB and grow with every instance type AWS adds, so the
+    # 64 MiB default would fail every run; they are parsed line by line, so this bounds the time and bandwidth
+    # a runaway body can take rather than memory, with ample headroom over today's sizes.
+    max_response_bytes = 4 * 2**30
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         parts = await gather_bounded([partial(_stream_region, ctx, region) for region in REGIONS], CONCURRENCY)

@@ -71,3 +71,31 @@ def test_recording_scrubs_secrets():
     (interaction,) = recorder.interactions
     assert interaction.url == f"https://h/p?api_key={REDACTED}&x=1"
     assert interaction.body == {"client_secret": REDACTED, "n": 1}
+
+
+def test_recording_a_gzip_response_hands_the_client_a_readable_body():
+    """The recorder reads (and so decodes) the body: the response it passes on must not claim gzip."""
+    import asyncio
+    import gzip
+    import json as json_module
+
+    import httpx
+
+    from providers.cassette import RecordingTransport
+
+    payload = json_module.dumps({"offers": [1, 2, 3]}).encode()
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, content=gzip.compress(payload),
+            headers={"content-type": "application/json", "content-encoding": "gzip"},
+        )  # fmt: skip
+
+    recorder = RecordingTransport(inner=httpx.MockTransport(answer))
+
+    async def go() -> object:
+        async with httpx.AsyncClient(transport=recorder) as client:
+            return (await client.get("https://api.example/offers")).json()
+
+    assert asyncio.run(go()) == {"offers": [1, 2, 3]}
+    assert recorder.interactions[0].json_body == {"offers": [1, 2, 3]}

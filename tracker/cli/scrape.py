@@ -12,6 +12,7 @@ from rich.table import Table
 
 from providers.cassette import CassetteError, RecordingTransport
 from providers.contract import FetchContext, ProviderKind
+from providers.fetching import fetch_offers
 from providers.registry import UnknownProvider, get_provider
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, err_console, fail
@@ -156,7 +157,8 @@ def record(
 
     async def go() -> int:
         async with httpx.AsyncClient(transport=recorder, timeout=settings.http_timeout_s) as client:
-            result = await cls().fetch(FetchContext(client=client, credentials=secrets))
+            # Through fetch_offers, like every scrape: size caps and secret scrubbing apply here too.
+            result = await fetch_offers(cls, FetchContext(client=client, credentials=secrets))
         return len(result.offers)
 
     try:

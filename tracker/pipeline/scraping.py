@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -37,17 +37,51 @@ class _DryRunRollback(Exception):
     pass
 
 
+class _ReleaseOnClose(httpx.AsyncByteStream):
+    """A response body that gives its connection slot back when it is closed (read or not)."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, gate: asyncio.Semaphore) -> None:
+        self.inner, self.gate, self.released = inner, gate, False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self.inner.aclose()
+        finally:
+            if not self.released:
+                self.released = True
+                self.gate.release()
+
+
 class _BoundedTransport(httpx.AsyncBaseTransport):
-    """Shares one limit on in-flight requests across every provider's client."""
+    """Shares one limit on in-flight requests across every provider's client.
+
+    The slot is held until the body is closed, not until it is read into memory here: the provider
+    layer streams bodies under its own size caps (providers.http), so a huge or endless answer stops
+    at the cap instead of being buffered whole.
+    """
 
     def __init__(self, inner: httpx.AsyncBaseTransport, gate: asyncio.Semaphore) -> None:
         self.inner, self.gate = inner, gate
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        async with self.gate:
+        await self.gate.acquire()
+        try:
             response = await self.inner.handle_async_request(request)
+        except BaseException:
+            self.gate.release()
+            raise
+        if not isinstance(response.stream, httpx.AsyncByteStream):  # pragma: no cover - httpx always streams
             await response.aread()
+            self.gate.release()
             return response
+        return httpx.Response(
+            response.status_code, headers=response.headers, stream=_ReleaseOnClose(response.stream, self.gate),
+            extensions=response.extensions,
+        )  # fmt: skip
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -59,6 +93,7 @@ class ScrapeJob:
     source: str = "live"  # live | replay | demo
     cassette: Cassette | None = None
     slot: datetime | None = None
+    attempt: int = 0  # > 0 only for a slot reclaimed from a dead worker (tracker.pipeline.worker)
 
 
 def plan(
@@ -91,6 +126,7 @@ def _start_run(engine: Engine, job: ScrapeJob, clock: Clock) -> int | None:
             run = ScrapeRun(
                 provider=job.provider.name,
                 slot=job.slot,
+                attempt=job.attempt,
                 source=job.source,
                 status="running",
                 started_at=clock(),
