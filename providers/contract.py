@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
+
 
 # Every pricing listing we read is a few MB at most; 64 MiB leaves room to grow while keeping a runaway or
 # hostile body (endless, or a gzip bomb) from taking the worker's memory.

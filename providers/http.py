@@ -13,18 +13,20 @@ import re
 import zlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
-from typing import Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from urllib.parse import quote, quote_plus, urlsplit
 
-import httpx
-
 from providers.contract import FetchContext, ProviderError
+
+# httpx is imported where a request is made, not with the module: the registry imports every adapter
+# (and so this module) for provider metadata, and a command that only reads prices needs no HTTP stack.
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "ACCEPT_ENCODING",
     "REDACTED",
     "RETRY_STATUS",
-    "TRANSIENT_ERRORS",
     "QueryParams",
     "ResponseTooLarge",
     "backoff_delay",
@@ -40,6 +42,7 @@ __all__ = [
     "require",
     "scrub_secrets",
     "secret_forms",
+    "transient_errors",
     "walk_pages",
     "without_secrets",
 ]
@@ -48,7 +51,11 @@ __all__ = [
 QueryParams: TypeAlias = Mapping[str, str | int]
 
 RETRY_STATUS = {429, 500, 502, 503, 504}
-TRANSIENT_ERRORS = (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
+def transient_errors() -> tuple[type[Exception], ...]:
+    """Network failures worth retrying."""
+    import httpx
+
+    return (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 REDACTED = "<redacted>"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 # Only the codings we can inflate a bounded piece at a time: httpx would also offer br/zstd whenever those
@@ -104,7 +111,7 @@ async def request(
                     return _loaded(response, await read_body(response, ctx.max_response_bytes))
             finally:
                 await response.aclose()
-        except TRANSIENT_ERRORS as exc:
+        except transient_errors() as exc:
             last_problem = f"{type(exc).__name__} on {method} {_safe(url)}"
         if attempt + 1 < attempts:
             delay = backoff_delay(ctx, attempt)
@@ -116,6 +123,8 @@ async def request(
 
 def _loaded(response: httpx.Response, body: bytes) -> httpx.Response:
     """A response holding `body`, already decoded: its coding and length headers would describe the wire."""
+    import httpx
+
     dropped = {"content-encoding", "content-length", "transfer-encoding"}
     headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in dropped]
     return httpx.Response(
@@ -196,6 +205,8 @@ def _decode(decoders: list[_Inflater], data: bytes) -> Iterator[bytes]:
 async def iter_body(response: httpx.Response, limit: int) -> AsyncGenerator[bytes, None]:
     """The decoded body of a streamed response, piece by piece; raises ResponseTooLarge as soon as more than
     `limit` bytes came over the wire or came out of decompression (so at most one piece past it is read)."""
+    import httpx
+
     if response.is_stream_consumed:
         # A transport that read the body itself (to hold its connection slot until done) leaves nothing to
         # stream: the decoded body is in memory already, and the limit can only be checked after the fact.

@@ -55,11 +55,11 @@ from providers.contract import (
 from providers.http import (
     ACCEPT_ENCODING,
     RETRY_STATUS,
-    TRANSIENT_ERRORS,
     backoff_delay,
     error_snippet,
     gather_bounded,
     iter_body,
+    transient_errors,
 )
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
@@ -321,7 +321,7 @@ async def _stream_region(ctx: FetchContext, region: str) -> ScrapeResult:
                     if buffer:
                         parser.feed(buffer)
                     return parser.finish()
-        except TRANSIENT_ERRORS as exc:
+        except transient_errors() as exc:
             problem = f"{type(exc).__name__} on GET {url}"
         if attempt + 1 < attempts:
             await asyncio.sleep(backoff_delay(ctx, attempt))

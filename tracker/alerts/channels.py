@@ -6,10 +6,27 @@ Webhooks: the JSON body is signed with HMAC-SHA256 as Standard Webhooks specifie
 and drop duplicates. The request goes to the address the SSRF check approved (Host header and TLS
 SNI keep the name), never follows redirects, and times out quickly.
 
-Apprise (Slack, Discord, Telegram, ntfy, e-mail, …) uses `requests` underneath, so the address cannot
-be pinned: its URL is checked when saved and again before every send, and redirects are disabled.
-Services whose endpoint is the vendor's fixed public API are accepted as they are; any service whose
-URL names a host is checked like a webhook; local-only services (syslog, dbus, desktop) are refused.
+Apprise (Slack, Discord, Telegram, ntfy, e-mail, …): only the schemes in `APPRISE_SCHEMES` are
+accepted, because for those we know every connection the plugin makes is one the egress
+(`tracker.alerts.egress`) pins: HTTP(S) through `requests`, or SMTP through `smtplib`. Every other
+scheme (XMPP, MQTT, IRC, syslog, desktop notifications, websocket services, …) is refused when the
+rule is saved (error on `channels[i].url`) and again at send time. The accepted schemes, by where
+they connect:
+
+- the URL names the server; its host is checked when the rule is saved, and every connection is
+  checked again when sending: `json(s)`, `form(s)`, `xml(s)` (custom HTTP), `ntfy(s)`
+  (`ntfy://topic` without a host is ntfy.sh), `gotify(s)`, `matrix(s)` (.well-known discovery
+  included: the homeserver it names is checked when connected to), `mmost(s)` (Mattermost),
+  `rocket(s)` (Rocket.Chat), `apprise(s)` (Apprise API), `workflow(s)` (Power Automate / Teams
+  workflows: the host is the user's, not a fixed Microsoft endpoint);
+- the URL holds tokens and the plugin talks to the vendor's public API, checked when sending like
+  any other connection: `slack`, `discord`, `tgram` (Telegram), `pover` (Pushover), `pbul`
+  (Pushbullet), `pagerduty`, `opsgenie`, `pushed`, `join`, `twilio`, `spush` (SimplePush), `line`;
+- e-mail over SMTP; the SMTP server is checked when the rule is saved, and its connection
+  (STARTTLS and SMTPS included) is pinned when sending: `mailto`, `mailtos`.
+
+Every send, webhook or Apprise, runs inside one `Egress`: each name is resolved once, every address
+is judged, sockets go to a judged address only, and redirects are not followed.
 """
 
 from __future__ import annotations
@@ -29,19 +46,34 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from tracker.alerts.egress import Egress
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, check_host, check_url, system_resolver
 from tracker.config import Network
 
 CHANNEL_KINDS = ("webhook", "apprise")
 USER_AGENT = "gpu-price-tracker-alerts/0.1"
 SECRET_PREFIX = "whsec_"
-# Apprise services that only ever talk to the vendor's own public API (the URL's "host" is a token).
-FIXED_ENDPOINT_SCHEMES = {
-    "slack", "discord", "tgram", "msteams", "workflow", "workflows", "pover", "pbul", "pagerduty",
-    "opsgenie", "pushed", "join", "twilio", "signal_cloud", "spush", "line", "mastodon_cloud",
+
+# Where an accepted Apprise scheme connects (see the module docstring).
+URL_HOST = "url-host"  # the URL's host is the server
+VENDOR = "vendor"  # the vendor's public API; the URL carries tokens
+SMTP = "smtp"  # an SMTP server (`?smtp=` or the address's domain)
+APPRISE_SCHEMES: dict[str, str] = {
+    **dict.fromkeys(
+        ("json", "jsons", "form", "forms", "xml", "xmls", "ntfy", "ntfys", "gotify", "gotifys", "matrix", "matrixs",
+         "mmost", "mmosts", "rocket", "rockets", "apprise", "apprises", "workflow", "workflows"),
+        URL_HOST,
+    ),
+    **dict.fromkeys(
+        ("slack", "discord", "tgram", "pover", "pbul", "pagerduty", "opsgenie", "pushed", "join", "twilio", "spush",
+         "line"),
+        VENDOR,
+    ),
+    "mailto": SMTP,
+    "mailtos": SMTP,
 }
-# Hosts an Apprise plugin may carry; each non-empty one is checked.
-_APPRISE_HOST_ATTRS = ("host", "smtp_host")
+# ntfy without a host is the public ntfy.sh service.
+_HOST_OPTIONAL = {"ntfy", "ntfys"}
 
 
 @dataclass(frozen=True)
@@ -94,28 +126,45 @@ def body_bytes(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
+
 # ---------------------------------------------------------------------------------------------- checks
 
 
+def apprise_scheme(url: str) -> str:
+    """The URL's scheme if it is one of `APPRISE_SCHEMES`. Raises UnsafeUrl listing the accepted ones."""
+    text = url.strip()
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme not in APPRISE_SCHEMES:
+        shown = f"{scheme}://" if scheme else text[:40]
+        raise UnsafeUrl(
+            f"Apprise service {shown!r} is not accepted as an alert channel (only services whose connections "
+            f"the server can check and pin are); accepted: {', '.join(sorted(APPRISE_SCHEMES))}"
+        )
+    return scheme
+
+
 def check_apprise_url(url: str, allow: Sequence[Network], *, resolver: Resolver = system_resolver) -> Any:
-    """Validate an Apprise URL; returns the instantiated plugin. Raises UnsafeUrl."""
+    """Validate an Apprise URL; returns the instantiated plugin. Raises UnsafeUrl.
+
+    Checks the server the URL names. Connections a plugin makes on its own (a vendor's API, a
+    Matrix homeserver found by discovery) are checked by the egress when it makes them.
+    """
     import apprise
 
+    scheme = apprise_scheme(url)
     plugin = apprise.Apprise.instantiate(url.strip(), suppress_exceptions=True)
     if plugin is None:
-        raise UnsafeUrl("not a notification URL Apprise understands (see https://github.com/caronc/apprise)")
-    schemes = {s for attr in ("protocol", "secure_protocol") for s in _as_set(getattr(plugin, attr, None))}
-    if schemes & FIXED_ENDPOINT_SCHEMES:
+        raise UnsafeUrl(f"not a valid {scheme}:// notification URL (see https://github.com/caronc/apprise)")
+    kind = APPRISE_SCHEMES[scheme]
+    if kind == VENDOR:
         return plugin
-    if "ntfy" in schemes and not getattr(plugin, "host", ""):
-        return plugin  # ntfy://topic is the public ntfy.sh
-    hosts = [h for h in (getattr(plugin, a, None) for a in _APPRISE_HOST_ATTRS) if isinstance(h, str) and h]
-    if not hosts:
-        raise UnsafeUrl(f"Apprise service {sorted(schemes)[0] if schemes else url!r} is local-only or names no "
-                        "host; it cannot be used as an alert channel")
+    host = getattr(plugin, "smtp_host" if kind == SMTP else "host", None) or getattr(plugin, "host", None)
+    if not isinstance(host, str) or not host:
+        if scheme in _HOST_OPTIONAL:
+            return plugin
+        raise UnsafeUrl(f"Apprise URL {scheme}:// names no server")
     port = getattr(plugin, "port", None) or (443 if getattr(plugin, "secure", False) else 80)
-    for host in dict.fromkeys(hosts):
-        check_host(host, int(port), allow, resolver=resolver, what="Apprise URL")
+    check_host(host, int(port), allow, resolver=resolver, what="Apprise URL")
     return plugin
 
 
@@ -128,12 +177,9 @@ def check_channel(kind: str, url: str, allow: Sequence[Network], *, resolver: Re
         raise UnsafeUrl(f"channel type must be one of {', '.join(CHANNEL_KINDS)}, got {kind!r}")
 
 
-def _as_set(value: Any) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, list | tuple | set):
-        return {v for v in value if isinstance(v, str)}
-    return set()
+def _refused(exc: UnsafeUrl) -> SendResult:
+    # A name that stopped resolving may come back; a refused address will not.
+    return SendResult(ok=False, retryable="does not resolve" in str(exc), error=str(exc))
 
 
 # ---------------------------------------------------------------------------------------------- sending
@@ -144,11 +190,11 @@ def send_webhook(
     timeout_s: float, resolver: Resolver = system_resolver, now: datetime | None = None,
     transport: httpx.BaseTransport | None = None,
 ) -> SendResult:
+    egress = Egress(allow, resolver=resolver, timeout_s=timeout_s)
     try:
-        checked = check_url(url, allow, resolver=resolver)
+        checked = egress.check_url(url)
     except UnsafeUrl as exc:
-        # A name that stopped resolving may come back; a refused address will not.
-        return SendResult(ok=False, retryable="does not resolve" in str(exc), error=str(exc))
+        return _refused(exc)
     body = body_bytes(payload)
     timestamp = int(now.timestamp() if now else time.time())
     headers = {
@@ -168,7 +214,10 @@ def send_webhook(
     headers["host"] = checked.host if checked.port == default_port else f"{checked.host}:{checked.port}"
     extensions = {"sni_hostname": checked.host} if checked.scheme == "https" else {}
     try:
-        with httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False, transport=transport) as client:
+        # Inside the egress, a socket to anything but the checked address is refused.
+        with egress.active(), httpx.Client(
+            timeout=timeout_s, follow_redirects=False, trust_env=False, transport=transport
+        ) as client:
             response = client.post(target, content=body, headers=headers, extensions=extensions)
     except httpx.HTTPError as exc:
         return SendResult(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:500])
@@ -185,22 +234,31 @@ def send_webhook(
 
 def send_apprise(
     url: str, title: str, body: str, allow: Sequence[Network], *, resolver: Resolver = system_resolver,
-    notify_type: str = "info",
+    notify_type: str = "info", timeout_s: float = 10.0,
 ) -> SendResult:
+    """Send one Apprise notification with every connection going through one `Egress`."""
     import apprise
 
+    egress = Egress(allow, resolver=resolver, timeout_s=timeout_s)
     try:
-        plugin = check_apprise_url(url, allow, resolver=resolver)
+        # Resolves through the egress, so the connections below reuse these very answers.
+        plugin = check_apprise_url(url, allow, resolver=egress.resolve)
     except UnsafeUrl as exc:
-        return SendResult(ok=False, retryable="does not resolve" in str(exc), error=str(exc))
+        return _refused(exc)
     if hasattr(plugin, "redirects"):
-        plugin.redirects = False
+        plugin.redirects = False  # the egress refuses them anyway; this keeps the plugin from trying
     notifier = apprise.Apprise()
     notifier.add(plugin)
     try:
-        sent = notifier.notify(title=title, body=body, notify_type=notify_type)
+        with egress.active():
+            sent = notifier.notify(title=title, body=body, notify_type=notify_type)
     except Exception as exc:  # a plugin bug must not kill the deliverer
         return SendResult(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:500])
     if sent:
         return SendResult(ok=True)
+    refusals = egress.refusals
+    if refusals:
+        # Refused by policy (an address, a redirect): retrying cannot help, unless a name did not resolve.
+        return SendResult(ok=False, retryable=all("does not resolve" in r for r in refusals),
+                          error="; ".join(refusals)[:500])
     return SendResult(ok=False, retryable=True, error="Apprise reported the notification as not sent")

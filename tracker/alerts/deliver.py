@@ -63,7 +63,8 @@ class Deliverer:
         if message.channel_kind == "apprise":
             title, body = message_text(message.payload)
             kind = {"firing": "failure", "resolved": "success"}.get(message.kind, "info")
-            return send_apprise(message.url, title, body, allow, resolver=self.resolver, notify_type=kind)
+            return send_apprise(message.url, title, body, allow, resolver=self.resolver, notify_type=kind,
+                                timeout_s=self.settings.alert_send_timeout_s)
         return SendResult(ok=False, error=f"unknown channel type {message.channel_kind!r}")
 
     def deliver(self, messages: list[Claimed]) -> Counter[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -37,6 +37,10 @@ MIN_REPEAT = timedelta(minutes=1)
 MAX_REPEAT = timedelta(days=30)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+# A silence ends in this window. A date near year 1 or 9999 overflows when converted to UTC, or is a
+# timestamp the database cannot hold or give back; a silence "forever" is `enabled: false`.
+SILENCE_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+SILENCE_LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 
 
 class RuleError(ValueError):
@@ -66,6 +70,25 @@ def parse_duration(value: str | int | float | None, field: str) -> int | None:
     if not seconds < 1e12:  # also NaN and infinity
         raise RuleError(f"{field} is too long", field)
     return int(seconds)
+
+
+def check_silence(until: Any) -> datetime | None:
+    """`until` (a timezone-aware datetime in the silence window, or None); RuleError otherwise."""
+    if until is None:
+        return None
+    if not isinstance(until, datetime) or until.utcoffset() is None:
+        raise RuleError("silenced_until must be a timezone-aware date-time (or null)", "silenced_until")
+    try:
+        utc: datetime | None = until.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+05:00 is a datetime; its UTC is not
+        utc = None
+    if utc is None or not SILENCE_EARLIEST <= utc < SILENCE_LATEST:
+        raise RuleError(
+            f"silenced_until must be between {SILENCE_EARLIEST.date()} and {SILENCE_LATEST.date()} (UTC); "
+            "to silence a rule for good, disable it",
+            "silenced_until",
+        )
+    return until
 
 
 def parse_money(value: Any, field: str) -> Decimal:
@@ -251,6 +274,7 @@ def create_rule(
         job = dict(inp.job)
     elif inp.job:
         raise RuleError("job only applies to cost_per_run and usd_per_mtoken alerts", "job")
+    silenced_until = check_silence(inp.silenced_until)
     channels = _channels(inp.channels, settings, resolver, now)
     name = (inp.name or "").strip() or (f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}")
     if len(name) > 200:
@@ -275,7 +299,7 @@ def create_rule(
         for_s=for_s,
         repeat_s=repeat_s,
         enabled=bool(inp.enabled),
-        silenced_until=inp.silenced_until,
+        silenced_until=silenced_until,
         allow_immediate=bool(inp.allow_immediate),
         state="inactive",
         held_state=None,
@@ -364,10 +388,7 @@ def update_rule(
             raise RuleError("enabled must be true or false", "enabled")
         new["enabled"] = changes["enabled"]
     if "silenced_until" in changes:
-        until = changes["silenced_until"]
-        if until is not None and (not isinstance(until, datetime) or until.tzinfo is None):
-            raise RuleError("silenced_until must be a timezone-aware date-time (or null)", "silenced_until")
-        new["silenced_until"] = until
+        new["silenced_until"] = check_silence(changes["silenced_until"])
     if "min_offers" in changes:
         m = changes["min_offers"]
         if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 10_000:
