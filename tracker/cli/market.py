@@ -6,7 +6,6 @@ from datetime import timedelta
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from tracker.cli.job_options import with_job
 from tracker.cli.output import console, emit_json, fail
@@ -79,6 +78,8 @@ def _amount(value: Any, places: int) -> str:
 
 
 def _print_rank(result: dict[str, Any]) -> None:
+    from rich.table import Table
+
     job = result["job"]
     console.print(
         f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
@@ -134,6 +135,8 @@ def history(
     if json_out:
         emit_json(rows)
         return
+    from rich.table import Table
+
     table = Table(title=f"{gpu} ({', '.join(ids)}) {kind} $/GPU-hour, {interval} buckets")
     for col in ("bucket", "min", "p25", "median", "p75", "max", "offers", "providers"):
         table.add_column(col, justify="left" if col == "bucket" else "right")

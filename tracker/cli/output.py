@@ -6,13 +6,33 @@ import json
 import sys
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 
-console = Console(soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+class _LazyConsole:
+    """A rich Console made on first use: a command that only prints JSON never imports rich."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options, self._console = options, None
+
+    def _get(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._get(), name)
+
+
+console: Console = _LazyConsole(soft_wrap=True)  # type: ignore[assignment]  # behaves as the Console it makes
+err_console: Console = _LazyConsole(stderr=True, soft_wrap=True)  # type: ignore[assignment]
 
 
 def _default(value: Any) -> Any:

@@ -11,10 +11,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 
 from tracker import money
 from tracker.catalog.gpus import get_catalog
@@ -46,7 +45,10 @@ class RankOptions:
     limit: int = 50
 
 
-Mask = npt.NDArray[np.bool_]
+if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
+    import numpy.typing as npt
+
+    Mask: TypeAlias = npt.NDArray[np.bool_]
 
 
 def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
