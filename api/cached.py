@@ -86,14 +86,16 @@ async def cached_body(request: Request, key: tuple[Hashable, ...], compute: Call
     engine = request.app.state.engine
     version = await version_reads(request).current()
     params = ("api", *key)
-    body: bytes | None = LIVE.peek(engine, version, params)
-    if body is None:
+    peeked = LIVE.peek(engine, version, params)
+    if isinstance(peeked, bytes):
+        return peeked
 
-        def encoded() -> bytes:
-            content = compute()
-            return content if isinstance(content, bytes) else encode(content)
+    def encoded() -> bytes:
+        content = compute()
+        return content if isinstance(content, bytes) else encode(content)
 
-        body = await run_in_threadpool(LIVE.memo, engine, version, params, encoded)
+    # Not memoised yet: computed once, whoever asks at the same time waits for that computation.
+    body: bytes = await run_in_threadpool(LIVE.memo, engine, version, params, encoded)
     return body
 
 

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Engine, or_, select, update
+from sqlalchemy import CursorResult, Engine, or_, select, update
 from sqlalchemy.orm import Session
 
 from tracker.alerts.channels import SendResult
@@ -150,7 +150,7 @@ def claim_due(
         with session_scope(engine) as session:
             # Compare-and-set: only one deliverer's UPDATE matches; Postgres re-checks the WHERE after
             # waiting on a concurrent claimer's row lock, SQLite serialises writers.
-            claimed = session.execute(
+            result: CursorResult[Any] = session.execute(  # type: ignore[assignment]  # an UPDATE's cursor result
                 update(AlertNotification)
                 .where(
                     AlertNotification.id == nid,
@@ -158,7 +158,8 @@ def claim_due(
                     or_(AlertNotification.claimed_until.is_(None), AlertNotification.claimed_until < now),
                 )
                 .values(claimed_until=now + lease, claim_token=token)
-            ).rowcount
+            )
+            claimed = result.rowcount
             if claimed != 1:
                 continue
             n = session.get_one(AlertNotification, nid)

@@ -10,6 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
@@ -137,7 +138,7 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
     console.print(table)
 
 
-def _get(session: Any, rule_id: int) -> AlertRule:
+def _get(session: Session, rule_id: int) -> AlertRule:
     rule = session.get(AlertRule, rule_id)
     if rule is None:
         fail(f"no alert rule {rule_id}")

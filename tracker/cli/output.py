@@ -18,7 +18,8 @@ class _LazyConsole:
     """A rich Console made on first use: a command that only prints JSON never imports rich."""
 
     def __init__(self, **options: Any) -> None:
-        self._options, self._console = options, None
+        self._options: dict[str, Any] = options
+        self._console: Console | None = None
 
     def _get(self) -> Console:
         if self._console is None:

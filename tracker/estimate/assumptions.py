@@ -142,7 +142,7 @@ class AssumptionSet:
                 a: {m: round(self.efficiency(a, m), 4) for m in ("full", "lora", "qlora")} for a in archs
             } | {"other": {m: round(self.efficiency("?", m), 4) for m in ("full", "lora", "qlora")}},
             "efficiency_source": dict(self.efficiency.source),
-            "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},  # type: ignore[attr-defined]
+            "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
             "multi_gpu_efficiency": dict(self.multi_gpu),
             "peak_tflops_overrides": dict(self.peak_tflops),
         }

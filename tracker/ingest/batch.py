@@ -16,7 +16,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from providers.contract import ScrapedOffer, ScrapeResult
@@ -274,7 +274,7 @@ def ingest(
     gone = [row.id for key, row in existing.items() if key not in incoming and not row.delisted]
 
     if new_rows:
-        insert_rows(session, Offer.__table__, new_rows)
+        insert_rows(session, Offer, new_rows)
         # New offers are exactly this provider's rows first seen now: one read instead of RETURNING.
         ids = dict(
             session.execute(
@@ -300,7 +300,7 @@ def ingest(
         .where(Offer.provider == provider, Offer.delisted_at.is_(None), Offer.last_seen != observed_at)
         .values(last_seen=observed_at)
     )
-    insert_rows(session, OfferPrice.__table__, price_rows)
+    insert_rows(session, OfferPrice, price_rows)
 
     report.offers_new, report.offers_reopened = len(new_rows), reopened_count
     report.price_rows = len(price_rows)
@@ -321,7 +321,7 @@ def _quarantine(report: IngestReport, run: ScrapeRun, reason: str) -> IngestRepo
 
 def bump_data_version(session: Session, at: datetime) -> None:
     """Invalidate derived caches everywhere; last in the transaction so the row lock is held briefly."""
-    bumped = session.execute(
+    bumped: CursorResult[Any] = session.execute(  # type: ignore[assignment]  # an UPDATE's result is a cursor result
         update(DataVersion).where(DataVersion.id == 1).values(version=DataVersion.version + 1, changed_at=at)
     )
     if bumped.rowcount == 0:  # the migration creates the row; only a hand-emptied table lacks it

@@ -170,8 +170,9 @@ def deep_size(value: object) -> int:
             if isinstance(attrs, dict):
                 stack.append(attrs)
             for cls in type(obj).__mro__:
-                for slot in getattr(cls, "__slots__", ()):
-                    if isinstance(slot, str) and slot not in ("__dict__", "__weakref__"):
+                slots = getattr(cls, "__slots__", ())
+                for slot in (slots,) if isinstance(slots, str) else slots:
+                    if slot not in ("__dict__", "__weakref__"):
                         stack.append(getattr(obj, slot, None))
     return total
 

@@ -62,7 +62,7 @@ def gpu_ids_for(query: str) -> list[str]:
     return [g.id for g in get_catalog().resolve(query)]
 
 
-def current_offers_stmt(filters: OfferFilters) -> Select[tuple[Offer]]:
+def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
     stmt = select(Offer).where(Offer.delisted_at.is_(None))
     if filters.gpu:
         stmt = stmt.where(Offer.gpu_id.in_(gpu_ids_for(filters.gpu)))

@@ -113,7 +113,7 @@ def _estimate_combos(
     cards: np.ndarray,
     gpus: np.ndarray,
     slice_gb: np.ndarray,
-    cache: dict | None,
+    cache: dict[ComboKey, tuple[Any, ...]] | None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """One estimate per distinct (card, GPU count, slice memory) of the offers: (code per offer, fields per code).
 
@@ -146,7 +146,7 @@ def rank(
     options: RankOptions,
     now: datetime,
     *,
-    estimates: dict | None = None,
+    estimates: dict[ComboKey, tuple[Any, ...]] | None = None,
 ) -> dict[str, Any]:
     """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
@@ -203,7 +203,8 @@ def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
     kth = np.partition(values, m - 1)[m - 1]
     if kth != kth:  # fewer than m numbers: every row may be needed
         return rows
-    return rows[values <= kth]
+    smallest: np.ndarray = rows[values <= kth]
+    return smallest
 
 
 def _candidates(kept: np.ndarray, fits: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
@@ -224,7 +225,7 @@ _MAYBE_MISSING = {"provider", "offer_key", "gpu_id", "gpu_family", "pricing", "r
 
 def _column(values: np.ndarray, maybe_missing: bool) -> list[Any]:
     """Python values (numpy scalars unwrapped); NaN as None where a value may be missing."""
-    out = values.tolist()
+    out: list[Any] = values.tolist()
     if maybe_missing:
         out = [None if v is None or v != v else v for v in out]
     return out

@@ -93,9 +93,9 @@ def snapshot(
         q = weighted_quantiles(prices, np.ones_like(prices))
         out.append(
             MarketStat(
-                gpu=gpu,
-                gpu_family=family,
-                pricing=kind,
+                gpu=str(gpu),
+                gpu_family=str(family),
+                pricing=str(kind),
                 min=_dec(prices.min()),
                 p25=_dec(q["p25"]),
                 median=_dec(q["median"]),

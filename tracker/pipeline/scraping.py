@@ -111,10 +111,8 @@ def plan(
     if demo:
         jobs = []
         for p in chosen:
-            cassette = (
-                None if p.kind == ProviderKind.static_sheet else Cassette.load(bundled_cassette(p.name))
-            )
-            jobs.append(ScrapeJob(p, "demo", cassette))
+            sample = None if p.kind == ProviderKind.static_sheet else Cassette.load(bundled_cassette(p.name))
+            jobs.append(ScrapeJob(p, "demo", sample))
         return jobs
     return [ScrapeJob(p) for p in chosen]
 

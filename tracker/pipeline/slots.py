@@ -23,7 +23,7 @@ def slot_start(now: datetime, interval: timedelta) -> datetime:
     return EPOCH + ((now - EPOCH) // interval) * interval
 
 
-class SlotTrigger(BaseTrigger):
+class SlotTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 ships no type information
     """First fire: at once (the current slot). Then: each following slot's start + U(0, jitter) seconds."""
 
     def __init__(self, interval: timedelta, jitter_s: float = 0.0,

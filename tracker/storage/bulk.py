@@ -13,13 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import JSON, Table, insert
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import DeclarativeBase, Session
 
 
-def insert_rows(session: Session, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert rows (all with the same keys) in the session's transaction."""
+def insert_rows(session: Session, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows (all with the same keys) of `model`'s table in the session's transaction."""
     if not rows:
         return
+    table = model.__table__
+    assert isinstance(table, Table)  # a declarative model maps exactly one table
     connection = session.connection()
     if connection.dialect.name != "postgresql":
         session.execute(insert(table), list(rows))
