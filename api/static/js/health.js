@@ -29,10 +29,11 @@ async function providers() {
       { label: "Last run", cell: (p) => p.last_run
         ? [badge(STATUS_BADGE[p.last_run.status] || "muted", p.last_run.status), " ", ageSince(p.last_run.started_at)]
         : badge("muted", "never") },
-      { label: "Last success", cell: (p) => [age(p.age_s), p.stale ? [" ", badge("bad", "stale", "no success within three intervals")] : null] },
+      // The server's freshness rule decides `stale`; the page only says which window applied.
+      { label: "Last success", cell: (p) => [age(p.age_s), p.stale ? [" ", badge("bad", "stale", `prices no longer live: no success within ${every(p.fresh_for_s)}`)] : null] },
       { label: "Offers", cell: (p) => count(p.current_offers), num: true },
       { label: "Unknown names", cell: (p) => count(p.unknown_names), num: true, opt: true },
-      { label: "Every", cell: (p) => every(p.default_interval_s), num: true, opt: true },
+      { label: "Every", cell: (p) => every(p.interval_s ?? p.default_interval_s), num: true, opt: true },
       { label: "Credentials", cell: (p) => (p.credentials.length ? (p.credentials_set ? "set" : "missing") : "none needed"), opt: true },
       { label: "Last error", cell: (p) => p.last_run?.error || "", wrap: true, opt: true },
     ], rows);
