@@ -9,12 +9,20 @@ from typing import Any
 
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from api import errors, metrics, routes
+from api.limits import BodyLimit, RequestLimits
+from api.methods import HeadAsGet
 from api.schemas import ERROR_RESPONSES
 from tracker import __version__
 from tracker.config import Settings, get_settings
 from tracker.storage.engine import engine_for
+
+
+class InvalidDatabaseUrl(ValueError):
+    """TRACKER_DATABASE_URL cannot be used: one line saying why, instead of SQLAlchemy's traceback."""
 
 
 @asynccontextmanager
@@ -26,8 +34,24 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
-def create_app(settings: Settings | None = None, engine: Engine | None = None) -> FastAPI:
+def _engine(settings: Settings) -> Engine:
+    url = settings.resolved_database_url()
+    try:
+        return engine_for(url)
+    except (ArgumentError, ValueError, ImportError) as exc:  # unparseable, a bad port, an unknown driver
+        try:
+            where = make_url(url).render_as_string(hide_password=True)
+        except (ArgumentError, ValueError):
+            where = "<unparseable>"
+        # `from None`: the cause is in the message; SQLAlchemy's stack says nothing more to an operator.
+        raise InvalidDatabaseUrl(f"TRACKER_DATABASE_URL is not a usable database URL ({where}): {exc}") from None
+
+
+def create_app(
+    settings: Settings | None = None, engine: Engine | None = None, limits: RequestLimits | None = None
+) -> FastAPI:
     settings = settings or get_settings()
+    limits = limits or RequestLimits()
     app = FastAPI(
         lifespan=_lifespan,
         responses=ERROR_RESPONSES,
@@ -38,9 +62,13 @@ def create_app(settings: Settings | None = None, engine: Engine | None = None) -
         ),
     )
     app.state.settings = settings
-    app.state.engine = engine or engine_for(settings.resolved_database_url())
+    app.state.engine = engine or _engine(settings)
     errors.install(app)
+    # Middleware added later wraps what came before: HEAD-as-GET outermost (the metrics see the route it
+    # matched as a GET, labelled HEAD), then the metrics (which count the 413s), then the body limit.
+    app.add_middleware(BodyLimit, max_bytes=limits.max_body_bytes)
     metrics.install(app)
+    app.add_middleware(HeadAsGet)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, Any]:

@@ -5,11 +5,15 @@ from __future__ import annotations
 import logging
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from api.limits import bounded_errors
+from api.methods import STANDARD_METHODS
+from api.validation import FieldError, validation_body
 from tracker.catalog.gpus import AmbiguousGpuName, UnknownGpuName
 from tracker.estimate import EstimateError, UnknownAssumptions, UnknownModel
 
@@ -17,13 +21,16 @@ log = logging.getLogger(__name__)
 
 
 def _allowed_methods(app: FastAPI, request: Request) -> list[str]:
-    """Every method any route serves at this path (Starlette only reports the first partial match)."""
-    methods: set[str] = set()
-    for route in app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "__none__"})
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    if "GET" in methods:
+    """Every method some route serves at this path (Starlette only reports the first partial match).
+
+    Each method is tried through the routes' own matching: included routers are branches of the app's
+    routes, not entries in it, so listing the methods of `app.router.routes` found none (`Allow: `)."""
+    methods = {
+        method
+        for method in STANDARD_METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in app.router.routes)
+    }
+    if "GET" in methods:  # served by api.methods.HeadAsGet
         methods.add("HEAD")
     return sorted(methods)
 
@@ -35,6 +42,16 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(_allowed_methods(app, request))
         return JSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own handler echoes the rejected values as they came (NaN, 900-deep, 100k digits): a 500.
+        # Bounded too: a body of thousands of unknown keys gets the first few errors and a count.
+        return JSONResponse(status_code=422, content=bounded_errors(validation_body, exc.errors()))
+
+    @app.exception_handler(FieldError)
+    async def _bad_field(_: Request, exc: FieldError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": exc.message, "field": exc.field})
 
     @app.exception_handler(UnknownGpuName)
     async def _unknown_gpu(_: Request, exc: UnknownGpuName) -> JSONResponse:

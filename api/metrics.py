@@ -4,8 +4,11 @@ Each app gets its own registry (tests build many apps in one process; the global
 refuse the second set of HTTP series). Request metrics are per process, as Prometheus expects: run
 several API workers and it sums them. Database-derived series come from tracker.ops.metrics at scrape time.
 
-The route label is the route's template (`/v1/alerts/{rule_id}`), never the raw path, so series stay
-bounded; requests no route matched share the label `<unmatched>`.
+Every label comes from a known, small set, so no client can add series: the route label is the
+route's template (`/v1/alerts/{rule_id}`), never the raw path, and requests no route matched share
+`<unmatched>`; the method is one of the standard methods or `other` (servers accept any token as a
+method: 5,000 invented ones once added 90,000 series); the status is the code when it is one this API
+sends, else its class (`5xx`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,15 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from api.methods import STANDARD_METHODS, request_method
 from tracker.ops.metrics import PREFIX, DatabaseCollector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 UNMATCHED = "<unmatched>"
+OTHER_METHOD = "other"
+_METHODS = frozenset(STANDARD_METHODS)
+# Codes this API (or the server in front of it) sends; any other is counted under its class.
+KNOWN_STATUSES = frozenset({200, 201, 204, 206, 304, 400, 401, 403, 404, 405, 409, 413, 415, 422, 429, 500, 503, 504})
 
 
 @dataclass
@@ -51,13 +59,21 @@ def metrics_for(app: FastAPI) -> AppMetrics:
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)
     registry.register(DatabaseCollector(app.state.engine, app.state.settings))
-    app.state.metrics = AppMetrics(registry, requests, latency)
-    return app.state.metrics
+    built = app.state.metrics = AppMetrics(registry, requests, latency)
+    return built
 
 
 def _route_template(scope: Scope) -> str:
     route = scope.get("route")
     return getattr(route, "path_format", None) or getattr(route, "path", None) or UNMATCHED
+
+
+def method_label(method: str) -> str:
+    return method if method in _METHODS else OTHER_METHOD
+
+
+def status_label(status: int) -> str:
+    return str(status) if status in KNOWN_STATUSES else f"{status // 100}xx"
 
 
 class HttpMetricsMiddleware:
@@ -83,8 +99,8 @@ class HttpMetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             # The router records the matched route in the scope; read it after the app has run.
-            route, method = _route_template(scope), scope["method"]
-            self.metrics.requests.labels(method, route, str(status)).inc()
+            route, method = _route_template(scope), method_label(request_method(scope))
+            self.metrics.requests.labels(method, route, status_label(status)).inc()
             self.metrics.latency.labels(method, route).observe(time.perf_counter() - started)
 
 
@@ -93,4 +109,4 @@ def install(app: FastAPI) -> None:
     app.add_middleware(HttpMetricsMiddleware, metrics=metrics_for(app))
 
 
-__all__ = ["AppMetrics", "HttpMetricsMiddleware", "install", "metrics_for"]
+__all__ = ["AppMetrics", "HttpMetricsMiddleware", "install", "method_label", "metrics_for", "status_label"]

@@ -2,7 +2,8 @@
 
 Every endpoint needs the bearer token, reads included: rules hold channel URLs, and those carry
 secrets (Slack and Telegram tokens live in the URL). A webhook's signing secret is shown once, in the
-response that created it. Bad input is a 422 whose body names the field.
+response that created it. Bad input is a 422 whose body names the field. Every write is committed
+before its answer is sent (api.deps.DbSession): a 2xx means the change is there for the next request.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from api.auth import require_token
-from api.deps import db_session
+from api.deps import DbSession
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
@@ -93,15 +93,13 @@ def _channels(bodies: list[ChannelBody]) -> list[ChannelInput]:
 
 
 @router.get("/alerts")
-def list_alerts(session: Annotated[Session, Depends(db_session)]) -> dict[str, Any]:
+def list_alerts(session: DbSession) -> dict[str, Any]:
     rows = [rule_dict(r) for r in session.scalars(select(AlertRule).order_by(AlertRule.id))]
     return {"alerts": rows, "count": len(rows)}
 
 
 @router.post("/alerts", status_code=status.HTTP_201_CREATED, response_model=None)
-def create_alert(
-    body: AlertBody, request: Request, session: Annotated[Session, Depends(db_session)]
-) -> dict[str, Any] | JSONResponse:
+def create_alert(body: AlertBody, request: Request, session: DbSession) -> dict[str, Any] | JSONResponse:
     """Create a rule. A rule whose condition already holds is refused (422, field threshold) unless
     `allow_immediate` is true. The response carries webhook signing secrets; later reads redact them."""
     inp = RuleInput(
@@ -139,14 +137,14 @@ def create_alert(
 
 
 @router.get("/alerts/{rule_id}", response_model=None)
-def get_alert(rule_id: RuleId, session: Annotated[Session, Depends(db_session)]) -> dict[str, Any] | JSONResponse:
+def get_alert(rule_id: RuleId, session: DbSession) -> dict[str, Any] | JSONResponse:
     rule = session.get(AlertRule, rule_id)
     return rule_dict(rule) if rule else _missing(rule_id)
 
 
 @router.patch("/alerts/{rule_id}", response_model=None)
 def patch_alert(
-    rule_id: RuleId, body: AlertPatch, request: Request, session: Annotated[Session, Depends(db_session)]
+    rule_id: RuleId, body: AlertPatch, request: Request, session: DbSession
 ) -> dict[str, Any] | JSONResponse:
     """Change thresholds, timing, channels, enabled or silence. The subject and metric are fixed."""
     rule = session.get(AlertRule, rule_id, with_for_update=True)
@@ -169,7 +167,7 @@ def patch_alert(
 
 
 @router.delete("/alerts/{rule_id}", status_code=status.HTTP_204_NO_CONTENT, response_model=None)
-def delete_alert(rule_id: RuleId, session: Annotated[Session, Depends(db_session)]) -> Response:
+def delete_alert(rule_id: RuleId, session: DbSession) -> Response:
     rule = session.get(AlertRule, rule_id)
     if rule is None:
         return _missing(rule_id)
@@ -180,7 +178,7 @@ def delete_alert(rule_id: RuleId, session: Annotated[Session, Depends(db_session
 @router.get("/alerts/{rule_id}/events", response_model=None)
 def alert_events(
     rule_id: RuleId,
-    session: Annotated[Session, Depends(db_session)],
+    session: DbSession,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any] | JSONResponse:
     """Transitions (newest first, with the value that caused each) and notifications with their attempts."""

@@ -12,10 +12,11 @@ import io
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
 from api.cached import cached_body, json_response, minute, with_field
+from api.validation import FieldError, aware_in_range
 from providers.contract import Pricing
 from tracker.clock import utcnow
 from tracker.market import freshness
@@ -31,11 +32,9 @@ MAX_BUCKETS = 24 * 400
 
 
 def _utc(value: datetime | None, field: str) -> datetime | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise HTTPException(422, detail=f"{field} must include a timezone (e.g. 2026-01-01T00:00:00Z)")
-    return value
+    # A bound near year 1 or 9999 overflows once moved to UTC or by the default 30 days (500), or
+    # reaches the database as a timestamp it cannot hold (503): refused first, naming the field.
+    return None if value is None else aware_in_range(value, field)
 
 
 @router.get("/market", response_model=None)
@@ -81,9 +80,9 @@ async def get_market_history(
     end_at = _utc(end, "end") or now
     start_at = _utc(start, "start") or end_at - timedelta(days=30)
     if start_at >= end_at:
-        raise HTTPException(422, detail="start must be before end")
+        raise FieldError("start must be before end", "start")
     if (end_at - start_at) / INTERVALS[interval] > MAX_BUCKETS:
-        raise HTTPException(422, detail=f"too many buckets: use a coarser interval than {interval} for this range")
+        raise FieldError(f"too many buckets: use a coarser interval than {interval} for this range", "interval")
     ids = gpu_ids_for(gpu)
     engine, settings = request.app.state.engine, request.app.state.settings
 

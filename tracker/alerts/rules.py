@@ -28,6 +28,7 @@ from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, breached
 from tracker.catalog.gpus import GpuNameError, get_catalog
+from tracker.clock import EARLIEST, LATEST
 from tracker.config import Settings
 from tracker.money import parse_amount, to_money
 from tracker.storage.alert_tables import AlertChannel, AlertRule
@@ -37,10 +38,8 @@ MIN_REPEAT = timedelta(minutes=1)
 MAX_REPEAT = timedelta(days=30)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-# A silence ends in this window. A date near year 1 or 9999 overflows when converted to UTC, or is a
-# timestamp the database cannot hold or give back; a silence "forever" is `enabled: false`.
-SILENCE_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
-SILENCE_LATEST = datetime(2100, 1, 1, tzinfo=UTC)
+# A silence ends inside the service's time range (tracker.clock); a silence "forever" is `enabled: false`.
+SILENCE_EARLIEST, SILENCE_LATEST = EARLIEST, LATEST
 
 
 class RuleError(ValueError):

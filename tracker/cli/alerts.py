@@ -236,4 +236,6 @@ def silence(
             update_rule(session, _get(session, rule_id), {"silenced_until": until}, now=now, settings=rt.settings)
     except RuleError as exc:
         fail(f"{exc.field}: {exc}")
+    except OverflowError:  # now + a duration past year 9999
+        fail("--for is too long: a silence must end before 2100 (disable the rule to silence it for good)")
     console.print(f"alert {rule_id} " + (f"silenced until {until:%Y-%m-%d %H:%M} UTC" if until else "unsilenced"))

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import typer
 from sqlalchemy import Engine
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
 
 from tracker.cli.output import fail
 from tracker.config import Settings, get_settings
@@ -22,8 +23,15 @@ class Runtime:
 
 def runtime(ctx: typer.Context, *, ensure_schema: bool = True) -> Runtime:
     settings = get_settings()
-    url = (ctx.find_root().obj or {}).get("database_url") or settings.resolved_database_url()
+    given = (ctx.find_root().obj or {}).get("database_url")
+    url = given or settings.resolved_database_url()
     settings = settings.model_copy(update={"database_url": url})
+    source = "--database-url" if given else "TRACKER_DATABASE_URL"
+    try:
+        # Parsed first: a bad port is a bare ValueError from inside SQLAlchemy, which printed a traceback.
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        fail(f"{source} is not a valid database URL ({engine_label(url)}): {exc}")
     try:
         engine = make_engine(url)
         if ensure_schema:
@@ -32,6 +40,8 @@ def runtime(ctx: typer.Context, *, ensure_schema: bool = True) -> Runtime:
         fail(f"cannot reach the database {engine_label(url)}: {exc.orig}")
     except SQLAlchemyError as exc:
         fail(f"database error on {engine_label(url)}: {exc}")
+    except ImportError as exc:  # a dialect whose driver is not installed (mysql://, postgresql+psycopg2://)
+        fail(f"{source} names a database driver that is not installed ({engine_label(url)}): {exc}")
     return Runtime(settings, engine)
 
 
@@ -48,8 +58,6 @@ def _ensure_schema(engine: Engine) -> None:
 
 
 def engine_label(url: str) -> str:
-    from sqlalchemy.engine import make_url
-
     try:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:

@@ -260,7 +260,7 @@ def resolve_model(query: str | Mapping[str, Any] | ModelArch, *, allow_files: bo
     if isinstance(query, ModelArch):
         return query
     if isinstance(query, Mapping):
-        return from_hf_config(query)
+        return from_hf_config(query, where="hf_config")  # a mapping is the API's (or a saved job's) inline config
     text = str(query).strip()
     if not text:
         raise UnknownModel(text, sorted(catalog())[:5])
@@ -298,54 +298,114 @@ def load_hf_config(path: Path) -> ModelArch:
     return from_hf_config(raw, default_id=path.parent.name if path.name == "config.json" else path.stem)
 
 
-def _int_field(cfg: Mapping[str, Any], *names: str, default: int | None = None) -> int:
-    for name in names:
-        value = cfg.get(name)
-        if value is not None:
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0 or value != int(value):
-                raise InvalidModelConfig(f"config field {name!r} must be a positive integer, got {value!r}",
-                                         field="model")
+# Upper bounds on config.json dimensions: 4-8x the largest published models (Llama 3.1 405B: hidden
+# 16384, 126 layers; DeepSeek-V3: 256 experts; Gemma 3: 262k vocabulary), so any real config passes,
+# while every parameter count and FLOP figure derived from them stays a finite, sensible number.
+# Past them a value is a typo or a probe (Infinity, 1e308), refused naming the field.
+CONFIG_BOUNDS: dict[str, int] = {
+    "hidden": 1 << 16,
+    "heads": 1 << 10,
+    "kv_heads": 1 << 10,
+    "head_dim": 1 << 11,
+    "experts": 1 << 10,
+    "experts_per_token": 1 << 10,
+    "intermediate": 1 << 19,
+    "layers": 1 << 10,
+    "vocab": 1 << 22,
+    "max_seq_len": 1 << 30,
+}
+
+
+def _brief(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"  # repr of a huge int is long (or refused)
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+class _Config:
+    """Reads one config mapping; errors name the field as `<where>.<key>` (`where` is the API's
+    `hf_config`, or None for a config.json file, whose errors name the CLI's `model` argument)."""
+
+    def __init__(self, cfg: Mapping[str, Any], where: str | None) -> None:
+        self.cfg = cfg
+        self.where = where
+
+    def field(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else "model"
+
+    def count(self, bound: str, *names: str, default: int | None = None) -> int:
+        most = CONFIG_BOUNDS[bound]
+        for name in names:
+            value = self.cfg.get(name)
+            if value is None:
+                continue
+            # int(value) only once value is known to be a finite whole number: NaN and infinities would raise.
+            whole = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
+            if isinstance(value, bool) or not whole or value <= 0:
+                raise InvalidModelConfig(
+                    f"config field {name!r} must be a positive integer, got {_brief(value)}", field=self.field(name)
+                )
+            if value > most:
+                raise InvalidModelConfig(
+                    f"config field {name!r} is implausibly large ({_brief(value)}; at most {most:,})",
+                    field=self.field(name),
+                )
             return int(value)
-    if default is not None:
-        return default
-    raise InvalidModelConfig(f"config.json lacks {' / '.join(names)}", field="model")
+        if default is not None:
+            return default
+        raise InvalidModelConfig(f"config.json lacks {' / '.join(names)}", field=self.field(names[0]))
 
 
-def from_hf_config(cfg: Mapping[str, Any], *, default_id: str | None = None) -> ModelArch:
-    """Build an architecture from a transformers config dict (Llama/Qwen2/Mistral/Mixtral/Gemma/Phi-3)."""
+def from_hf_config(cfg: Mapping[str, Any], *, default_id: str | None = None, where: str | None = None) -> ModelArch:
+    """Build an architecture from a transformers config dict (Llama/Qwen2/Mistral/Mixtral/Gemma/Phi-3).
+
+    `where` names the config in errors (`hf_config` for the API's inline config, so a bad hidden
+    size is field `hf_config.hidden_size`); without it they name `model`, the CLI's config.json path."""
     # Multimodal wrappers nest the language model's config.
     if "text_config" in cfg and "hidden_size" not in cfg:
         cfg = cfg["text_config"]
-    model_type = str(cfg.get("model_type", "")).lower()
-    hidden = _int_field(cfg, "hidden_size", "n_embd", "d_model")
-    heads = _int_field(cfg, "num_attention_heads", "n_head")
-    kv_heads = _int_field(cfg, "num_key_value_heads", default=heads)
-    head_dim = _int_field(cfg, "head_dim", default=hidden // heads)
-    experts = _int_field(cfg, "num_local_experts", "num_experts", default=1)
-    intermediate = _int_field(
-        cfg, *(("moe_intermediate_size",) if experts > 1 and "moe_intermediate_size" in cfg else ()),
+        where = f"{where}.text_config" if where else None
+        if not isinstance(cfg, Mapping):
+            raise InvalidModelConfig("text_config must be an object", field=where or "model")
+    read = _Config(cfg, where)
+    model_type = str(cfg.get("model_type", "")).lower()[:100]
+    hidden = read.count("hidden", "hidden_size", "n_embd", "d_model")
+    heads = read.count("heads", "num_attention_heads", "n_head")
+    kv_heads = read.count("kv_heads", "num_key_value_heads", default=heads)
+    head_dim = read.count("head_dim", "head_dim", default=max(1, hidden // heads))
+    experts = read.count("experts", "num_local_experts", "num_experts", default=1)
+    intermediate = read.count(
+        "intermediate", *(("moe_intermediate_size",) if experts > 1 and "moe_intermediate_size" in cfg else ()),
         "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden,
-    )
+    )  # fmt: skip
     if heads % kv_heads:
         raise InvalidModelConfig(f"num_attention_heads ({heads}) is not a multiple of num_key_value_heads "
-                                 f"({kv_heads})", field="model")
+                                 f"({kv_heads})", field=read.field("num_key_value_heads"))  # fmt: skip
+    experts_per_token = 1
+    if experts > 1:
+        experts_per_token = read.count("experts_per_token", "num_experts_per_tok", default=min(experts, 2))
+    if experts_per_token > experts:
+        raise InvalidModelConfig(f"num_experts_per_tok ({experts_per_token}) exceeds the {experts} experts",
+                                 field=read.field("num_experts_per_tok"))  # fmt: skip
     tied_default = model_type.startswith("gemma")
-    name = str(cfg.get("_name_or_path") or default_id or model_type or "custom model")
+    name = str(cfg.get("_name_or_path") or default_id or model_type or "custom model")[:200]
     return ModelArch(
         id=_norm_key(name) or "custom",
         name=name,
         hidden=hidden,
         intermediate=intermediate,
-        layers=_int_field(cfg, "num_hidden_layers", "n_layer", "num_layers"),
+        layers=read.count("layers", "num_hidden_layers", "n_layer", "num_layers"),
         heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        vocab=_int_field(cfg, "vocab_size"),
+        vocab=read.count("vocab", "vocab_size"),
         tied_embeddings=bool(cfg.get("tie_word_embeddings", tied_default)),
-        max_seq_len=_int_field(cfg, "max_position_embeddings", "n_positions", "max_sequence_length",
-                               default=4096),
+        max_seq_len=read.count(
+            "max_seq_len", "max_position_embeddings", "n_positions", "max_sequence_length", default=4096
+        ),
         experts=experts,
-        experts_per_token=_int_field(cfg, "num_experts_per_tok", default=min(experts, 2)) if experts > 1 else 1,
+        experts_per_token=experts_per_token,
         qkv_bias=bool(cfg.get("attention_bias", model_type.startswith("qwen2"))),
         norms_per_layer=4 if model_type in ("gemma2", "gemma3", "gemma3_text") else 2,
         source="hf-config",

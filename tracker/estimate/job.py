@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
@@ -26,6 +26,14 @@ METHODS: tuple[str, ...] = ("full", "lora", "qlora")
 
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 _TOKEN_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+# Plausibility limits that keep every derived figure finite. The largest published pretraining runs
+# are ~1.5e13 tokens and ~5e25 FLOPs; a fine-tuning job 70x and 2000x past them is a typo or a probe
+# (tokens: 1e308 made hours infinite and the cost a Decimal no money column can hold).
+MAX_TRAINING_TOKENS = 1e15
+MAX_TRAINING_FLOPS = 1e29
+# An inline config.json nests a level or two (text_config); a 900-deep one exhausted the serializer.
+MAX_CONFIG_DEPTH = 32
 
 
 def parse_tokens(value: str | float | int) -> float:
@@ -116,6 +124,7 @@ def make_job(
         raise InvalidJob(f"micro-batch must be a positive integer, got {batch!r}", field="batch")
 
     per_run = _training_tokens(tokens, examples, tokens_per_example, epochs)
+    _check_compute(arch, targets if method_key != "full" else (), rank, seq_len, per_run)
     return JobSpec(
         model=arch,
         method=method_key,  # type: ignore[arg-type]  # checked against METHODS above
@@ -139,8 +148,11 @@ def _training_tokens(
         raise InvalidJob("give the amount of training: tokens, or examples with tokens-per-example", field="tokens")
     if tokens is not None:
         value = parse_tokens(tokens)
-        if not math.isfinite(value) or value <= 0:
-            raise InvalidJob(f"training tokens must be positive, got {tokens!r}", field="tokens")
+        if not value > 0:  # NaN included
+            raise InvalidJob(f"training tokens must be positive, got {_brief(tokens)}", field="tokens")
+        if not value <= MAX_TRAINING_TOKENS:  # infinity included
+            raise InvalidJob(f"training tokens must be at most {MAX_TRAINING_TOKENS:.0e}, got {_brief(tokens)}",
+                             field="tokens")  # fmt: skip
         return value
     if examples is None or isinstance(examples, bool) or examples <= 0:
         raise InvalidJob(f"examples must be a positive integer, got {examples!r}", field="examples")
@@ -149,7 +161,34 @@ def _training_tokens(
                          field="tokens_per_example")
     if isinstance(epochs, bool) or not isinstance(epochs, int | float) or not math.isfinite(epochs) or epochs <= 0:
         raise InvalidJob(f"epochs must be positive, got {epochs!r}", field="epochs")
-    return float(examples) * float(tokens_per_example) * float(epochs)
+    total = float(examples) * float(tokens_per_example) * float(epochs)
+    if total > MAX_TRAINING_TOKENS:
+        raise InvalidJob(f"examples × tokens per example × epochs is {total:.3g} training tokens; at most "
+                         f"{MAX_TRAINING_TOKENS:.0e}", field="examples")  # fmt: skip
+    return total
+
+
+def _brief(value: object) -> str:
+    # A 100,000-character token count is echoed as a hint, not in full.
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def _check_compute(arch: ModelArch, adapted: tuple[str, ...], rank: int, seq_len: int, tokens: float) -> None:
+    """Refuse a job whose training compute is past any plausible run (MAX_TRAINING_FLOPS).
+
+    The figure is a ceiling of what tracker.estimate.flops counts under any assumption set: 8 FLOPs
+    per weight and token (6 plus the recompute), adapters likewise, and attention at 4·L·s·d_attn
+    over four passes. Under it, hours and costs stay finite on any offer, whatever its price."""
+    weights = arch.params.total + arch.vocab * arch.hidden + (arch.lora_params(rank, adapted) if adapted else 0)
+    per_token = 8.0 * weights + 16.0 * arch.layers * seq_len * arch.q_dim
+    flops = per_token * tokens
+    if flops > MAX_TRAINING_FLOPS:
+        raise InvalidJob(
+            f"{tokens:.3g} training tokens of {seq_len:,}-token sequences on {arch.name} is ~{flops:.1e} FLOPs, "
+            f"past any plausible fine-tuning run ({MAX_TRAINING_FLOPS:.0e}); check tokens, seq_len and the model",
+            field="tokens",
+        )
 
 
 class JobInput(BaseModel):
@@ -188,6 +227,15 @@ class JobInput(BaseModel):
         None, max_length=50, description="Assumption set: seed, hf-peft (default), optimized."
     )
 
+    @field_validator("hf_config", mode="before")
+    @classmethod
+    def _shallow(cls, value: object) -> object:
+        # Checked before pydantic copies it: a 900-deep value passed dict[str, Any], then broke every
+        # serialization of the job (the rank cache key, a saved alert) with a RecursionError.
+        if _depth(value, MAX_CONFIG_DEPTH) > MAX_CONFIG_DEPTH:
+            raise ValueError(f"hf_config nests deeper than {MAX_CONFIG_DEPTH} levels")
+        return value
+
     @model_validator(mode="after")
     def _one_model(self) -> JobInput:
         if (self.model is None) == (self.hf_config is None):
@@ -208,3 +256,17 @@ class JobInput(BaseModel):
     def saved(self) -> dict[str, Any]:
         """The JSON an alert stores: only what the user set, so later default changes still apply."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+
+def _depth(value: object, limit: int) -> int:
+    """How deep `value` nests (a scalar is 0), counted without recursion and only up to `limit` + 1."""
+    deepest, stack = 0, [(value, 1)]
+    while stack and deepest <= limit:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node.values())
+        elif isinstance(node, list | tuple):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in node)
+    return deepest

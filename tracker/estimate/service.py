@@ -18,12 +18,16 @@ from tracker.estimate.job import JobInput
 from tracker.estimate.memory import COMPONENTS
 from tracker.money import parse_amount
 
+MIN_SLICE = 1 / 1024
+
 
 class EstimateRequest(JobInput):
     """The job plus the offer to price it on (every card when `gpu` is omitted)."""
 
     gpu: str | None = Field(None, max_length=100, description="Card or family; all cards when omitted.")
-    gpus: float = Field(1, gt=0, le=1024, description="GPUs in the offer (one machine); < 1 is a slice.")
+    # The thinnest slice worth pricing, with room to spare (MIG's smallest is 1/7): thinner ones only reach
+    # infinite hours and a cost no Decimal can round (gpus: 1e-300 was a 500). Here, so CLI and API agree.
+    gpus: float = Field(1, ge=MIN_SLICE, le=1024, description="GPUs in the offer (one machine); < 1 is a slice.")
     memory_gb: float | None = Field(None, gt=0, le=100_000, description="Per-GPU memory; required for a slice.")
     price: Decimal | None = Field(None, ge=0, le=1_000_000, description="USD per GPU-hour.")
 

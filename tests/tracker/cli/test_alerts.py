@@ -71,6 +71,9 @@ def test_add_list_show_test_silence_rm(cli, receiver):
     assert silenced.exit_code == 0 and "silenced until" in silenced.stdout
     assert json.loads(cli("alerts", "show", str(rule["id"]), "--json").stdout)["silenced_until"] is not None
     assert cli("alerts", "silence", str(rule["id"]), "--off").exit_code == 0
+    for too_long in ("100000000d", "999999999999"):  # past year 9999, and past the 2100 bound
+        refused = cli("alerts", "silence", str(rule["id"]), "--for", too_long)
+        assert refused.exit_code == 2 and "Traceback" not in refused.output, refused.output
 
     assert cli("alerts", "rm", str(rule["id"])).exit_code == 0
     assert json.loads(cli("alerts", "list", "--json").stdout) == []
