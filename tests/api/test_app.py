@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from providers.adapters.reference import ReferenceRates
-from providers.adapters.vastai import VastAi
-from providers.cassette import Cassette, bundled_cassette
+from tests.factories.api import seeded_client
 from tracker.config import Settings
-from tracker.market.live import LIVE
-from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.storage.engine import make_engine
 
 
 @pytest.fixture
 def client(engine, settings):
-    LIVE.clear()
-    jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
-    asyncio.run(run_scrape(jobs, engine, settings))
-    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+    with seeded_client(engine, settings) as c:
         yield c
-    LIVE.clear()
 
 
 def test_healthz(client):

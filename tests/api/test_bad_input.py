@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import Engine
 
-from api.app import create_app
-from providers.adapters.reference import ReferenceRates
-from providers.adapters.vastai import VastAi
-from providers.cassette import Cassette, bundled_cassette
+from tests.factories.api import seeded_client
 from tracker.config import Settings
-from tracker.market.live import LIVE
-from tracker.pipeline.scraping import ScrapeJob, run_scrape
 
 TOKEN = "bad-input-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -34,13 +27,8 @@ JOB_ROUTES = ["/v1/estimate", "/v1/rank", "/v1/rank/history"]
 
 @pytest.fixture
 def client(engine: Engine, settings: Settings) -> Iterator[TestClient]:
-    LIVE.clear()
-    jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
-    asyncio.run(run_scrape(jobs, engine, settings))
-    app = create_app(settings.model_copy(update={"api_token": SecretStr(TOKEN)}), engine)
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with seeded_client(engine, settings, token=TOKEN) as c:
         yield c
-    LIVE.clear()
 
 
 def _raw(body: dict[str, Any], key: str, literal: str) -> str:

@@ -10,7 +10,6 @@ body-size limit included); every answer must come within 2 s.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -19,16 +18,10 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from pydantic import SecretStr
 from sqlalchemy import Engine
 
-from api.app import create_app
-from providers.adapters.reference import ReferenceRates
-from providers.adapters.vastai import VastAi
-from providers.cassette import Cassette, bundled_cassette
+from tests.factories.api import seeded_client
 from tracker.config import Settings
-from tracker.market.live import LIVE
-from tracker.pipeline.scraping import ScrapeJob, run_scrape
 
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -183,13 +176,8 @@ def _cases(spec: dict[str, Any], rule_id: int) -> list[Case]:
 
 @pytest.fixture
 def client(engine: Engine, settings: Settings) -> Iterator[TestClient]:
-    LIVE.clear()
-    jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
-    asyncio.run(run_scrape(jobs, engine, settings))
-    app = create_app(settings.model_copy(update={"api_token": SecretStr(TOKEN)}), engine)
-    with TestClient(app, raise_server_exceptions=False) as c:
+    with seeded_client(engine, settings, token=TOKEN) as c:
         yield c
-    LIVE.clear()
 
 
 def test_no_operation_answers_hostile_input_with_a_server_error(client: TestClient) -> None:

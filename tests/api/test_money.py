@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
 import pytest
-from fastapi.testclient import TestClient
 
-from api.app import create_app
-from providers.adapters.reference import ReferenceRates
 from tests.factories.alerts import add_rule
+from tests.factories.api import seeded_client
 from tracker import money
 from tracker.alerts.job_cost import default_cost_model
 from tracker.alerts.observe import observe
 from tracker.clock import utcnow
-from tracker.market.live import LIVE
-from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.storage.alert_tables import AlertRule
 from tracker.storage.engine import session_scope
 
@@ -28,11 +23,8 @@ JOB = {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}
 
 @pytest.fixture
 def client(engine, settings):
-    LIVE.clear()
-    asyncio.run(run_scrape([ScrapeJob(ReferenceRates)], engine, settings))
-    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+    with seeded_client(engine, settings, vast=False) as c:
         yield c
-    LIVE.clear()
 
 
 def _six_places(value: float) -> bool:
