@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     db_connect_timeout_s: int = 5  # libpq connect_timeout, whole handshake; psycopg's minimum is 2
     db_ping_timeout_s: float = 2.0  # a pooled connection must answer an empty query this fast before use
     db_pool_timeout_s: float = 5.0  # wait for a free pooled connection (SQLAlchemy's default is 30)
+    db_pool_size: int = 10  # connections kept per process; up to db_max_overflow more under load
+    db_max_overflow: int = 20
     # Postgres statement_timeout (0 = none: e.g. behind a pgbouncer that rejects the `options`
     # startup parameter; set it on the role instead). 30 s is far above any API read or ingest
     # batch; migrations run without it. On SQLite: how long a statement waits for another writer.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, inspect, text
+from sqlalchemy import Connection, Engine, inspect, text
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -27,8 +27,15 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+def _no_statement_timeout(connection: Connection) -> None:
+    """Migrations may rewrite whole tables: the statement timeout that bounds API reads must not cut them."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SET LOCAL statement_timeout = 0"))
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     with engine.begin() as connection:
+        _no_statement_timeout(connection)
         cfg = alembic_config(engine.url.render_as_string(hide_password=False))
         cfg.attributes["connection"] = connection
         from alembic import command
@@ -38,6 +45,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
 
 def downgrade(engine: Engine, revision: str = "base") -> None:
     with engine.begin() as connection:
+        _no_statement_timeout(connection)
         cfg = alembic_config(engine.url.render_as_string(hide_password=False))
         cfg.attributes["connection"] = connection
         from alembic import command
