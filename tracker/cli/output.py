@@ -32,6 +32,11 @@ class _LazyConsole:
         return getattr(self._get(), name)
 
 
+def real_console(lazy: Console) -> Console:
+    """The Console behind a lazy one, for rich objects that need the real thing (Progress, Live)."""
+    return lazy._get() if isinstance(lazy, _LazyConsole) else lazy
+
+
 console: Console = _LazyConsole(soft_wrap=True)  # type: ignore[assignment]  # behaves as the Console it makes
 err_console: Console = _LazyConsole(stderr=True, soft_wrap=True)  # type: ignore[assignment]
 

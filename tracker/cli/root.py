@@ -26,11 +26,13 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "calibrate": ("estimate", "commands", False),
     "cheapest": ("market", "commands", False),
     "history": ("market", "commands", False),
+    "availability": ("availability", "commands", False),
     "alerts": ("alerts", "alerts_app", True),
     "worker": ("worker", "commands", False),
     "api": ("api_server", "commands", False),
     "up": ("serve", "commands", False),
     "db": ("db", "db_app", True),
+    "doctor": ("doctor", "commands", False),
 }
 
 

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import httpx
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from providers.cassette import CassetteError, RecordingTransport
-from providers.contract import FetchContext, ProviderKind
+from providers.contract import FetchContext, Provider, ProviderKind
 from providers.fetching import fetch_offers
-from providers.registry import UnknownProvider, get_provider
+from providers.registry import UnknownProvider, all_providers, get_provider
 from tracker.cli.context import runtime
-from tracker.cli.output import console, emit_json, err_console, fail
-from tracker.config import get_settings
+from tracker.cli.output import console, emit_json, err_console, fail, real_console
+from tracker.config import Settings, get_settings
 from tracker.ingest.batch import IngestReport
 from tracker.ops.status import provider_status
 from tracker.pipeline.scraping import plan, run_scrape
@@ -55,7 +56,7 @@ def scrape(
             BarColumn(),
             TextColumn("{task.completed}/{task.total}"),
             TimeElapsedColumn(),
-            console=err_console,
+            console=real_console(err_console),
             transient=True,
         ) as progress:
             task = progress.add_task("scraping " + ", ".join(j.provider.name for j in jobs), total=len(jobs))
@@ -139,21 +140,72 @@ def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--js
 
 @commands.command("record")
 def record(
-    provider: str = typer.Argument(..., help="Provider to capture live."),
-    out: Path | None = typer.Option(None, "--out", help="Cassette file (default: <provider>.json here)."),
+    provider: str | None = typer.Argument(None, help="Provider to capture live."),
+    all_providers_: bool = typer.Option(False, "--all", help="Re-record every provider that has credentials."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Cassette file (default: <provider>.json here); with --all, a directory."
+    ),
 ) -> None:
     """Capture a live cassette (needs network and the provider's credentials); secrets are scrubbed."""
+    settings = get_settings()
+    if all_providers_:
+        if provider is not None:
+            fail("name a provider or pass --all, not both")
+        if out is None:
+            fail("--all needs --out DIR: the directory to write every <provider>.json to")
+        if out.exists() and not out.is_dir():
+            fail(f"--out {out} is a file; with --all it names a directory")
+        _record_all(settings, out)
+        return
+    if provider is None:
+        fail("name a provider to record, or pass --all")
     try:
         cls = get_provider(provider)
     except UnknownProvider as exc:
         fail(str(exc))
     if cls.kind == ProviderKind.static_sheet:
         fail(f"{provider} is a static sheet: there is nothing to record")
-    settings = get_settings()
     secrets, missing = settings.credentials_for(cls.credentials)
     if missing:
         fail(f"set {', '.join(missing)} to record {provider}")
-    recorder = RecordingTransport(secrets=list(secrets.values()))
+    path = out or Path(f"{provider}.json")
+    try:
+        console.print(_record_one(cls, secrets, settings, path))
+    except Exception as exc:
+        fail(f"recording {provider} failed: {exc}")
+
+
+def _record_all(settings: Settings, directory: Path) -> None:
+    """Every provider in turn, each to `directory`/<name>.json; one failing leaves the others recorded (and
+    the exit status 1)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    failed = False
+    for name, cls in all_providers().items():
+        if cls.kind == ProviderKind.static_sheet:
+            console.print(f"skipped {name}: a static sheet has nothing to record")
+            continue
+        secrets, missing = settings.credentials_for(cls.credentials)
+        if missing:
+            console.print(f"skipped {name}: no credentials (set {', '.join(missing)})")
+            continue
+        try:
+            console.print(f"{name}: " + _record_one(cls, secrets, settings, directory / f"{name}.json"))
+        except Exception as exc:
+            failed = True
+            err_console.print(f"[bold red]failed[/] {name}: {escape(str(exc))}", highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _live_transport(cls: type[Provider]) -> httpx.AsyncBaseTransport:
+    """The network under the recorder: one place for a test to put a cassette instead."""
+    return httpx.AsyncHTTPTransport()
+
+
+def _record_one(cls: type[Provider], secrets: dict[str, str], settings: Settings, path: Path) -> str:
+    """Fetch `cls` live through a recorder and save the scrubbed cassette at `path` (only once the fetch
+    succeeded: a failed recording never replaces a good cassette)."""
+    recorder = RecordingTransport(inner=_live_transport(cls), secrets=list(secrets.values()))
 
     async def go() -> int:
         async with httpx.AsyncClient(transport=recorder, timeout=settings.http_timeout_s) as client:
@@ -161,11 +213,6 @@ def record(
             result = await fetch_offers(cls, FetchContext(client=client, credentials=secrets))
         return len(result.offers)
 
-    try:
-        count = asyncio.run(go())
-    except Exception as exc:
-        fail(f"recording {provider} failed: {exc}")
-    path = out or Path(f"{provider}.json")
-    recorder.cassette(provider).save(path)
-    console.print(f"recorded {len(recorder.interactions)} exchanges ({count} offers) to {path}")
-
+    count = asyncio.run(go())
+    recorder.cassette(cls.name).save(path)
+    return f"recorded {len(recorder.interactions)} exchanges ({count} offers) to {path}"

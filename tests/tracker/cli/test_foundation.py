@@ -111,3 +111,10 @@ def test_providers_lists_kind_credentials_and_last_run(cli):
     assert rows["reference"]["last_run"]["status"] == "ok"
     assert rows["reference"]["current_offers"] == 7
     assert rows["vastai"]["kind"] == "marketplace" and rows["vastai"]["last_run"] is None
+
+
+def test_scrape_for_people_shows_progress_and_the_table(cli):
+    """Without --json the scrape draws a progress bar and a table (rich objects on the lazy console)."""
+    result = cli("scrape", "reference")
+    assert result.exit_code == 0, result.output
+    assert "reference" in result.output and "ok" in result.output
