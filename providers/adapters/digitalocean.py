@@ -29,6 +29,7 @@ from providers.contract import (
 )
 from providers.http import get_json, redacting_secrets, require, walk_pages
 from providers.parsing import as_list, region_codes, tidy_decimal, to_decimal, to_optional_decimal
+from providers.parsing import slug as code_of
 
 API_ROOT = "https://api.digitalocean.com"
 URL = f"{API_ROOT}/v2/sizes?per_page=200"
@@ -108,7 +109,7 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[Scrape
             attributes=dict(attributes),
         )
         sellable = size.get("available", True) is not False
-        codes = region_codes(regions)
+        codes = sorted({code for c in region_codes(regions) if (code := code_of(c))})  # always well-formed codes
         if not codes or not sellable:
             result.offers.append(unplaced)
             continue
@@ -135,7 +136,7 @@ class DigitalOcean(Provider):
     homepage = "https://www.digitalocean.com/products/gpu-droplets"
     credentials = ("DIGITALOCEAN_TOKEN",)
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: region codes normalised with slug() (well formed whatever the API sends)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         token = ctx.secret("DIGITALOCEAN_TOKEN")

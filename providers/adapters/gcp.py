@@ -5,7 +5,10 @@ Engine's SKUs), following `nextPageToken` → `pageToken` to the end. Auth is an
 query parameter (never shown in errors: the HTTP helpers drop query strings from messages).
 
 Only GPU SKUs are used (`category.resourceGroup == "GPU"`), e.g. "Nvidia Tesla A100 GPU running in
-Americas", "Nvidia H100 80GB GPU running in …", "Nvidia L4 GPU attached to Spot Preemptible VMs …".
+Americas", "Nvidia H100 80GB GPU running in …", "H200 141GB GPU running in …" (no vendor word), "Nvidia L4
+GPU attached to Spot Preemptible VMs …". A SKU without `category` (trimmed exports keep only `skuId`,
+`description`, `pricingInfo`) is judged by its description alone: a GPU SKU names a GPU, and its pricing
+type is read from the same words the category would carry (see `usage_of`).
 
 Price semantics — read before comparing with other providers:
 * a GPU SKU prices ONE GPU for one hour, and only the GPU: the host VM (vCPU, RAM, local SSD) that a
@@ -14,13 +17,23 @@ Price semantics — read before comparing with other providers:
 * the price is `pricingInfo[0].pricingExpression.tieredRates[-1].unitPrice` (`units` is a string of
   whole dollars, `nanos` an int of 1e-9 dollars), in USD per `usageUnit` "h";
 * `category.usageType` "Preemptible" → spot, "OnDemand" → on-demand; commitments (Commit1Yr/3Yr) and
-  Reserved, Sole Tenancy, Premium, DWS (Calendar/Flex) and Virtual Workstation SKUs are skipped;
-* one offer per (GPU SKU × `serviceRegions` entry), key `<skuId>:<region>`.
+  Reserved, Sole Tenancy, Premium, DWS and Virtual Workstation SKUs are skipped with a reason;
+* "Licensing Fee for … (GPU cost)" SKUs are the per-GPU surcharge of an OS image (Ubuntu Pro, Windows…),
+  not the price of a GPU: skipped with a reason, whatever their category says;
+* DWS DECISION: "… attached to DWS Defined Duration VMs …" is the Dynamic Workload Scheduler flex-start
+  rate: capacity is queued and time-boxed (a run length chosen per request), so it is not on-demand, and
+  it is not a reservation with a fixed term either. The contract has no pricing type for it, so these
+  SKUs are skipped with a reason (never emitted as on-demand, whose category they may carry). "Reserved …
+  in Calendar Mode" (DWS calendar reservations, also variable-length) is skipped the same way;
+* one offer per (GPU SKU × `serviceRegions` entry), key `<skuId>:<region>`. A SKU without
+  `serviceRegions` gets one offer whose region is its description's location as a slug ("running in Salt
+  Lake City" → "salt-lake-city", "Americas" → "americas"), marked `attributes["region_from"]`.
 
 GPU names: the SKU names the model only, so the form factor comes from the machine family GCP attaches
 it to (A100 40GB → a2-highgpu, A100 80GB → a2-ultragpu, H100 → a3-highgpu/a3-megagpu, H200 → a3-ultragpu,
-B200 → a4: all HGX/SXM; V100 is SXM2 16GB; P100 is the PCIe 16GB card). H100 "Mega" is the same card on a
-faster network: its own SKU and key, canonical name "H100 SXM 80GB", attributes.variant = "mega".
+B200 → a4: all HGX/SXM; V100 is SXM2 16GB; P100 is the PCIe 16GB card). H100 "Mega" (also written "Mega
+80GB", and "80GB Plus": A3 Plus was A3 Mega's earlier name) is the same card on a faster network: its own
+SKU and key, canonical name "H100 SXM 80GB", attributes.variant = "mega".
 Unmapped GPU SKUs (e.g. K80) pass through with the model name from the description.
 """
 
@@ -41,7 +54,7 @@ from providers.contract import (
     default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list
+from providers.parsing import as_list, slug
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
 PAGE_SIZE = 5000
@@ -57,9 +70,22 @@ SKIP_WORDS = (
     "virtual workstation",
     "custom",
 )
+# Why a SKU that names a GPU is still not a GPU price we can use (first match wins; the text is lower case).
+SKIP_REASONS: tuple[tuple[str, str], ...] = (
+    ("licensing fee", "OS licence surcharge per GPU, not a GPU price"),
+    ("dws defined duration", "DWS flex-start (defined-duration) rate: not on-demand and no fixed term"),
+    ("calendar mode", "DWS calendar-mode reservation: no fixed term"),
+    ("commitment", "committed-use rate"),
+    ("reserved", "reservation rate"),
+    ("sole tenancy", "sole-tenancy premium"),
+    ("virtual workstation", "virtual workstation licence"),
+)
 _DESCRIPTION = re.compile(
     r"^(?:spot\s+)?(?:preemptible\s+)?(?:nvidia\s+)?(?:tesla\s+)?(?P<model>.+?)\s+gpu\b", re.IGNORECASE
 )
+_NAMES_A_GPU = re.compile(r"\bgpus?\b|\(1 gpu slice\)", re.IGNORECASE)
+# "… running in Salt Lake City", "Reserved … GPU in Milan", "… in Netherlands for 1 Year"
+_LOCATION = re.compile(r"\b(?:running\s+)?in\s+(?P<where>[A-Za-z][A-Za-z .-]*?)(?:\s+(?:in|for)\s+.*)?$")
 
 
 class Gpu:
@@ -106,6 +132,22 @@ def model_of(description: str) -> str | None:
     return match.group("model").strip() if match else None
 
 
+def usage_of(description: str) -> str:
+    """`category.usageType` as the description implies it, for SKUs exported without their category."""
+    lowered = description.lower()
+    if lowered.startswith("commitment"):
+        return "Commit3Yr" if re.search(r"\b3 years?\b", lowered) else "Commit1Yr"
+    if "preemptible" in lowered:
+        return "Preemptible"
+    return "OnDemand"
+
+
+def location_of(description: str) -> str | None:
+    """'Nvidia L4 GPU running in Hong Kong' → 'Hong Kong'; None when the description names no place."""
+    match = _LOCATION.search(description)
+    return match.group("where").strip() if match else None
+
+
 def unit_price(sku: dict[str, Any], where: str) -> tuple[Decimal, str, str]:
     """(USD per usage unit, usage unit, currency) from the last tier of the first pricing info."""
     infos = require(sku, "pricingInfo", where)
@@ -129,12 +171,23 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult
     for i, sku in enumerate(as_list(require(payload, "skus", "response"), "skus")):
         where = f"skus[{i}]"
         description = str(require(sku, "description", where))
-        category = require(sku, "category", where)
-        if not isinstance(category, dict) or category.get("resourceGroup") != "GPU":
-            continue  # CPU, RAM, disk, network…
+        category = sku.get("category")
+        if category is not None and not isinstance(category, dict):
+            raise ProviderError(f"schema changed: {where}.category is not an object")
+        if category is not None:
+            if category.get("resourceGroup") != "GPU":
+                continue  # CPU, RAM, disk, network…
+            usage = str(category.get("usageType", ""))
+        elif _NAMES_A_GPU.search(description):
+            usage = usage_of(description)  # an export without categories: the description is all we have
+        else:
+            continue  # not a GPU SKU
         sku_id = str(require(sku, "skuId", where))
         lowered = description.lower()
-        usage = str(category.get("usageType", ""))
+        reason = next((why for word, why in SKIP_REASONS if word in lowered), None)
+        if reason is not None:
+            result.skipped.append(f"{sku_id}: {description} ({reason})")
+            continue
         if usage not in {"OnDemand", "Preemptible"} or any(word in lowered for word in SKIP_WORDS):
             result.skipped.append(f"{sku_id}: {description} ({usage or 'no usage type'})")
             continue
@@ -146,19 +199,27 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult
         if unit != "h" or currency != "USD" or price <= 0:
             result.skipped.append(f"{sku_id}: price {price} {currency} per {unit!r}")
             continue
-        regions = as_list(require(sku, "serviceRegions", where), f"{where}.serviceRegions")
         gpu = GPUS.get(re.sub(r"\s+", "", model.lower()))
         attributes: dict[str, Any] = {"price_scope": "gpu_only", "sku": sku_id, "description": description}
         if gpu is not None:
             attributes |= {"accelerator_type": gpu.accelerator, "machine_family": gpu.family}
             if gpu.variant:
                 attributes["variant"] = gpu.variant
+        if "serviceRegions" in sku:
+            listed = as_list(sku["serviceRegions"], f"{where}.serviceRegions")
+            regions = [code for r in listed if (code := slug(r))]  # slug(): always a well-formed code
+        else:
+            # No region list: the place the description names stands in for it (one offer, so the key holds).
+            place = location_of(description)
+            regions = [slug(place) if place else ""]
+            attributes["region_from"] = "description"
+            if place:
+                attributes["location"] = place
         pricing = Pricing.spot if usage == "Preemptible" else Pricing.on_demand
         for region in regions:
-            region = str(region).strip().lower()
             result.offers.append(
                 ScrapedOffer(
-                    key=f"{sku_id}:{region}",
+                    key=f"{sku_id}:{region}" if region else sku_id,
                     gpu_name=gpu.name if gpu else model,
                     gpu_count=Decimal(1),
                     price_per_hour=price,
@@ -180,7 +241,7 @@ class Gcp(Provider):
     homepage = "https://cloud.google.com/compute/gpus-pricing"
     credentials = ("GCP_API_KEY",)
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: licensing and DWS SKUs skipped with reasons; SKUs without category/regions
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         params = {"key": ctx.secret("GCP_API_KEY"), "pageSize": str(PAGE_SIZE)}

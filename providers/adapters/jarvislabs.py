@@ -40,7 +40,7 @@ from providers.contract import (
     default_interval_for,
 )
 from providers.http import get_json, redacting_secrets, require
-from providers.parsing import as_list, to_optional_decimal
+from providers.parsing import as_list, slug, to_optional_decimal
 
 URL = "https://backendn.jarvislabs.net/misc/server_meta"
 MAX_GPUS_PER_INSTANCE = 8
@@ -81,7 +81,7 @@ def parse(payload: Any) -> ScrapeResult:
             result.skipped.append(f"{where}: no gpu_type")
             continue
         gpu_type = str(gpu_type).strip()
-        region = str(row.get("region") or "").strip().lower()
+        region = slug(row.get("region") or "")  # always a well-formed code (or "")
         label = f"{gpu_type} in {region or '?'}"
         if price is None or price <= 0:
             result.skipped.append(f"{label}: price_per_hour={price}")
@@ -141,7 +141,7 @@ class JarvisLabs(Provider):
     homepage = "https://jarvislabs.ai"
     credentials = ("JARVISLABS_API_KEY",)
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: region codes normalised with slug() (well formed whatever the API sends)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("JARVISLABS_API_KEY")

@@ -17,7 +17,13 @@ Semantics:
   truncated or rejected;
 * the GPU model comes from the shape name (`BM.GPU.H100.8`, `VM.GPU.A10.1`, `BM.GPU4.8` …) through
   `MODELS`, which adds the form factor and per-GPU memory ("H100 SXM 80GB"); `gpuMemoryQty` is total for
-  most shapes but per GPU for a few, so it is not used. An unknown model token is passed on as-is.
+  most shapes but per GPU for a few, so it is not used. An unknown model token is passed on as-is;
+* real shape names may carry a display suffix: "BM.GPU.GB200.4 (NVL72)", "BM.GPU.GB300.4 (NVL72)". The
+  shape is read without it (`instance_type` is the bare shape), the suffix is kept in
+  `attributes["shape_suffix"]`, and the key keeps the full name so a suffixed and a bare listing of the
+  same shape stay two offers;
+* CPU shapes (no `gpuQty`) are skipped before any of their parts are read, so their fractional or odd
+  quantities (the real estimator data has `qty: 81.6`) can never fail the run.
 """
 
 from __future__ import annotations
@@ -45,7 +51,10 @@ PRODUCTS_URL = f"{BASE}/products.json"
 PREEMPTIBLE_FACTOR = Decimal("0.5")
 DERIVED = "50% of on-demand (OCI preemptible discount)"
 
-SHAPE_NAME = re.compile(r"^(?:BM|VM)\.GPU(?P<gen>\d*)(?:\.(?P<model>[A-Za-z0-9-]+))?\.(?P<n>\d+)$")
+SHAPE_NAME = re.compile(
+    r"^(?P<shape>(?:BM|VM)\.GPU(?P<gen>\d*)(?:\.(?P<model>[A-Za-z0-9-]+))?\.(?P<n>\d+))"
+    r"(?:\s*\((?P<suffix>[^()]*)\))?$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +75,7 @@ MODELS: dict[str, Model] = {
     "L40S": Model("L40S 48GB", Decimal(48)),
     "B200": Model("B200 180GB", Decimal(180)),
     "GB200": Model("GB200 186GB", Decimal(186)),
+    "GB300": Model("GB300 288GB", Decimal(288)),
     "MI300X": Model("MI300X 192GB", Decimal(192)),
 }
 
@@ -114,9 +124,18 @@ def parse_products(payload: Any) -> dict[str, Part]:
     return parts
 
 
+def split_shape(name: str) -> tuple[str, str | None]:
+    """'BM.GPU.GB200.4 (NVL72)' → ('BM.GPU.GB200.4', 'NVL72'); a name that is no GPU shape is returned whole."""
+    match = SHAPE_NAME.match(name.strip())
+    if match is None:
+        return name, None
+    suffix = (match.group("suffix") or "").strip()
+    return match.group("shape"), suffix or None
+
+
 def gpu_model(shape: str) -> tuple[str, Decimal | None]:
-    """(raw GPU name, per-GPU memory or None) from a shape name."""
-    match = SHAPE_NAME.match(shape)
+    """(raw GPU name, per-GPU memory or None) from a shape name, display suffix or not."""
+    match = SHAPE_NAME.match(shape.strip())
     token = (match.group("model") or match.group("gen")) if match else None
     if token and token in MODELS:
         return MODELS[token].gpu, MODELS[token].memory_gb
@@ -151,8 +170,11 @@ def parse(shapes_payload: Any, products_payload: Any) -> ScrapeResult:
             continue
         keys.add(name)
         gpu_name, memory = gpu_model(name)
+        bare, suffix = split_shape(name)
         price = part.price * gpus
         attributes: dict[str, Any] = {"part_number": number}
+        if suffix:
+            attributes["shape_suffix"] = suffix
         if part.metric:
             attributes["metric"] = part.metric
         if shape.get("status") is not None:
@@ -166,7 +188,7 @@ def parse(shapes_payload: Any, products_payload: Any) -> ScrapeResult:
             price_per_hour=price,
             region="",
             gpu_memory_gb=memory,
-            instance_type=name,
+            instance_type=bare,
             available=None,
             ram_gb=_dec(shape.get("bundleMemoryQty"), f"{where}.bundleMemoryQty"),
             attributes=attributes,
@@ -192,7 +214,7 @@ class Oci(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.oracle.com/cloud/price-list/"
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: shape names with a display suffix ("BM.GPU.GB200.4 (NVL72)"); GB300
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         shapes = await get_json(ctx, SHAPES_URL)

@@ -9,9 +9,15 @@ interconnect}`; `hourly_price` is US cents for the whole instance → dollars. `
 regions with an `available` flag: one offer per (cloud, shade_instance_type, region). The upstream cloud
 is kept in the key and in attributes, so the same card resold from two clouds stays two offers.
 
+Spot: an availability row with `rental_type: "spot"` (issue #12; not in Shadeform's public OpenAPI yet)
+is the same machine rented interruptibly at the row's own `hourly_price` (cents): it becomes a spot offer,
+key suffix ":spot", with that row's `available`. A spot row without its own positive price is skipped
+with a reason (the on-demand price is never reused as a spot price). A row with no `rental_type` (or an
+on-demand one) is on demand, at its own `hourly_price` when it has one, else the instance's.
+
 GPU names: Shadeform's `gpu_type` ("H100", "A100_80G") has no form factor, but `interconnect` ("sxm5",
 "sxm4", "pcie") gives it; the raw name passed on is e.g. "H100 SXM 80GB" (original in attributes.raw_gpu).
-Rows without a price or without any region are skipped with a reason. No spot pricing; no pagination.
+Rows without a price or without any region are skipped with a reason. No pagination.
 """
 
 from __future__ import annotations
@@ -20,12 +26,21 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from providers.contract import FetchContext, Provider, ProviderKind, ScrapedOffer, ScrapeResult, default_interval_for
+from providers.contract import (
+    FetchContext,
+    Pricing,
+    Provider,
+    ProviderKind,
+    ScrapedOffer,
+    ScrapeResult,
+    default_interval_for,
+)
 from providers.http import get_json, require
-from providers.parsing import as_list, cents_to_dollars, to_optional_decimal
+from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal
 
 URL = "https://api.shadeform.ai/v1/instances/types"
 _MEM_SUFFIX = re.compile(r"^(.*?)[ _-](\d+)GB?$", re.IGNORECASE)
+ON_DEMAND_RENTALS = frozenset({"", "on_demand", "on-demand", "ondemand"})
 
 
 def gpu_name(gpu_type: str, interconnect: str | None, vram_gb: Decimal | None) -> str:
@@ -46,6 +61,12 @@ def gpu_name(gpu_type: str, interconnect: str | None, vram_gb: Decimal | None) -
     return " ".join(p for p in (model, form, f"{memory}GB" if memory else "") if p)
 
 
+def _rental(zone: Any) -> str:
+    """An availability row's `rental_type`, lower case; "" when it has none."""
+    value = zone.get("rental_type") if isinstance(zone, dict) else None
+    return str(value or "").strip().lower()
+
+
 def parse(payload: Any) -> ScrapeResult:
     rows = as_list(require(payload, "instance_types", "response"), "instance_types")
     result = ScrapeResult()
@@ -61,7 +82,9 @@ def parse(payload: Any) -> ScrapeResult:
         if not count or count <= 0 or not gpu_type:
             continue  # CPU-only
         cents = to_optional_decimal(require(raw, "hourly_price", where), f"{where}.hourly_price")
-        if cents is None or cents <= 0:
+        listed = raw.get("availability")
+        spot_rows = [z for z in listed if _rental(z) == "spot"] if isinstance(listed, list) else []
+        if (cents is None or cents <= 0) and not spot_rows:  # nothing priced to offer, whatever the regions
             result.skipped.append(f"{cloud}:{shade_type}: no price")
             continue
         availability = as_list(require(raw, "availability", where), f"{where}.availability")
@@ -80,8 +103,21 @@ def parse(payload: Any) -> ScrapeResult:
         if raw.get("deployment_type"):
             attributes["deployment_type"] = raw["deployment_type"]
         for j, zone in enumerate(availability):
-            region = str(require(zone, "region", f"{where}.availability[{j}]")).strip().lower()
-            key = f"{cloud}:{shade_type}:{region}"
+            zwhere = f"{where}.availability[{j}]"
+            region = slug(require(zone, "region", zwhere))  # always a well-formed code ("FIN-01" → "fin-01")
+            rental = _rental(zone)
+            if rental != "spot" and rental not in ON_DEMAND_RENTALS:
+                result.skipped.append(f"{cloud}:{shade_type}:{region}: unknown rental_type {rental!r}")
+                continue
+            spot = rental == "spot"
+            own = to_optional_decimal(zone.get("hourly_price"), f"{zwhere}.hourly_price")
+            # A spot row must carry its own rate; an on-demand row may refine the instance's.
+            price = own if spot or own is not None else cents
+            key = f"{cloud}:{shade_type}:{region}" + (":spot" if spot else "")
+            if price is None or price <= 0:
+                what = "spot row without its own price" if spot else "no price"
+                result.skipped.append(f"{key}: {what}")
+                continue
             if key in seen:
                 result.skipped.append(f"{key}: listed twice")
                 continue
@@ -92,7 +128,8 @@ def parse(payload: Any) -> ScrapeResult:
                     key=key,
                     gpu_name=gpu_name(str(gpu_type), config.get("interconnect"), vram),
                     gpu_count=count,
-                    price_per_hour=cents_to_dollars(cents),
+                    price_per_hour=cents_to_dollars(price),
+                    pricing=Pricing.spot if spot else Pricing.on_demand,
                     region=region,
                     gpu_memory_gb=vram,
                     instance_type=shade_type,
@@ -112,7 +149,7 @@ class Shadeform(Provider):
     homepage = "https://www.shadeform.ai"
     credentials = ("SHADEFORM_API_KEY",)
     default_interval = default_interval_for(ProviderKind.marketplace)
-    parser_version = "1"
+    parser_version = "2"  # 2: spot offers from availability rows with rental_type "spot"; slug() regions
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"X-API-KEY": ctx.secret("SHADEFORM_API_KEY")}

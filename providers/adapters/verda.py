@@ -33,7 +33,7 @@ from providers.contract import (
     default_interval_for,
 )
 from providers.http import get_json, post_json, redacting_secrets, require
-from providers.parsing import as_list, tidy_decimal, to_decimal, to_optional_decimal
+from providers.parsing import as_list, slug, tidy_decimal, to_decimal, to_optional_decimal
 
 BASE = "https://api.verda.com/v1"
 _COUNT_PREFIX = re.compile(r"^\s*\d+\s*x\s*", re.IGNORECASE)
@@ -48,7 +48,7 @@ def parse_availability(payload: Any, what: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for i, entry in enumerate(as_list(payload, what)):
         where = f"{what}[{i}]"
-        code = str(require(entry, "location_code", where)).strip().lower()
+        code = slug(require(entry, "location_code", where))  # the same normalisation as /locations
         types = as_list(require(entry, "availabilities", where), f"{where}.availabilities")
         found.setdefault(code, set()).update(str(t) for t in types)
     return found
@@ -57,7 +57,7 @@ def parse_availability(payload: Any, what: str) -> dict[str, set[str]]:
 def parse(instance_types: Any, locations: Any, on_demand_availability: Any, spot_availability: Any) -> ScrapeResult:
     codes: list[str] = []
     for i, location in enumerate(as_list(locations, "/locations response")):
-        code = str(require(location, "code", f"locations[{i}]")).strip().lower()
+        code = slug(require(location, "code", f"locations[{i}]"))  # always a well-formed code: "FIN-01" → "fin-01"
         if code and code not in codes:
             codes.append(code)
     if not codes:
@@ -132,7 +132,7 @@ class Verda(Provider):
     homepage = "https://verda.com"
     credentials = ("VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET")
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: location codes normalised with slug() (well formed whatever the API sends)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         client_id = ctx.secret("VERDA_CLIENT_ID")

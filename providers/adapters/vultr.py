@@ -7,14 +7,28 @@ Two anonymous listings, each paginated by cursor (`meta.links.next`, passed back
   memory` as a Decimal (10 GB of an 80 GB A100 → 0.125, rounded to the tracker's 3 decimals), with
   `gpu_memory_gb` the memory actually offered per GPU and the full card (with its memory and form
   factor) in the raw GPU name, so the catalog resolves the card without relying on the slice size.
+  Some GPU plans come as `type: "vdm"` with a `gpu_brand` ("NVIDIA") and no `gpu_type`
+  (`vcg-a40-24c-120g-48vram`, priced and located like any other): they are GPU plans too, not CPU ones.
+  Their card is read from the plan id (`<family>-<model>-<n>c-<n>g-<vram>vram`) with the brand, and their
+  VRAM from `gpu_vram_gb`, else from the id; `attributes["gpu_from"] = "plan_id"` says so.
 * `GET /v2/plans-metal?per_page=500`: bare metal. The API carries no GPU fields, so GPU model and count
   come from a documented plan-id table (BARE_METAL_GPUS), with a fallback that reads `-<count>-<model>-gpu`
   from the plan id (model name only: the catalog decides whether it is unambiguous).
-  `hourly_cost_preemptible` (when positive) is a separate spot offer.
+  `hourly_cost_preemptible` (when positive) is a separate spot offer, as below.
 
-`hourly_cost` is USD per plan-hour (per instance). Zero-price plans (free tier) are dropped; plans with no
-location are skipped; one offer per (plan × location). `locations` says where a plan is valid, not
-whether capacity is free, so `available` is None. CPU-only plans are skipped silently.
+`hourly_cost` is USD per plan-hour (per instance). Plans with no location are skipped; one offer per
+(plan × location × way to rent it). `locations` says where a plan is valid, not whether capacity is free,
+so `available` is None. CPU-only plans are skipped silently.
+
+How a plan may be rented, for cloud and bare-metal plans alike:
+* on demand at `hourly_cost`, unless `deploy_ondemand` is false (a preemptible-only plan) or the price is
+  zero (free tier);
+* preemptible (a spot offer, key suffix ":spot") at `hourly_cost_preemptible`, when that is positive and
+  `deploy_preemptible` is not false. Listings older than the deploy flags have neither, hence "not false";
+* `location_cost` (`{location: {...}}`) overrides any of `hourly_cost`, `hourly_cost_preemptible`,
+  `deploy_ondemand`, `deploy_preemptible` for one location, so a location where a way of renting is not
+  offered gets no offer of that kind and a location priced differently gets its own price;
+* a plan that leaves nothing to offer anywhere is reported in `result.skipped` with the reason.
 """
 
 from __future__ import annotations
@@ -35,7 +49,7 @@ from providers.contract import (
     default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list, gigabytes, to_optional_decimal
+from providers.parsing import as_list, gigabytes, slug, to_optional_decimal
 
 PLANS_URL = "https://api.vultr.com/v2/plans"
 METAL_URL = "https://api.vultr.com/v2/plans-metal"
@@ -64,13 +78,17 @@ BARE_METAL_GPUS: dict[str, tuple[str, int, Decimal]] = {
     "vbm-256c-2048gb-8-mi300x-gpu": ("MI300X 192GB", 8, Decimal(192)),
 }
 _METAL_GPU_ID = re.compile(r"-(?:(\d+)-)?([a-z0-9]+)-gpu$")
+# "vcg-a40-24c-120g-48vram" → model a40, 48 GB of VRAM (the plan's total)
+_CLOUD_GPU_ID = re.compile(r"^[a-z0-9]+-(?P<model>[a-z][a-z0-9]*)-\d+c-\d+g-(?P<vram>\d+(?:\.\d+)?)vram$")
+PRICE_FIELDS = ("hourly_cost", "hourly_cost_preemptible", "deploy_ondemand", "deploy_preemptible")
 
 COUNT_PLACES = Decimal("0.001")  # offers.gpu_count is stored with 3 decimals
 MIB_PER_GIB = 1024
 
 
 def _locations(raw: dict[str, Any], where: str) -> list[str]:
-    return [str(loc).strip().lower() for loc in as_list(require(raw, "locations", where), f"{where}.locations")]
+    # Region codes pass through slug(): always lower-case words joined by "-" ("SJC" → "sjc").
+    return [code for loc in as_list(require(raw, "locations", where), f"{where}.locations") if (code := slug(loc))]
 
 
 def _cloud_gpu(gpu_type: str, vram: Decimal) -> tuple[str, Decimal, Decimal, dict[str, Any]]:
@@ -99,49 +117,119 @@ def _metal_gpu(plan_id: str) -> tuple[str, Decimal, Decimal | None, dict[str, An
     return match.group(2).upper(), Decimal(match.group(1) or 1), None, {"gpu_from": "plan_id"}
 
 
+def _gpu_type_of(raw: dict[str, Any], plan_id: str) -> tuple[str | None, dict[str, Any]]:
+    """A cloud plan's `gpu_type`, or one built from `gpu_brand` and the plan id when the plan has none."""
+    if raw.get("gpu_type"):
+        return str(raw["gpu_type"]), {}
+    match = _CLOUD_GPU_ID.match(plan_id)
+    brand = str(raw.get("gpu_brand") or "").strip()
+    if match is None or not brand:
+        return None, {}
+    return f"{brand}_{match['model']}".upper(), {"gpu_from": "plan_id"}
+
+
+def _vram_of(raw: dict[str, Any], plan_id: str, where: str) -> Decimal | None:
+    vram = to_optional_decimal(raw.get("gpu_vram_gb"), f"{where}.gpu_vram_gb")
+    if vram is None and (match := _CLOUD_GPU_ID.match(plan_id)):
+        vram = Decimal(match["vram"])
+    return vram
+
+
+def _terms(raw: dict[str, Any], location: str, where: str) -> tuple[Decimal | None, Decimal | None]:
+    """(on-demand price, preemptible price) of a plan at one location; None where it is not offered."""
+    overrides = raw.get("location_cost")
+    by_code = {slug(k): v for k, v in overrides.items()} if isinstance(overrides, dict) else {}
+    local = by_code.get(location)
+    terms = {k: raw.get(k) for k in PRICE_FIELDS} | (
+        {k: v for k, v in local.items() if k in PRICE_FIELDS} if isinstance(local, dict) else {}
+    )
+    on_demand = to_optional_decimal(terms["hourly_cost"], f"{where}.hourly_cost")
+    spot = to_optional_decimal(terms["hourly_cost_preemptible"], f"{where}.hourly_cost_preemptible")
+    if terms["deploy_ondemand"] is False or not on_demand or on_demand <= 0:
+        on_demand = None
+    if terms["deploy_preemptible"] is False or not spot or spot <= 0:
+        spot = None
+    return on_demand, spot
+
+
+def _why_nothing(raw: dict[str, Any], plan_id: str, where: str) -> str:
+    price = to_optional_decimal(raw.get("hourly_cost"), f"{where}.hourly_cost")
+    if raw.get("deploy_ondemand") is False and raw.get("deploy_preemptible") is False:
+        return f"{plan_id}: not deployable (deploy_ondemand and deploy_preemptible are false)"
+    if raw.get("deploy_preemptible") is True and raw.get("deploy_ondemand") is False:
+        return f"{plan_id}: preemptible only, without a preemptible price"
+    return f"{plan_id}: zero price" if not price or price <= 0 else f"{plan_id}: no deployable price at any location"
+
+
+def _emit(
+    result: ScrapeResult, raw: dict[str, Any], plan_id: str, where: str, template: ScrapedOffer, locations: list[str]
+) -> None:
+    """One offer per location and way of renting the plan (see the module docstring)."""
+    emitted = False
+    for location in locations:
+        on_demand, spot = _terms(raw, location, where)
+        for pricing, price, suffix in ((Pricing.on_demand, on_demand, ""), (Pricing.spot, spot, ":spot")):
+            if price is None:
+                continue
+            emitted = True
+            result.offers.append(
+                replace(
+                    template,
+                    key=f"{plan_id}:{location}{suffix}",
+                    price_per_hour=price,
+                    pricing=pricing,
+                    region=location,
+                    attributes=dict(template.attributes),
+                )
+            )
+    if not emitted:
+        result.skipped.append(_why_nothing(raw, plan_id, where))
+
+
 def parse_plans(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult:
     """One page of `/v2/plans`."""
     result = result if result is not None else ScrapeResult()
     for i, raw in enumerate(as_list(require(payload, "plans", "response"), "plans")):
         where = f"plans[{i}]"
         plan_id = str(require(raw, "id", where))
-        if raw.get("type") != "vcg" and not raw.get("gpu_type"):
+        if raw.get("type") != "vcg" and not raw.get("gpu_type") and not raw.get("gpu_brand"):
             continue  # CPU plan
-        vram = to_optional_decimal(raw.get("gpu_vram_gb"), f"{where}.gpu_vram_gb")
-        gpu_type = raw.get("gpu_type")
+        require(raw, "hourly_cost", where)
+        vram = _vram_of(raw, plan_id, where)
+        gpu_type, gpu_from = _gpu_type_of(raw, plan_id)
         if not gpu_type or not vram or vram <= 0:
             result.skipped.append(f"{plan_id}: GPU plan without gpu_type/gpu_vram_gb")
-            continue
-        price = to_optional_decimal(require(raw, "hourly_cost", where), f"{where}.hourly_cost")
-        if not price or price <= 0:
-            result.skipped.append(f"{plan_id}: zero price")
             continue
         locations = _locations(raw, where)
         if not locations:
             result.skipped.append(f"{plan_id}: no locations")
             continue
-        name, count, per_gpu, extra = _cloud_gpu(str(gpu_type), vram)
+        name, count, per_gpu, extra = _cloud_gpu(gpu_type, vram)
         ram_mb = to_optional_decimal(raw.get("ram"), f"{where}.ram")
-        attributes = {"raw_gpu": gpu_type, "gpu_vram_gb_total": int(vram) if vram == int(vram) else str(vram)}
-        attributes |= extra
+        attributes: dict[str, Any] = {
+            "raw_gpu": gpu_type,
+            "gpu_vram_gb_total": int(vram) if vram == int(vram) else str(vram),
+        }
+        attributes |= extra | gpu_from
+        if raw.get("type") not in (None, "vcg"):
+            attributes["plan_type"] = raw["type"]  # e.g. "vdm": a GPU plan outside the vcg family
+        if raw.get("gpu_brand"):
+            attributes["gpu_brand"] = raw["gpu_brand"]
         if raw.get("monthly_cost") is not None:
             attributes["monthly_cost"] = str(raw["monthly_cost"])
-        for location in locations:
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{plan_id}:{location}",
-                    gpu_name=name,
-                    gpu_count=count,
-                    price_per_hour=price,
-                    region=location,
-                    gpu_memory_gb=per_gpu,
-                    instance_type=plan_id,
-                    available=None,
-                    vcpus=to_optional_decimal(raw.get("vcpu_count"), f"{where}.vcpu_count"),
-                    ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
-                    attributes=dict(attributes),
-                )
-            )
+        template = ScrapedOffer(
+            key=plan_id,
+            gpu_name=name,
+            gpu_count=count,
+            price_per_hour=Decimal(0),
+            gpu_memory_gb=per_gpu,
+            instance_type=plan_id,
+            available=None,
+            vcpus=to_optional_decimal(raw.get("vcpu_count"), f"{where}.vcpu_count"),
+            ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
+            attributes=attributes,
+        )
+        _emit(result, raw, plan_id, where, template, locations)
     return result
 
 
@@ -155,45 +243,28 @@ def parse_metal(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
         if gpu is None:
             continue  # CPU-only bare metal
         name, count, memory, extra = gpu
-        price = to_optional_decimal(require(raw, "hourly_cost", where), f"{where}.hourly_cost")
-        if not price or price <= 0:
-            result.skipped.append(f"{plan_id}: zero price")
-            continue
+        require(raw, "hourly_cost", where)
         locations = _locations(raw, where)
         if not locations:
             result.skipped.append(f"{plan_id}: no locations")
             continue
-        spot = to_optional_decimal(raw.get("hourly_cost_preemptible"), f"{where}.hourly_cost_preemptible")
         ram_mb = to_optional_decimal(raw.get("ram"), f"{where}.ram")
         attributes: dict[str, Any] = {"bare_metal": True} | extra
         if raw.get("cpu_model"):
             attributes["cpu_model"] = raw["cpu_model"]
-        for location in locations:
-            on_demand = ScrapedOffer(
-                key=f"{plan_id}:{location}",
-                gpu_name=name,
-                gpu_count=count,
-                price_per_hour=price,
-                region=location,
-                gpu_memory_gb=memory,
-                instance_type=plan_id,
-                available=None,
-                vcpus=to_optional_decimal(raw.get("cpu_threads"), f"{where}.cpu_threads"),
-                ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
-                attributes=dict(attributes),
-            )
-            result.offers.append(on_demand)
-            if spot is not None and spot > 0:
-                # The preemptible rate is the same server: only key, price and pricing differ.
-                result.offers.append(
-                    replace(
-                        on_demand,
-                        key=f"{plan_id}:{location}:spot",
-                        price_per_hour=spot,
-                        pricing=Pricing.spot,
-                        attributes=dict(attributes),
-                    )
-                )
+        template = ScrapedOffer(
+            key=plan_id,
+            gpu_name=name,
+            gpu_count=count,
+            price_per_hour=Decimal(0),
+            gpu_memory_gb=memory,
+            instance_type=plan_id,
+            available=None,
+            vcpus=to_optional_decimal(raw.get("cpu_threads"), f"{where}.cpu_threads"),
+            ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
+            attributes=attributes,
+        )
+        _emit(result, raw, plan_id, where, template, locations)
     return result
 
 
@@ -233,7 +304,7 @@ class Vultr(Provider):
     homepage = "https://www.vultr.com/pricing/#cloud-gpu"
     credentials = ()
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: vdm GPU plans (gpu_brand, card from the plan id); deploy_* flags; location_cost
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         result = ScrapeResult()

@@ -9,6 +9,19 @@ Two ways in:
   could be several variants raises `AmbiguousGpuName` rather than guessing, because a guessed SXM/PCIe
   swap silently skews every $/token ranking built on it.
 * `resolve()` is for people. A family or a partial name returns every card it covers.
+
+A card is one GPU as CUDA and the clouds count it: boards that carry several GPUs (K80 and M60: two,
+A16: four) are that many cards, and a GB200/GB300 "NVL72" rack is 72 of them.
+
+MIG slices are not cards. A MIG GPU instance ("A100 MIG 1g.10gb", "NVIDIA A100-SXM4-80GB MIG 2g.20gb",
+"mig-3g.40gb") is a share of its parent card: `normalize_slice()` returns it as (parent card, compute
+fraction, slice memory), the fraction being NVIDIA's "fraction of SMs" for the profile (g/7 on A100/H100,
+g/4 on A30; a 3g.40gb slice has 3/7 of the compute but 4/8 of the memory). The profiles each card supports
+are data (`[[mig]]` in gpus.toml). An estimate prices a slice as that fraction of the card with the
+slice's memory: `estimate(job, s.card, s.fraction, memory_gb=s.memory_gb)`, and an offer of n slices is
+n x fraction GPUs. `normalize()` and `resolve()`, which only ever answer whole cards, refuse slice names
+with `MigSliceName` (an `UnknownGpuName`, so callers that know only cards set the offer aside rather than
+list a 1/7 slice's price as a whole A100's).
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from fractions import Fraction
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -41,15 +55,48 @@ class GpuSpec:
     name: str  # display name, e.g. "H100 SXM 80GB"
     memory_gb: float
     form_factor: str  # "SXM" | "PCIe" | "NVL" | "OAM" | "consumer" | "superchip" ...
-    architecture: str  # "ampere" | "hopper" | "ada" | "blackwell" | "turing" | "volta" | "cdna3" ...
+    architecture: str  # "ampere" | "hopper" | "ada" | "blackwell" | "turing" | "volta" | "pascal" | "cdna3" ...
     bandwidth_tbs: float
-    bf16_tflops: float  # dense (no sparsity); FP32-accumulate for GeForce cards; FP16 where no BF16
+    # Dense (no sparsity); FP32-accumulate for GeForce cards; FP16 where no BF16 (Volta, Turing, P100);
+    # plain FP32 where FP16 is no faster either (Kepler, Maxwell, P4, GeForce Pascal).
+    bf16_tflops: float
     fp8_tflops: float | None
     tdp_w: int | None
     interconnect: str  # "nvlink" | "pcie" | "infinity-fabric" | "roce" — multi-GPU scaling efficiency key
     aliases: tuple[str, ...] = ()  # other names that mean exactly this card
     reported_memory_gb: tuple[float, ...] = ()  # other per-GPU sizes providers report for this card
     notes: str | None = None  # provenance and uncertainty of the figures
+
+
+@dataclass(frozen=True, slots=True)
+class MigProfile:
+    """One MIG GPU-instance profile of a card, e.g. 3g.40gb on an A100 80GB: 3 of 7 compute slices, 40 GB."""
+
+    name: str  # canonical "<g>g.<memory>gb", e.g. "3g.40gb"
+    compute_slices: int  # g
+    of: int  # compute slices in the whole card (7 on A100/H100/H200/B200, 4 on A30)
+    memory_gb: float
+
+    @property
+    def fraction(self) -> Fraction:
+        return Fraction(self.compute_slices, self.of)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSlice:
+    """A MIG slice resolved to its parent card: estimate and price it as `fraction` of `card` with
+    `memory_gb` of memory (`estimate(job, card, fraction, memory_gb=memory_gb)`)."""
+
+    card: GpuSpec  # the parent card
+    profile: str  # "1g.10gb"
+    fraction: float  # share of the card's compute (NVIDIA's "fraction of SMs"), e.g. 1/7
+    memory_gb: float  # the slice's memory
+    assumed: str | None = None  # why this parent, when the name left the parent variant open
+
+    @property
+    def share(self) -> str:
+        """The fraction as NVIDIA writes it, e.g. "3/7"."""
+        return str(Fraction(self.fraction).limit_denominator(16))
 
 
 class GpuNameError(ValueError):
@@ -79,6 +126,25 @@ class AmbiguousGpuName(GpuNameError):
             f"the name must also give the {missing}",
         )
         self.candidates = list(candidates)
+
+
+class MigSliceName(UnknownGpuName):
+    """A MIG slice name where a whole card is expected (`normalize()`, `resolve()`).
+
+    A slice is part of a card, not a card: `normalize_slice()` resolves it. This is an UnknownGpuName so
+    that callers which only handle whole cards set it aside instead of counting a slice as a card."""
+
+    def __init__(self, raw: str, slices: Sequence[GpuSlice]) -> None:
+        first = slices[0]
+        parents = " or ".join(s.card.id for s in slices)
+        super().__init__(
+            raw,
+            [s.card.id for s in slices],
+            f"a MIG {first.profile} slice, not a whole card: {first.share} of the compute of {parents} with "
+            f"{first.memory_gb:g} GB (normalize_slice() resolves it; estimate it as gpus={first.fraction:.6g}, "
+            f"memory_gb={first.memory_gb:g} on that card)",
+        )
+        self.slices = list(slices)
 
 
 class GpuCatalogError(ValueError):
@@ -116,6 +182,14 @@ _HINTS: dict[str, _Hint] = {
     "pcie": _PCIE, "pcle": _PCIE,  # "PCle" (lower-case L) is a common misspelling
     "nvl": _NVL, "hbm3": _HBM3, "oam": _OAM,
 }
+
+# MIG profile names: "1g.10gb", "MIG 1g.10gb", "mig-1g.10gb", "1g.10gb+me" (media extensions: same share).
+# A compute-instance prefix ("1c.2g.20gb") is not matched: it shares a GPU instance and is left unknown.
+_MIG_PROFILE = re.compile(
+    r"(?<![a-z0-9.])(?:mig[\s_.-]*)?([1-9])g\.(\d{1,3})gb(?:\s*\+\s*me)?(?![a-z0-9])", re.IGNORECASE
+)
+_MIG_WORD = re.compile(r"(?<![a-z0-9])mig(?![a-z0-9])", re.IGNORECASE)
+_MIG_PROFILE_NAME = re.compile(r"([1-9])g\.(\d{1,3})gb")
 
 # Azure sizes carry a vCPU count ("Standard_NC24ads_A100_v4"); the GPU depends only on the series.
 _AZURE_SIZE = re.compile(r"^(?:standard_)?([a-z]{2,}?)\d+(?=[a-z]*[ _])", re.IGNORECASE)
@@ -222,6 +296,7 @@ class GpuCatalog:
         family_aliases: Mapping[str, Sequence[str]] | None = None,
         raw_names: Mapping[str, Mapping[str, str]] | None = None,
         provider_conventions: Mapping[str, Mapping[str, str | Sequence[str]]] | None = None,
+        mig_profiles: Mapping[str, Sequence[MigProfile]] | None = None,
     ) -> None:
         if not specs:
             raise GpuCatalogError("the catalog has no cards")
@@ -270,6 +345,20 @@ class GpuCatalog:
                 ids = self._known_ids(where, targets)
                 self._add(table, raw, ids, ids[0] if len(ids) == 1 else ", ".join(ids), where)
 
+        self._mig: dict[str, dict[str, MigProfile]] = {}
+        for gpu_id, profiles in (mig_profiles or {}).items():
+            where = f"mig {gpu_id!r}"
+            card = self._by_id[self._known_ids(where, [gpu_id])[0].upper()]
+            by_name = self._mig[gpu_id] = {}
+            for profile in profiles:
+                if profile.name in by_name:
+                    raise GpuCatalogError(f"{where}: profile {profile.name!r} listed twice")
+                if profile.memory_gb > card.memory_gb * (1 + MEMORY_TOLERANCE):
+                    raise GpuCatalogError(
+                        f"{where}: profile {profile.name!r} has more memory than the card's {card.memory_gb:g} GB"
+                    )
+                by_name[profile.name] = profile
+
     @classmethod
     def from_toml(cls, text: str, source: str = "gpus.toml") -> GpuCatalog:
         try:
@@ -283,13 +372,22 @@ class GpuCatalog:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> GpuCatalog:
-        extra = set(data) - {"gpu", "family_aliases", "raw_names", "provider_conventions"}
+        extra = set(data) - {"gpu", "family_aliases", "raw_names", "provider_conventions", "mig"}
         if extra:
             raise GpuCatalogError(f"unknown top-level table(s): {sorted(extra)}")
         entries = data.get("gpu")
         if not isinstance(entries, list):
             raise GpuCatalogError("expected [[gpu]] entries")
         specs = [_spec_from_table(f"gpu[{i}]", entry) for i, entry in enumerate(entries)]
+        mig = data.get("mig", [])
+        if not isinstance(mig, list):
+            raise GpuCatalogError("mig: expected [[mig]] entries")
+        mig_profiles: dict[str, list[MigProfile]] = {}
+        for i, entry in enumerate(mig):
+            for gpu_id, profiles in _mig_from_table(f"mig[{i}]", entry):
+                if gpu_id in mig_profiles:
+                    raise GpuCatalogError(f"mig[{i}]: {gpu_id!r} already has its MIG profiles")
+                mig_profiles[gpu_id] = profiles
         return cls(
             specs,
             _table_of(data, "family_aliases", _string_list),
@@ -297,6 +395,7 @@ class GpuCatalog:
             _table_of(
                 data, "provider_conventions", lambda where, v: _table_of_values(where, v, _card_or_cards)
             ),
+            mig_profiles,
         )
 
     # -- lookups --
@@ -336,9 +435,81 @@ class GpuCatalog:
         """Every card a person's query covers: "H100" -> all H100s, "h100 sxm" -> the SXM one."""
         return self._match(query, None, None)
 
+    # -- MIG slices --
+
+    @staticmethod
+    def is_slice_name(raw_name: str) -> bool:
+        """Whether the name carries a MIG profile ("... MIG 1g.10gb")."""
+        return _MIG_PROFILE.search(raw_name) is not None
+
+    def slices_of(self, gpu_id: str) -> list[GpuSlice]:
+        """Every MIG slice the card can be cut into (none for cards without MIG)."""
+        card = self.get(gpu_id)
+        return [self._slice(card, p) for p in self._mig.get(card.id, {}).values()]
+
+    def normalize_slice(
+        self, raw_name: str, memory_gb: float | None = None, *, provider: str | None = None
+    ) -> GpuSlice:
+        """The parent card, compute fraction and memory a MIG slice name denotes.
+
+        The rest of the name (without the profile and the word "MIG") names the parent as `normalize()`
+        reads names; the profile must be one that card supports, which often settles the memory size
+        (3g.40gb exists on 80 GB A100s only). `memory_gb` is the provider-reported memory of the slice (or
+        of the whole card). A name that fixes the family and the slice but not which variant it is cut from
+        ("A100 MIG 1g.10gb": 1/7 and 10 GB of a PCIe or SXM, 40 or 80 GB A100) is placed on the slowest
+        variant, as ingest does for whole cards whose form factor is open, and `assumed` says so. A name
+        with no MIG profile raises UnknownGpuName.
+        """
+        if memory_gb is not None and not 0 < memory_gb < 2048:
+            raise GpuNameError(raw_name, f"memory_gb={memory_gb} is not a per-GPU size in GB (MiB passed?)")
+        slices = self._slices(raw_name, memory_gb, provider.lower() if provider else None)
+        if len(slices) == 1:
+            return slices[0]
+        # Only the parent is open, not the slice: price it on the slowest parent.
+        if len({(s.card.family, s.fraction, s.memory_gb) for s in slices}) > 1:
+            raise AmbiguousGpuName(raw_name, [s.card.id for s in slices], _what_differs([s.card for s in slices]))
+        slowest = min(slices, key=lambda s: (s.card.bf16_tflops, s.card.bandwidth_tbs, s.card.id))
+        assumed = f"parent card not stated ({', '.join(s.card.id for s in slices)}); slowest variant assumed"
+        return GpuSlice(slowest.card, slowest.profile, slowest.fraction, slowest.memory_gb, assumed)
+
+    def _slice(self, card: GpuSpec, profile: MigProfile) -> GpuSlice:
+        return GpuSlice(card, profile.name, float(profile.fraction), profile.memory_gb)
+
+    def _slices(self, raw: str, memory_gb: float | None, provider: str | None) -> list[GpuSlice]:
+        found = _MIG_PROFILE.search(raw)
+        if found is None:
+            raise UnknownGpuName(raw, [], "not a MIG slice name (no <g>g.<memory>gb profile in it)")
+        profile = f"{found[1]}g.{int(found[2])}gb"
+        parent = _MIG_WORD.sub(" ", raw[: found.start()] + " " + raw[found.end() :]).strip()
+        try:
+            cards = self._match(parent, None, provider)
+        except UnknownGpuName as exc:
+            reason = f"no card named in it besides the MIG profile {profile}"
+            raise UnknownGpuName(raw, exc.suggestions, reason) from None
+        with_profile = [c for c in cards if profile in self._mig.get(c.id, {})]
+        if not with_profile:
+            known = [c.id for c in cards if self._mig.get(c.id)]
+            raise UnknownGpuName(raw, known, f"MIG profile {profile} is not one of {', '.join(c.id for c in cards)}'s")
+        slices = [self._slice(c, self._mig[c.id][profile]) for c in with_profile]
+        if memory_gb is not None:
+            # The slice's own memory, or the parent card's (some listings give the card's).
+            fits = [
+                s for s in slices
+                if any(abs(m - size) / size <= MEMORY_TOLERANCE
+                       for m in (memory_gb, memory_gb / GIB_IN_GB) for size in (s.memory_gb, s.card.memory_gb))
+            ]
+            if not fits:
+                raise UnknownGpuName(
+                    raw, [s.card.id for s in slices], f"~{memory_gb:g} GB fits neither the {profile} slice nor its card"
+                )
+            slices = fits
+        return slices
+
     # -- internals --
 
     def _match(self, raw: str, memory_gb: float | None, provider: str | None) -> list[GpuSpec]:
+        if _MIG_PROFILE.search(raw):
+            raise MigSliceName(raw, self._slices(raw, None, provider))
         text = _strip_count(raw)
         keys = [k for form in _provider_forms(provider, text) for k in _lookup_keys(form)]
         if not keys:
@@ -468,6 +639,33 @@ def _spec_from_table(where: str, table: Any) -> GpuSpec:
     if not spec.id.endswith(f"-{spec.memory_gb:g}GB"):
         raise GpuCatalogError(f"{where}: id must end with its memory, -{spec.memory_gb:g}GB")
     return spec
+
+
+def _mig_from_table(where: str, table: Any) -> list[tuple[str, list[MigProfile]]]:
+    """One [[mig]] entry: the cards it applies to, their compute-slice count and profile names."""
+    if not isinstance(table, dict):
+        raise GpuCatalogError(f"{where}: expected a table")
+    unknown = set(table) - {"cards", "compute_slices", "profiles"}
+    if unknown:
+        raise GpuCatalogError(f"{where}: unknown field(s) {sorted(unknown)}")
+    missing = [k for k in ("cards", "compute_slices", "profiles") if k not in table]
+    if missing:
+        raise GpuCatalogError(f"{where}: missing required field(s) {missing}")
+    cards = _string_list(f"{where}.cards", table["cards"])
+    of = table["compute_slices"]
+    if isinstance(of, bool) or not isinstance(of, int) or not 1 < of <= 8:
+        raise GpuCatalogError(f"{where}.compute_slices: must be a whole number from 2 to 8, got {of!r}")
+    profiles: list[MigProfile] = []
+    for i, name in enumerate(_string_list(f"{where}.profiles", table["profiles"])):
+        m = _MIG_PROFILE_NAME.fullmatch(name)
+        if m is None:
+            raise GpuCatalogError(f"{where}.profiles[{i}]: {name!r} is not a <g>g.<memory>gb profile name")
+        if int(m[1]) > of:
+            raise GpuCatalogError(f"{where}.profiles[{i}]: {name!r} has more than {of} compute slices")
+        profiles.append(MigProfile(name, int(m[1]), of, float(m[2])))
+    if not cards or not profiles:
+        raise GpuCatalogError(f"{where}: needs at least one card and one profile")
+    return [(card, profiles) for card in cards]
 
 
 def _positive(where: str, value: Any) -> float:

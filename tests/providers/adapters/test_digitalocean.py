@@ -6,7 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from providers.adapters.digitalocean import DigitalOcean, gpu_name_of
+from providers.adapters.digitalocean import URL, DigitalOcean, gpu_name_of
+from providers.cassette import Cassette
 from providers.contract import Pricing
 from tests.factories.cassettes import (
     answer,
@@ -18,8 +19,11 @@ from tests.factories.cassettes import (
     fetch_recording,
     json_with,
     json_without,
+    replay,
     replay_fixture,
+    resolve_all,
 )
+from tests.factories.real_payloads import real_payload
 
 PAGE_2 = "https://api.digitalocean.com/v2/sizes?page=2&per_page=200"
 
@@ -133,3 +137,33 @@ def test_schema_change_raises():
 
 def test_http_500_past_retries_raises():
     assert_replay_raises(DigitalOcean, answer(500, text="internal error"), "gave up after 4 attempts: HTTP 500")
+
+
+# --- the real `/v2/sizes` response (one CPU size, 8x H100, 8x MI300X) --------------------------------
+
+REAL_SIZES = "digitalocean/gpuhunt_test_digitalocean_sizes.json"
+
+
+def _real_cassette() -> Cassette:
+    interaction = {
+        "request": {"method": "GET", "url": URL, "body": None},
+        "response": {"status": 200, "headers": {"content-type": "application/json"}, "json": real_payload(REAL_SIZES)},
+    }
+    return Cassette.from_json({"provider": "digitalocean", "interactions": [interaction]})
+
+
+def test_real_sizes():
+    result = replay(DigitalOcean, _real_cassette())
+    resolved, unknown = resolve_all(result, "digitalocean")
+    assert unknown == {} and result.skipped == []
+    assert resolved == {"gpu-h100x8-640gb:nyc1": "H100-SXM-80GB", "gpu-mi300x8-1536gb:nyc1": "MI300X-192GB"}
+    h100, mi300x = (by_key(result)[k] for k in ("gpu-h100x8-640gb:nyc1", "gpu-mi300x8-1536gb:nyc1"))
+    # vram.amount is the Droplet's total (640 GiB, 1536 GiB): per GPU it is 80 and 192
+    assert (h100.gpu_count, h100.gpu_memory_gb, h100.price_per_gpu_hour) == (8, 80, Decimal("2.99"))
+    assert (mi300x.gpu_count, mi300x.gpu_memory_gb, mi300x.price_per_gpu_hour) == (8, 192, Decimal("1.99"))
+    assert (h100.gpu_name, h100.attributes["raw_gpu"]) == ("H100 SXM", "nvidia_h100")
+    for offer in (h100, mi300x):
+        assert (offer.pricing, offer.region, offer.available) == (Pricing.on_demand, "nyc1", True)
+        assert (offer.vcpus, offer.ram_gb) == (160, 1920)  # memory 1966080 MiB
+    # the CPU size (no gpu_info) is skipped silently, and `links: {}` ends the listing
+    assert len(result.offers) == 2

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
 
-from providers.adapters.jarvislabs import JarvisLabs, parse
+from providers.adapters.jarvislabs import URL, JarvisLabs, parse
+from providers.cassette import Cassette
 from providers.contract import Pricing, ProviderError
 from tests.factories.cassettes import (
     answer,
@@ -18,8 +20,11 @@ from tests.factories.cassettes import (
     fetch_recording,
     json_with,
     json_without,
+    replay,
     replay_fixture,
+    resolve_all,
 )
+from tests.factories.real_payloads import real_payload
 
 result = replay_fixture(JarvisLabs)
 
@@ -125,3 +130,62 @@ def test_schema_change_raises():
 
 def test_http_500_past_retries_raises():
     assert_replay_raises(JarvisLabs, answer(500, text="internal error"), "gave up after 4 attempts: HTTP 500")
+
+
+# --- the real `server_meta` response ------------------------------------------------------------------
+
+REAL_META = "jarvislabs/gpuhunt_310de51_server_meta.json"
+REGION = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@pytest.fixture(scope="module")
+def real():
+    interaction = {
+        "request": {"method": "GET", "url": URL, "body": None},
+        "response": {"status": 200, "headers": {"content-type": "application/json"}, "json": real_payload(REAL_META)},
+    }
+    return replay(JarvisLabs, Cassette.from_json({"provider": "jarvislabs", "interactions": [interaction]}))
+
+
+def test_real_cards_counts_and_prices(real):
+    resolved, unknown = resolve_all(real, "jarvislabs")
+    assert unknown == {} and real.skipped == []
+    # L4 container (8 + 8 spot) and vm (8), A100-80GB (4), two RTX PRO 6000 spellings (8 + 8), H100 (1 + 1)
+    assert len(real.offers) == 46
+    assert {o.attributes["raw_gpu"]: resolved[o.key] for o in real.offers} == {
+        "L4": "L4-24GB",
+        "A100-80GB": "A100-PCIE-80GB",  # form factor not stated: the slowest variant, flagged below
+        "RTX-PRO6000": "RTXPRO6000-96GB",
+        "RTX PRO 6000": "RTXPRO6000-96GB",
+        "H100": "H100-SXM-80GB",
+    }
+    a100 = by_key(real)["india-noida-01:A100-80GB:vm:4"]
+    assert "gpu_assumed" in a100.attributes
+    assert (a100.gpu_count, a100.gpu_memory_gb, a100.price_per_hour) == (4, 80, Decimal("5.96"))  # 4 x 1.49
+    eight = by_key(real)["india-chennai-01:RTX-PRO6000:vm:8"]
+    assert (eight.price_per_hour, eight.price_per_gpu_hour) == (Decimal("15.12"), Decimal("1.89"))
+    assert (eight.vcpus, eight.ram_gb) == (224, 1280)  # 28 and 160 per GPU
+    assert all(REGION.match(o.region) for o in real.offers)
+
+
+def test_real_spot_only_for_container_rows(real):
+    offers = by_key(real)
+    spot = [o for o in real.offers if o.pricing is Pricing.spot]
+    assert {o.attributes["workload_type"] for o in spot} == {"container"}
+    assert len(spot) == 8
+    assert offers["india-noida-01:L4:container:8:spot"].price_per_hour == Decimal("2.32")  # 8 x 0.29
+    # the L4 vm row carries spot_price 0.29 too, but JarvisLabs sells no spot VMs
+    assert not any(k.startswith("india-noida-01:L4:vm:") and k.endswith(":spot") for k in offers)
+    assert "india-noida-01:A100-80GB:vm:1:spot" not in offers
+
+
+def test_real_availability_from_free_devices(real):
+    offers = by_key(real)
+    # L4: 3 free on demand, 2 free for spot
+    assert [offers[f"india-noida-01:L4:container:{n}"].available for n in (1, 3, 4)] == [True, True, False]
+    assert [offers[f"india-noida-01:L4:container:{n}:spot"].available for n in (1, 2, 3)] == [True, True, False]
+    assert [offers[f"india-noida-01:A100-80GB:vm:{n}"].available for n in (1, 2)] == [True, False]
+    # rows without num_gpus are single-GPU offers; workload null is keyed "any"
+    assert offers["europe-01:H100:any:1"].available is True
+    assert not any(k.startswith("europe-01:H100:any:2") for k in offers)
+    assert offers["unknown-region:H100:vm:1"].region == "unknown-region"  # kept as listed (source-edited row)

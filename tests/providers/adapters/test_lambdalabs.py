@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from providers.adapters.lambdalabs import LambdaLabs, parse, parse_description
+from providers.adapters.lambdalabs import URL, LambdaLabs, parse, parse_description, parse_gpu_description
 from providers.contract import Pricing
 from tests.factories.cassettes import (
     answer,
@@ -84,6 +84,46 @@ def test_sold_out_type_keeps_one_unavailable_offer(result):
         "gpu_1x_a100",
         "gpu_1x_rtx6000",
     }
+
+
+def test_gpu_description_names_the_card_when_description_is_short(result):
+    offers = by_key(result)
+    eight = offers["gpu_8x_h100_sxm5:us-west-3"]  # description "8x H100": no memory, no form factor
+    assert (eight.gpu_name, eight.gpu_memory_gb, eight.gpu_count) == ("H100 (80 GB SXM5)", 80, 8)
+    assert eight.attributes["raw_gpu"] == "8x H100"
+    assert eight.attributes["gpu_description"] == "H100 (80 GB SXM5)"
+    a10 = offers["gpu_1x_a10:us-east-1"]  # no gpu_description: the description alone still names it
+    assert (a10.gpu_name, a10.gpu_memory_gb) == ("A10 (24 GB PCIe)", 24)
+    assert "gpu_description" not in a10.attributes
+
+
+def test_current_host():
+    assert URL == "https://cloud.lambda.ai/api/v1/instance-types"
+    _, requests = fetch_recording(LambdaLabs, {"LAMBDA_API_KEY": "k"})
+    assert {r.url.host for r in requests} == {"cloud.lambda.ai"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("H100 (80 GB SXM5)", ("H100 (80 GB SXM5)", Decimal(80))),
+        ("Tesla V100 (16 GB)", ("Tesla V100 (16 GB)", Decimal(16))),
+        ("B200 ( 180 GB  SXM6 )", ("B200 (180 GB SXM6)", Decimal(180))),
+        ("H100", None),
+    ],
+)
+def test_parse_gpu_description(text, expected):
+    assert parse_gpu_description(text) == expected
+
+
+def test_short_description_without_gpu_description_is_skipped_with_reason():
+    short = parse(_payload("8x H100", 8, ["us-east-1"]))
+    assert short.offers == [] and short.skipped == ["t: cannot read GPU from description '8x H100'"]
+    payload = _payload("8x H100", 8, ["us-east-1"])
+    payload["data"]["t"]["instance_type"]["gpu_description"] = "H100 (80 GB SXM5)"
+    del payload["data"]["t"]["instance_type"]["specs"]["gpus"]  # the count then comes from "8x"
+    (offer,) = parse(payload).offers
+    assert (offer.gpu_name, offer.gpu_count, offer.gpu_memory_gb) == ("H100 (80 GB SXM5)", 8, 80)
 
 
 def test_no_spot_on_lambda(result):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from providers.adapters.oci import DERIVED, PRODUCTS_URL, SHAPES_URL, Oci, gpu_model, parse
+from providers.adapters.oci import DERIVED, PRODUCTS_URL, SHAPES_URL, Oci, gpu_model, parse, split_shape
+from providers.cassette import bundled_cassette
 from providers.contract import Pricing, ProviderKind, ScrapeResult
 from providers.registry import get_provider
 from tests.factories.cassettes import (
@@ -19,9 +21,12 @@ from tests.factories.cassettes import (
     json_with,
     json_without,
     replay_fixture,
+    resolve_all,
 )
+from tests.factories.real_payloads import real_payload
 
 SHAPES, PRODUCTS = 0, 2  # interaction indexes (1 is the recorded 429 for products.json)
+REAL_CPU_SHAPES = "oci/gpuhunt_8d0bcc7_shapes_cpu_excerpt.json"  # real estimator CPU shapes, fractional qty
 
 
 result = replay_fixture(Oci)
@@ -51,13 +56,16 @@ def test_integrity(result: ScrapeResult) -> None:
             "A10-24GB",
             "V100-SXM-16GB",
             "GB200-186GB",
+            "GB300-288GB",
         },
         allowed_unknown={"P100 16GB"},
-        min_offers=14,
+        min_offers=15,
     )
     assert resolved["BM.GPU4.8:on_demand"] == "A100-SXM-40GB"
     assert resolved["BM.GPU.A100-v2.8:on_demand"] == "A100-SXM-80GB"
-    assert len(result.offers) == 14
+    assert resolved["BM.GPU.GB200.4 (NVL72):on_demand"] == "GB200-186GB"
+    assert resolved["BM.GPU.GB300.4 (NVL72):on_demand"] == "GB300-288GB"
+    assert len(result.offers) == 15
 
 
 def test_per_gpu_part_times_gpu_qty(offers: dict[str, Any]) -> None:
@@ -106,13 +114,55 @@ def test_skipped_shapes(result: ScrapeResult, offers: dict[str, Any]) -> None:
 
 def test_requests_and_429_retry() -> None:
     result, requests = fetch_recording(Oci)
-    assert len(result.offers) == 14
+    assert len(result.offers) == 15
     assert [str(r.url) for r in requests] == [SHAPES_URL, PRODUCTS_URL, PRODUCTS_URL]
     assert all("authorization" not in r.headers for r in requests)
 
 
+def test_shapes_with_a_display_suffix(offers: dict[str, Any]) -> None:
+    gb300 = offers["BM.GPU.GB300.4 (NVL72):on_demand"]
+    assert (gb300.gpu_name, gb300.gpu_count, gb300.gpu_memory_gb) == ("GB300 288GB", Decimal(4), Decimal(288))
+    assert gb300.instance_type == "BM.GPU.GB300.4"  # the bare shape
+    assert gb300.attributes["shape_suffix"] == "NVL72"
+    assert gb300.price_per_hour == Decimal(72)  # 18 per GPU-hour x 4
+    gb200 = offers["BM.GPU.GB200.4 (NVL72):on_demand"]
+    assert (gb200.gpu_name, gb200.instance_type, gb200.attributes["shape_suffix"]) == (
+        "GB200 186GB",
+        "BM.GPU.GB200.4",
+        "NVL72",
+    )
+    assert "shape_suffix" not in offers["BM.GPU.H100.8:on_demand"].attributes
+
+
+def test_split_shape() -> None:
+    assert split_shape("BM.GPU.GB200.4 (NVL72)") == ("BM.GPU.GB200.4", "NVL72")
+    assert split_shape("BM.GPU.GB300.4(NVL72)") == ("BM.GPU.GB300.4", "NVL72")
+    assert split_shape("BM.GPU.H100.8") == ("BM.GPU.H100.8", None)
+    assert split_shape("BM.Standard.E4.128") == ("BM.Standard.E4.128", None)
+
+
+def test_real_cpu_shapes_are_skipped_cleanly() -> None:
+    """The real estimator excerpt: CPU shapes only, `gpuQty: null`, a disk part with `qty: 81.6`."""
+    shapes = real_payload(REAL_CPU_SHAPES)
+    assert {s["name"] for s in shapes["items"]} == {"BM.DenseIO.E5.128", "BM.Standard.E4.128"}
+    alone = parse(shapes, {"items": []})
+    assert alone.offers == [] and alone.skipped == []  # skipped silently, never a crash or a reason
+    # next to GPU shapes (the bundled sample's), the real CPU shapes change nothing
+    raw = json.loads(bundled_cassette("oci").read_text())
+    sample_shapes = raw["interactions"][SHAPES]["response"]["json"]
+    sample_products = raw["interactions"][PRODUCTS]["response"]["json"]
+    mixed = parse({"items": shapes["items"] + sample_shapes["items"]}, sample_products)
+    baseline = parse(sample_shapes, sample_products)
+    assert [o.key for o in mixed.offers] == [o.key for o in baseline.offers]
+    assert mixed.skipped == baseline.skipped
+    assert not any(o.key.startswith(("BM.Standard", "BM.DenseIO")) for o in mixed.offers)
+    assert resolve_all(mixed, "oci") == resolve_all(baseline, "oci")
+
+
 def test_gpu_model_from_shape_name() -> None:
     assert gpu_model("BM.GPU.H100.8") == ("H100 SXM 80GB", Decimal(80))
+    assert gpu_model("BM.GPU.GB200.4 (NVL72)") == ("GB200 186GB", Decimal(186))
+    assert gpu_model("BM.GPU.GB300.4 (NVL72)") == ("GB300 288GB", Decimal(288))
     assert gpu_model("BM.GPU4.8") == ("A100 SXM 40GB", Decimal(40))
     assert gpu_model("VM.GPU3.2") == ("V100 SXM2 16GB", Decimal(16))
     assert gpu_model("BM.GPU.X9.4") == ("X9", None)  # unknown token passed on for the catalog to report

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from providers.adapters.shadeform import Shadeform, gpu_name
+from providers.adapters.shadeform import Shadeform, gpu_name, parse
 from providers.contract import Pricing
 from tests.factories.cassettes import (
     answer,
@@ -34,8 +34,14 @@ def test_integrity(result):
     )  # fmt: skip
     assert resolved["hyperstack:H100:canada-1"] == "H100-PCIE-80GB"
     assert resolved["lambdalabs:H100_sxm5x8:us-east-1"] == "H100-SXM-80GB"
-    assert len(result.offers) == 9
-    assert all(o.pricing is Pricing.on_demand for o in result.offers)
+    assert resolved["hyperstack:H100:canada-1:spot"] == "H100-PCIE-80GB"
+    assert len(result.offers) == 12
+    spot = {o.key for o in result.offers if o.pricing is Pricing.spot}
+    assert spot == {
+        "hyperstack:H100:canada-1:spot",
+        "hyperstack:H100:norway-1:spot",
+        "datacrunch:A100_80G_sxm4x2:fin-01:spot",
+    }
 
 
 def test_cents_per_instance(result):
@@ -60,6 +66,46 @@ def test_one_offer_per_cloud_type_region_with_availability(result):
     assert "paperspace:A4000: no regions listed" in result.skipped
     assert "latitude:H200_sxm5x8: no price" in result.skipped
     assert not any(k.startswith("hyperstack:CPU") for k in offers)
+
+
+def test_spot_rows_become_spot_offers_at_their_own_price(result):
+    offers = by_key(result)
+    spot = offers["hyperstack:H100:canada-1:spot"]
+    on_demand = offers["hyperstack:H100:canada-1"]  # the same machine, rented on demand
+    assert (spot.pricing, spot.price_per_hour, spot.available) == (Pricing.spot, Decimal("1.2"), True)
+    assert (on_demand.pricing, on_demand.price_per_hour) == (Pricing.on_demand, Decimal("1.9"))
+    assert (spot.gpu_name, spot.gpu_count, spot.instance_type) == (on_demand.gpu_name, 1, "H100")
+    assert offers["hyperstack:H100:norway-1:spot"].available is False  # the row's own flag
+    two = offers["datacrunch:A100_80G_sxm4x2:fin-01:spot"]
+    assert (two.price_per_hour, two.price_per_gpu_hour) == (Decimal("1.3"), Decimal("0.65"))
+    # a spot row with no price of its own: skipped, never priced at the on-demand rate
+    assert "massedcompute:A6000:us-central-2:spot" not in offers
+    assert "massedcompute:A6000:us-central-2:spot: spot row without its own price" in result.skipped
+
+
+def test_rental_types():
+    def row(*zones):
+        config = {"num_gpus": 1, "gpu_type": "H100", "interconnect": "pcie", "vram_per_gpu_in_gb": 80}
+        base = {"cloud": "c", "shade_instance_type": "H100", "configuration": config, "hourly_price": 200}
+        return {"instance_types": [base | {"availability": list(zones)}]}
+
+    parsed = parse(
+        row(
+            {"region": "r1", "available": True, "hourly_price": 210},
+            {"region": "r2", "rental_type": "Spot", "hourly_price": "90"},
+        )
+    )
+    assert [(o.key, o.pricing, o.price_per_hour) for o in parsed.offers] == [
+        ("c:H100:r1", Pricing.on_demand, Decimal("2.1")),  # an on-demand row's own price refines the instance's
+        ("c:H100:r2:spot", Pricing.spot, Decimal("0.9")),
+    ]
+    odd = parse(row({"region": "r1", "rental_type": "reserved", "hourly_price": 100}))
+    assert odd.offers == [] and odd.skipped == ["c:H100:r1: unknown rental_type 'reserved'"]
+    odd_region = parse(row({"region": " US Central_2 ", "available": True}))
+    assert [o.region for o in odd_region.offers] == ["us-central-2"]  # always a well-formed code
+    spot_only = row({"region": "r1", "rental_type": "spot", "hourly_price": 80})
+    spot_only["instance_types"][0]["hourly_price"] = None  # no on-demand price: the spot row still counts
+    assert [o.key for o in parse(spot_only).offers] == ["c:H100:r1:spot"]
 
 
 def test_form_factor_in_raw_name(result):

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 
-from providers.adapters.verda import Verda
+import pytest
+
+from providers.adapters.verda import Verda, parse
 from providers.cassette import bundled_cassette
 from providers.contract import Pricing
 from tests.factories.cassettes import (
@@ -20,7 +23,9 @@ from tests.factories.cassettes import (
     json_without,
     mutated_cassette,
     replay_fixture,
+    resolve_all,
 )
+from tests.factories.real_payloads import real_payload
 
 CREDS = {"VERDA_CLIENT_ID": "cid-123", "VERDA_CLIENT_SECRET": "shh-secret-456"}
 TOKEN, TYPES, TYPES_OK, LOCATIONS, AVAIL_OD, AVAIL_SPOT = range(6)  # interaction indexes
@@ -160,3 +165,55 @@ def test_schema_change_raises():
 def test_http_500_past_retries_raises():
     token_500 = answer(500, json={"error": "internal"}, at=TOKEN)
     assert_replay_raises(Verda, token_500, "gave up after 4 attempts: HTTP 500 from POST")
+
+
+# --- the real instance types, locations and spot availability -----------------------------------------
+
+REAL = "verda/gpuhunt_310de51_{}.json"
+REGION = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@pytest.fixture(scope="module")
+def real():
+    # No on-demand availability was captured: `[]` lists nothing anywhere, so only spot availability is real.
+    return parse(
+        real_payload(REAL.format("instance_types")),
+        real_payload(REAL.format("locations")),
+        [],
+        real_payload(REAL.format("availability_spot")),
+    )
+
+
+def test_real_cards_prices_and_memory(real):
+    resolved, unknown = resolve_all(real, "verda")
+    assert unknown == {} and real.skipped == []
+    # 3 GPU types x 3 locations, on demand and spot; the CPU node (0 GPUs, empty description) is skipped
+    assert len(real.offers) == 18
+    assert not any(o.instance_type == "CPU.120V.480G" for o in real.offers)
+    assert {o.instance_type: resolved[o.key] for o in real.offers} == {
+        "1H100.80S.30V": "H100-SXM-80GB",
+        "2A6000.20V": "RTXA6000-48GB",
+        "1V100.6V": "V100-PCIE-16GB",  # "Tesla V100 16GB" names no form factor: slowest variant assumed
+    }
+    assert "gpu_assumed" in by_key(real)["1V100.6V:fin-01"].attributes
+    offers = by_key(real)
+    h100, h100_spot = offers["1H100.80S.30V:fin-01"], offers["1H100.80S.30V:fin-01:spot"]
+    assert (h100.gpu_name, h100.gpu_count, h100.gpu_memory_gb) == ("H100 SXM5 80GB", 1, 80)
+    assert (h100.price_per_hour, h100.pricing) == (Decimal("3.95"), Pricing.on_demand)
+    assert (h100_spot.price_per_hour, h100_spot.pricing) == (Decimal("1.70"), Pricing.spot)
+    a6000 = offers["2A6000.20V:ice-01:spot"]
+    assert (a6000.gpu_count, a6000.gpu_memory_gb) == (2, 48)  # gpu_memory 96 GB is the instance's total
+    assert (a6000.price_per_gpu_hour, offers["2A6000.20V:ice-01"].price_per_gpu_hour) == (
+        Decimal("0.35"),
+        Decimal("0.99"),
+    )
+    assert {o.region for o in real.offers} == {"fin-01", "fin-02", "ice-01"}
+    assert all(REGION.match(o.region) for o in real.offers)
+
+
+def test_real_spot_availability_per_location(real):
+    spot = {o.key: o.available for o in real.offers if o.pricing is Pricing.spot}
+    # FIN-01 lists 2A6000.20V and 1V100.6V (and CPU types); ICE-01 only CPU types; FIN-02 is absent
+    assert {k for k, available in spot.items() if available} == {"2A6000.20V:fin-01:spot", "1V100.6V:fin-01:spot"}
+    assert spot["1H100.80S.30V:fin-01:spot"] is False
+    assert spot["2A6000.20V:ice-01:spot"] is False and spot["2A6000.20V:fin-02:spot"] is False

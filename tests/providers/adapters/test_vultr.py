@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
-from providers.adapters.vultr import Vultr
+import pytest
+
+from providers.adapters.vultr import METAL_URL, PLANS_URL, Vultr, parse_metal, parse_plans
+from providers.cassette import Cassette
 from providers.contract import Pricing, ScrapeResult
 from tests.factories.cassettes import (
     answer,
@@ -14,9 +18,16 @@ from tests.factories.cassettes import (
     fetch_recording,
     json_with,
     json_without,
+    replay,
     replay_fixture,
+    resolve_all,
 )
+from tests.factories.real_payloads import real_payload
 from tracker.catalog.gpus import get_catalog
+
+REAL_PLANS = "vultr/gpuhunt_91eca44_plans.json"
+REAL_METAL = "vultr/gpuhunt_91eca44_plans_metal.json"
+REGION = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 result = replay_fixture(Vultr)
 
@@ -32,12 +43,16 @@ def test_integrity(result):
             "MI300X-192GB",
             "GH200-96GB",
             "B200-SXM-180GB",
+            "A40-48GB",
+            "A100-SXM-80GB",
         },
         allowed_unknown={"A2"},
     )
     assert resolved["vcg-a100-24c-240g-160vram:ewr"] == "A100-PCIE-80GB"
     assert resolved["vbm-64c-2048gb-8-l40-gpu:lax"] == "L40S-48GB"
-    assert len(result.offers) == 20
+    assert resolved["vcg-a40-24c-120g-48vram:ewr"] == "A40-48GB"  # a vdm plan: card from the plan id
+    assert len(result.offers) == 24
+    assert all(REGION.match(o.region) for o in result.offers)
     keys = [o.key for o in result.offers]
     assert len(keys) == len(set(keys))
 
@@ -108,7 +123,114 @@ def test_bare_metal_and_spot(result):
         "vbm-112c-2048gb-8-h100-gpu:sea:spot",
         "vbm-112c-2048gb-8-h100-gpu:ewr:spot",
         "vbm-256c-2048gb-8-mi300x-gpu:ord:spot",
+        "vbm-112c-2048gb-8-a100-gpu:fra:spot",
+        "vcg-l40s-16c-180g-48vram:ord:spot",
     }
+
+
+def test_vdm_gpu_plan_without_gpu_type(result):
+    """`type: "vdm"`, `gpu_brand` and no `gpu_type`: a GPU plan, not a CPU one."""
+    offers = by_key(result)
+    a40 = offers["vcg-a40-24c-120g-48vram:ewr"]
+    assert (a40.gpu_name, a40.gpu_count, a40.gpu_memory_gb) == ("A40 48GB", 1, 48)
+    assert (a40.price_per_hour, a40.pricing, a40.vcpus) == (Decimal("1.712"), Pricing.on_demand, 24)
+    assert a40.attributes["gpu_from"] == "plan_id"
+    assert (a40.attributes["plan_type"], a40.attributes["gpu_brand"], a40.attributes["raw_gpu"]) == (
+        "vdm",
+        "NVIDIA",
+        "NVIDIA_A40",
+    )
+    assert {o.region for o in result.offers if o.instance_type == "vcg-a40-24c-120g-48vram"} == {"ewr", "ord"}
+    assert "vcg-a40-24c-120g-48vram:ewr:spot" not in offers  # deploy_preemptible false
+
+
+def test_vdm_plan_vram_from_the_plan_id():
+    plan = {"id": "vcg-l40s-16c-180g-48vram", "type": "vdm", "gpu_brand": "NVIDIA", "hourly_cost": 1.5,
+            "locations": ["ams"]}  # fmt: skip
+    (offer,) = parse_plans({"plans": [plan]}).offers
+    assert (offer.gpu_name, offer.gpu_count, offer.gpu_memory_gb) == ("L40S 48GB", 1, 48)
+    brandless = parse_plans({"plans": [plan | {"gpu_brand": None, "type": "vcg"}]})
+    assert brandless.offers == [] and brandless.skipped == [
+        "vcg-l40s-16c-180g-48vram: GPU plan without gpu_type/gpu_vram_gb"
+    ]
+
+
+def test_deploy_flags_and_location_cost(result):
+    offers = by_key(result)
+    # preemptible only: no on-demand offer, a spot one at the preemptible price
+    assert "vbm-112c-2048gb-8-a100-gpu:fra" not in offers
+    only_spot = offers["vbm-112c-2048gb-8-a100-gpu:fra:spot"]
+    assert (only_spot.price_per_hour, only_spot.gpu_name, only_spot.gpu_count) == (Decimal("9.6"), "A100 SXM 80GB", 8)
+    # preemptible where possible: location_cost turns it off in sjc and reprices it in ewr
+    assert offers["vcg-l40s-16c-180g-48vram:ord:spot"].price_per_hour == Decimal("0.835")
+    assert "vcg-l40s-16c-180g-48vram:sjc:spot" not in offers and "vcg-l40s-16c-180g-48vram:sjc" in offers
+    assert offers["vbm-112c-2048gb-8-h100-gpu:ewr:spot"].price_per_hour == Decimal("17.6")
+    assert offers["vbm-112c-2048gb-8-h100-gpu:sea:spot"].price_per_hour == Decimal("18.4")
+    # neither way deployable: nothing, with the reason
+    assert not any(o.instance_type == "vcg-l40s-32c-375g-96vram" for o in result.offers)
+    assert (
+        "vcg-l40s-32c-375g-96vram: not deployable (deploy_ondemand and deploy_preemptible are false)" in result.skipped
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ({}, {"p:ewr", "p:ewr:spot"}),  # listings older than the flags: both prices stand
+        ({"deploy_ondemand": True, "deploy_preemptible": True}, {"p:ewr", "p:ewr:spot"}),
+        ({"deploy_ondemand": True, "deploy_preemptible": False}, {"p:ewr"}),
+        ({"deploy_ondemand": False, "deploy_preemptible": True}, {"p:ewr:spot"}),
+        ({"deploy_ondemand": False, "deploy_preemptible": False}, set()),
+    ],
+)
+def test_deploy_flags(flags, expected):
+    plan = {"id": "p", "type": "vcg", "gpu_type": "NVIDIA_L40S", "gpu_vram_gb": 48, "hourly_cost": 1.6,
+            "hourly_cost_preemptible": 0.8, "locations": ["ewr"]} | flags  # fmt: skip
+    parsed = parse_plans({"plans": [plan]})
+    assert {o.key for o in parsed.offers} == expected
+    assert bool(parsed.skipped) is (not expected)
+
+
+def _real_cassette() -> Cassette:
+    """The real `/v2/plans` and `/v2/plans-metal` items, served as single pages."""
+
+    def page(url: str, body: dict) -> dict:
+        return {
+            "request": {"method": "GET", "url": url, "body": None},
+            "response": {"status": 200, "headers": {"content-type": "application/json"}, "json": body},
+        }
+
+    plans = real_payload(REAL_PLANS) | {"meta": {"total": 3, "links": {"next": "", "prev": ""}}}
+    metal = real_payload(REAL_METAL) | {"meta": {"total": 2, "links": {"next": "", "prev": ""}}}
+    interactions = [page(f"{PLANS_URL}?type=all&per_page=500", plans), page(f"{METAL_URL}?per_page=500", metal)]
+    return Cassette.from_json({"provider": "vultr", "interactions": interactions})
+
+
+def test_real_plans_and_metal():
+    result = replay(Vultr, _real_cassette())
+    resolved, unknown = resolve_all(result, "vultr")
+    assert unknown == {} and result.skipped == []
+    assert set(resolved.values()) == {"A100-PCIE-80GB", "MI300X-192GB", "H100-SXM-80GB"}
+    assert {o.key: (o.gpu_count, o.gpu_memory_gb, o.price_per_hour, o.pricing) for o in result.offers} == {
+        # 4 GB and 40 GB slices of the 80 GB cloud A100, and a whole one
+        "vcg-a100-1c-6g-4vram:ewr": (Decimal("0.05"), 4, Decimal("0.123"), Pricing.on_demand),
+        "vcg-a100-6c-60g-40vram:ewr": (Decimal("0.5"), 40, Decimal("1.397"), Pricing.on_demand),
+        "vcg-a100-12c-120g-80vram:ewr": (Decimal(1), 80, Decimal("2.397"), Pricing.on_demand),
+        # bare metal: count and memory from the plan-id table, the preemptible price as spot
+        "vbm-256c-2048gb-8-mi300x-gpu:ord": (Decimal(8), 192, Decimal("17.52"), Pricing.on_demand),
+        "vbm-256c-2048gb-8-mi300x-gpu:ord:spot": (Decimal(8), 192, Decimal("14.72"), Pricing.spot),
+        "vbm-112c-2048gb-8-h100-gpu:sea": (Decimal(8), 80, Decimal("23.92"), Pricing.on_demand),
+        "vbm-112c-2048gb-8-h100-gpu:sea:spot": (Decimal(8), 80, Decimal("18.4"), Pricing.spot),
+    }
+    offers = by_key(result)
+    assert offers["vcg-a100-6c-60g-40vram:ewr"].price_per_gpu_hour == Decimal("2.794")
+    assert offers["vbm-112c-2048gb-8-h100-gpu:sea:spot"].price_per_gpu_hour == Decimal("2.3")
+    assert all(REGION.match(o.region) and o.available is None for o in result.offers)
+
+
+def test_real_pages_parse_alone():
+    assert len(parse_plans(real_payload(REAL_PLANS)).offers) == 3
+    assert len(parse_metal(real_payload(REAL_METAL)).offers) == 4
 
 
 def test_regions_skips_and_availability(result):

@@ -67,8 +67,9 @@ def test_every_card_has_its_specs(spec: GpuSpec) -> None:
         assert spec.fp8_tflops >= spec.bf16_tflops  # FP8 is never slower than BF16
     assert spec.id.startswith(spec.family + "-") and spec.id.endswith(f"-{spec.memory_gb:g}GB")
     assert CATALOG.get(spec.id) is spec and CATALOG.family_of(spec.id) == spec.family
-    # A GPU with no sensible bandwidth/TFLOPs ratio is a typo (e.g. TB/s entered as GB/s).
-    assert 0.05 <= spec.bandwidth_tbs <= 10 and 10 <= spec.bf16_tflops <= 3000
+    # A GPU with no sensible bandwidth/TFLOPs ratio is a typo (e.g. TB/s entered as GB/s). The floor is
+    # low because cards without tensor cores (K80, M60, P4) carry their 4-6 TF FP32 peak.
+    assert 0.05 <= spec.bandwidth_tbs <= 10 and 2 <= spec.bf16_tflops <= 3000
 
 
 def test_h100_variants_are_distinct_cards_in_one_family() -> None:
@@ -361,8 +362,9 @@ def test_ambiguity_message_says_what_is_missing() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        "Tesla K80", "Tesla P100", "nvidia-tesla-p4", "A800 PCIE", "A100X", "RTX 4090 Ti", "Radeon Pro V520",
-        "T4g", "AMD 7900XTX", "Tesla V100-FHHL-16GB", "Quadro_RTX_5000_16GB", "NVIDIA", "Gaudi HL-205",
+        # (K80, P4, P100, Radeon Pro V520 and the V100 FHHL were here until catalogued: test_new_cards.py)
+        "Tesla K40m", "Tesla P40", "Tesla M40", "A800 PCIE", "A100X", "RTX 4090 Ti", "Radeon Pro V620",
+        "T4g", "AMD 7900XTX", "Quadro_RTX_5000_16GB", "NVIDIA", "Gaudi HL-205", "RTX PRO 4000 Blackwell SFF",
         "MI250", "RTX 3060", "tpu-v5p", "H100-MEGA",
     ],
 )
