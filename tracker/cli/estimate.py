@@ -151,10 +151,27 @@ def calibrate_cmd(
     console.print(
         f"[bold]median |error|[/] tokens/s {_pct(s['median_abs_tokens_per_second_error'], signed=False)}"
         f" over {s['tokens_per_second_rows']} rows"
+        + (f" ({s['leave_one_out']}: leave-one-out by source, "
+           f"{_pct(s['median_abs_tokens_per_second_error_loo'], signed=False)})" if aset.step_model else "")
         + (f" (leave-one-out {_pct(s['median_abs_tokens_per_second_error_loo'], signed=False)})"
-           if aset.fitted else "")
+           if aset.fitted and not aset.step_model else "")
         + f" · VRAM {_pct(s['median_abs_vram_error'], signed=False)} over {s['vram_rows']} rows"
     )
+    if aset.step_model:
+        per = Table(title="per stack: MdAPE (leave-one-source-out)", box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("stack", "tok/s rows", "tok/s", "LOSO", "VRAM rows", "VRAM"):
+            per.add_column(col, justify="left" if col == "stack" else "right")
+        for stack, st in s["per_stack"].items():
+            per.add_row(stack, str(st["tokens_per_second_rows"]),
+                        _pct(st["tokens_per_second_mdape"], signed=False),
+                        _pct(st["tokens_per_second_mdape_loso"], signed=False), str(st["vram_rows"]),
+                        _pct(st["vram_mdape"], signed=False))  # fmt: skip
+        console.print(per)
+        step = get_assumptions(aset.name).describe()["step"]
+        console.print("[bold]step model:[/] " + "; ".join(
+            f"{k}: {v}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")))
+        console.print("[dim]" + "; ".join(f"{k}: {v}" for k, v in step["source"].items()) + "[/]")
+        return
     eff = Table(title="efficiency (fraction of dense BF16 peak)", box=box.SIMPLE_HEAD, pad_edge=False)
     eff.add_column("architecture")
     for m in ("full", "lora", "qlora"):

@@ -14,10 +14,13 @@ import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.errors import UnknownAssumptions
+
+if TYPE_CHECKING:
+    from tracker.estimate.step import StepParams
 
 DEFAULT_FILE = DATA_DIR / "assumptions.toml"
 
@@ -67,6 +70,9 @@ class MemoryKnobs:
     dequant_buffer: bool
     fsdp_prefetch_layers: int
     runtime_overhead_gb: float
+    # PyTorch's caching allocator reserves more than it has allocated at the peak (fragmentation);
+    # VRAM figures are what the card shows, i.e. reserved + CUDA context. 0 in the seed's accounting.
+    allocator_reserve_fraction: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +117,14 @@ class AssumptionSet:
     fitted: bool
     peak_tflops: dict[str, float]  # per-GPU-id overrides of the catalog's dense BF16 peak
     multi_gpu: dict[str, float]  # scaling efficiency per interconnect, plus "default"
+    # Step-time sets (hf-peft, optimized): the job's stack (or this default) supplies memory, and
+    # tokens/s comes from the step-time model with these fitted parameters; `efficiency` is unused.
+    default_stack: str | None = None
+    step_params: StepParams | None = None
+
+    @property
+    def step_model(self) -> bool:
+        return self.default_stack is not None
 
     def multi_gpu_efficiency(self, interconnect: str, gpus: float) -> float:
         if gpus <= 1:
@@ -123,6 +137,28 @@ class AssumptionSet:
     def describe(self) -> dict[str, Any]:
         """Everything the set assumes, for `--json` and GET /v1/... consumers."""
         archs = sorted(set(self.efficiency.arch) | {"ampere"})
+        if self.step_model:
+            return {
+                "name": self.name,
+                "title": self.title,
+                "description": " ".join(self.description.split()),
+                "fitted": self.fitted,
+                "model": "step-time",
+                "default_stack": self.default_stack,
+                "calibrated_against": "all measured rows, each under its own stack",
+                "flops": {
+                    "params": self.flops.params,
+                    "multipliers": {
+                        "full": self.flops.full, "full_recompute": self.flops.full_recompute,
+                        "lora": self.flops.lora, "lora_recompute": self.flops.lora_recompute,
+                    },
+                    "adapter_flops": self.flops.adapter_flops,
+                    "attention": self.flops.attention,
+                },
+                "step": self.step_params.describe() if self.step_params is not None else None,
+                "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
+                "peak_tflops_overrides": dict(self.peak_tflops),
+            }  # fmt: skip
         return {
             "name": self.name,
             "title": self.title,
@@ -189,6 +225,17 @@ def _unfitted(name: str) -> AssumptionSet:
     if name not in sets:
         raise UnknownAssumptions(name, list(sets))
     raw = sets[name]
+    default_stack = raw.get("default_stack")
+    if default_stack is not None:
+        # Imported here: stacks.py needs MemoryKnobs from this module.
+        from tracker.estimate.stacks import get_stack
+
+        return AssumptionSet(
+            name=name, title=raw["title"], description=raw["description"].strip(), stacks=(),
+            flops=FlopsKnobs(**dict(raw["flops"])), memory=get_stack(default_stack).memory,
+            efficiency=EfficiencyModel.constant(1.0), fitted=True, peak_tflops={}, multi_gpu={"default": 1.0},
+            default_stack=default_stack,
+        )  # fmt: skip
     eff = raw["efficiency"]
     fit = bool(eff.get("fit", False))
     if fit:
@@ -223,7 +270,10 @@ def get_assumptions(name: str | None = None) -> AssumptionSet:
     if not base.fitted:
         return base
     # Imported here: calibration needs the FLOPs model, which needs this module's types.
-    from tracker.estimate.calibration import fit_efficiency
+    from tracker.estimate.calibration import fit_efficiency, fitted_step_params
+
+    if base.step_model:
+        return replace(base, step_params=fitted_step_params())
 
     return replace(base, efficiency=fit_efficiency(base))
 

@@ -1,4 +1,14 @@
-"""Measured runs (tracker/estimate/data/calibration.toml): fitting efficiencies and reporting errors.
+"""Measured runs (tracker/estimate/data/calibration.toml): fitting the model and reporting errors.
+
+Step-time sets (hf-peft, optimized): `fit_step` fits the few shared numbers of the step-time model
+(tracker/estimate/step.py) — the achievable GEMM fraction of peak for each GPU class with measured
+rows, one achievable bandwidth fraction, one per-step overhead, and one non-GEMM multiplier per
+stack with rows — by damped Gauss-Newton on log(estimated / measured tokens/s) over every row, each
+under its own stack, with a weak pull towards the priors of stacks.toml (so a parameter whose rows
+are all held out falls back to its prior instead of drifting). Never one knob per row. The report
+gives each row's leave-one-source-out error: its error when the fit saw no row from its source.
+
+Legacy efficiency fit (kept for sets that still declare `efficiency.fit`):
 
 The fit is deliberately small: per assumption set, one log-efficiency level per method and one
 factor per GPU class (its architecture, or "consumer" for GeForce; reference: Ampere), by least
@@ -31,6 +41,9 @@ from tracker.estimate.assumptions import (
 from tracker.estimate.core import prepare
 from tracker.estimate.job import JobSpec, make_job
 from tracker.estimate.memory import GB
+from tracker.estimate.stacks import stack_names
+from tracker.estimate.step import RawStep, StepParams, prior_params, raw_step, relative_classes, step_terms
+from tracker.estimate.step import tokens_per_second as step_tps
 
 METHODS = ("full", "lora", "qlora")
 GIB = 1024**3
@@ -62,6 +75,7 @@ class MeasuredRow:
     exclude_tokens_per_second: str | None
     exclude_vram: str | None
     note: str | None
+    precision: str | None = None
 
     @property
     def uses_tps(self) -> bool:
@@ -70,6 +84,12 @@ class MeasuredRow:
     @property
     def uses_vram(self) -> bool:
         return self.vram_gb is not None and not self.exclude and not self.exclude_vram
+
+    @property
+    def group(self) -> str:
+        """The publication a row comes from (leave-one-source-out unit): the source's first word,
+        e.g. every LLaMA-Factory wiki table is one source."""
+        return self.source.split()[0]
 
     @property
     def eval_gpus(self) -> int:
@@ -81,7 +101,10 @@ class MeasuredRow:
             self.model, self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len,
             batch=self.batch, grad_checkpointing=self.grad_checkpointing, tokens=1e6,
             offload_activations=self.offload_activations, enforce_max_seq_len=not self.long_context,
-        )
+            stack=self.stack if self.stack in stack_names() else None,
+            parallel=self.parallelism if self.parallelism in ("ddp", "fsdp") else None,
+            precision=self.precision,
+        )  # fmt: skip
 
 
 @cache
@@ -104,7 +127,7 @@ def load_rows() -> tuple[MeasuredRow, ...]:
             vram_gb=vram_gb, vram_published=None if vram is None else f"{vram} {unit}",
             vram_kind=r.get("vram_kind", "peak"), vram_scope=r.get("vram_scope", "device"), exclude=r.get("exclude"),
             exclude_tokens_per_second=r.get("exclude_tokens_per_second"), exclude_vram=r.get("exclude_vram"),
-            note=r.get("note"),
+            note=r.get("note"), precision=r.get("precision"),
         ))
     return tuple(rows)
 
@@ -252,6 +275,24 @@ class CalibrationReport:
         errs = self._errors("vram_error")
         return statistics.median(errs) if errs else None
 
+    def per_stack(self) -> dict[str, dict[str, Any]]:
+        """MdAPE per stack: tokens/s in-sample and leave-one-source-out, and VRAM."""
+        out: dict[str, dict[str, Any]] = {}
+        for stack in sorted({r.row.stack for r in self.rows if r.in_set}):
+            rows = [r for r in self.rows if r.in_set and r.row.stack == stack]
+            med = {}
+            for attr in ("tps_error", "tps_error_loo", "vram_error"):
+                errs = [abs(getattr(r, attr)) for r in rows if getattr(r, attr) is not None]
+                med[attr] = (_round(statistics.median(errs), 4) if errs else None, len(errs))
+            out[stack] = {
+                "tokens_per_second_rows": med["tps_error"][1],
+                "tokens_per_second_mdape": med["tps_error"][0],
+                "tokens_per_second_mdape_loso": med["tps_error_loo"][0],
+                "vram_rows": med["vram_error"][1],
+                "vram_mdape": med["vram_error"][0],
+            }
+        return out
+
     def summary(self) -> dict[str, Any]:
         return {
             "assumptions": self.assumptions.name,
@@ -262,10 +303,15 @@ class CalibrationReport:
             "median_abs_tokens_per_second_error": _round(self.median_abs_tps_error, 4),
             "median_abs_tokens_per_second_error_loo": _round(self.median_abs_tps_error_loo, 4),
             "median_abs_vram_error": _round(self.median_abs_vram_error, 4),
+            "leave_one_out": "leave-one-source-out" if self.assumptions.step_model else "leave-one-row-out",
+            "per_stack": self.per_stack(),
             "excluded_rows": [{"id": r.row.id, "why": r.row.exclude} for r in self.rows if r.row.exclude],
         }
 
     def as_dict(self) -> dict[str, Any]:
+        if self.assumptions.step_model:
+            return self.summary() | {"step": self.assumptions.describe()["step"],
+                                     "rows": [r.as_dict() for r in self.rows]}
         return self.summary() | {
             "efficiency": self.assumptions.describe()["efficiency"],
             "efficiency_source": dict(self.assumptions.efficiency.source),
@@ -303,7 +349,7 @@ def _evaluate(row: MeasuredRow, aset: AssumptionSet, in_set: bool) -> RowResult:
         if row.exclude:
             return RowResult(row, in_set, None, None, None, None, None, f"{type(exc).__name__}: {exc}")
         raise
-    n = row.eval_gpus
+    n = _placed_gpus(row, aset)
     est = prepare(job, aset).on(gpu, n)
     tps = est.tokens_per_second / n
     vram = est.vram_gb
@@ -314,8 +360,141 @@ def _evaluate(row: MeasuredRow, aset: AssumptionSet, in_set: bool) -> RowResult:
     tps_err = tps / measured_tps - 1 if measured_tps else None
     vram_err = vram / row.vram_gb - 1 if row.uses_vram and row.vram_gb else None
     loo = None
-    if measured_tps and aset.fitted and in_set:
+    if measured_tps and aset.step_model and in_set:
+        held_out = replace(aset, step_params=loso_step_params(row.group))
+        loo = prepare(job, held_out).on(gpu, n).tokens_per_second / n / measured_tps - 1
+    elif measured_tps and aset.fitted and in_set:
         others = [r for r in load_rows() if r.id != row.id]
         held_out = replace(aset, efficiency=fit_efficiency(aset, others))
         loo = prepare(job, held_out).on(gpu, n).tokens_per_second / n / measured_tps - 1
     return RowResult(row, in_set, tps, vram, tps_err, loo, vram_err, None)
+
+
+# --- step-time model fit ---------------------------------------------------------------------------
+
+PRIOR_SIGMA = math.log(3.0)  # weak: a prior counts like one row that is off by 3x
+
+
+def _step_base() -> AssumptionSet:
+    from tracker.estimate.assumptions import _unfitted
+
+    return _unfitted("hf-peft")  # flops knobs shared by both step sets; the row names its stack
+
+
+def _placed_gpus(row: MeasuredRow, aset: AssumptionSet) -> int:
+    # The step model times DDP and FSDP explicitly; the legacy sets judged a DDP replica as one GPU.
+    return row.gpus if aset.step_model else row.eval_gpus
+
+
+@cache
+def _raw_rows() -> tuple[tuple[MeasuredRow, RawStep, str], ...]:
+    base = _step_base()
+    out = []
+    for r in load_rows():
+        if not r.uses_tps or r.stack not in stack_names():
+            continue
+        g = _gpu(r.gpu)
+        prepared = prepare(r.job(), base)
+        assert prepared.stack is not None
+        n = r.gpus
+        raw = raw_step(prepared, prepared.stack, g, n, base.peak_flops(g.id, g.bf16_tflops))
+        out.append((r, raw, efficiency_class(g.architecture, g.form_factor)))
+    return tuple(out)
+
+
+def _with(params: StepParams, values: dict[str, float]) -> StepParams:
+    gemm = dict(params.gemm_fraction)
+    non_gemm = dict(params.non_gemm)
+    bw, oh = params.bandwidth_fraction, params.overhead_s
+    for key, v in values.items():
+        kind, _, name = key.partition(":")
+        if kind == "gemm":
+            gemm[name] = v
+        elif kind == "non_gemm":
+            non_gemm[name] = v
+        elif key == "bandwidth_fraction":
+            bw = v
+        elif key == "overhead_s":
+            oh = v
+        elif key == "attention_vs_gemm":
+            params = replace(params, attention_vs_gemm=v)
+    for cls, rel in relative_classes().items():  # priors relative to the (fitted) Ampere fraction
+        gemm[cls] = gemm["ampere"] * rel
+    return replace(params, gemm_fraction=gemm, non_gemm=non_gemm, bandwidth_fraction=bw, overhead_s=oh)
+
+
+def _predict(params: StepParams, raw: RawStep, cls: str) -> float:
+    return step_tps(raw, step_terms(raw, cls, params)) / max(1, raw.replicas)
+
+
+def fit_step(exclude_group: str | None = None) -> StepParams:
+    """Fit the step model's free numbers to every tokens/s row (optionally without one source)."""
+    prior = prior_params()
+    data = [(r, raw, cls) for r, raw, cls in _raw_rows() if r.group != exclude_group]
+    gf = raw_stacks_step()["gemm_fraction"]
+    keys = [f"gemm:{c}" for c, v in gf.items() if v.get("fit") and any(d[2] == c for d in data)]
+    keys += ["bandwidth_fraction", "overhead_s", "attention_vs_gemm"]
+    keys += [f"non_gemm:{s}" for s in stack_names() if prior.source.get(f"non_gemm:{s}", "").startswith("fit")
+             and any(d[0].stack == s for d in data)]  # fmt: skip
+    if not data:
+        return prior
+    x0 = np.log(np.array([_value(prior, k) for k in keys]))
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        params = _with(prior, dict(zip(keys, np.exp(x).tolist(), strict=True)))
+        fit = [math.log(_predict(params, raw, cls) / (r.tokens_per_second or 1.0)) for r, raw, cls in data]
+        return np.concatenate([np.array(fit), (x - x0) / PRIOR_SIGMA])
+
+    x, lam = x0.copy(), 1e-2
+    res = residuals(x)
+    for _ in range(60):
+        jac = np.empty((len(res), len(x)))
+        for j in range(len(x)):
+            dx = np.zeros_like(x)
+            dx[j] = 1e-5
+            jac[:, j] = (residuals(x + dx) - res) / 1e-5
+        step = np.linalg.solve(jac.T @ jac + lam * np.eye(len(x)), -jac.T @ res)
+        trial = residuals(x + step)
+        if trial @ trial < res @ res:
+            x, res, lam = x + step, trial, lam * 0.3
+            if float(np.max(np.abs(step))) < 1e-7:
+                break
+        else:
+            lam *= 10.0
+    values = dict(zip(keys, np.exp(x).tolist(), strict=True))
+    params = _with(prior, values)
+    source = dict(prior.source)
+    for k in keys:
+        n = sum(1 for r, _, cls in data if (k == f"gemm:{cls}" or k == f"non_gemm:{r.stack}"
+                                            or not k.startswith(("gemm:", "non_gemm:"))))  # fmt: skip
+        source[k] = f"fit ({n} rows)" + (f", without {exclude_group}" if exclude_group else "")
+    for k, v in source.items():
+        if v.startswith("fit:"):  # declared fittable but no row constrains it here
+            source[k] = "prior (no rows): " + v[4:].strip()
+    return replace(params, source=source)
+
+
+def raw_stacks_step() -> dict[str, Any]:
+    from tracker.estimate.stacks import raw_stacks_file
+
+    step: dict[str, Any] = raw_stacks_file()["step"]
+    return step
+
+
+def _value(params: StepParams, key: str) -> float:
+    kind, _, name = key.partition(":")
+    if kind == "gemm":
+        return params.gemm_fraction[name]
+    if kind == "non_gemm":
+        return params.non_gemm[name]
+    return float(getattr(params, key))
+
+
+@cache
+def fitted_step_params() -> StepParams:
+    return fit_step()
+
+
+@cache
+def loso_step_params(group: str) -> StepParams:
+    return fit_step(exclude_group=group)

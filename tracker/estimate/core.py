@@ -20,6 +20,9 @@ from tracker.estimate.errors import InvalidJob
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import JobSpec
 from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
+from tracker.estimate.stacks import Stack, get_stack
+from tracker.estimate.step import RawStep, raw_step, step_terms
+from tracker.estimate.step import tokens_per_second as step_tokens_per_second
 from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
 from tracker.money import to_money
 
@@ -33,6 +36,7 @@ class PreparedJob:
     flops_per_token: float
     sharded_bytes: float
     replicated_bytes: float
+    stack: Stack | None = None  # step-time sets only: the job's stack, or the set's default
     # Efficiency depends only on (GPU class, method); memoised because offers repeat classes.
     _efficiency: dict[tuple[str, str], float] = field(default_factory=dict, repr=False, compare=False)
 
@@ -43,13 +47,30 @@ class PreparedJob:
             eff = self._efficiency[key] = self.assumptions.efficiency(efficiency_class(*key), self.job.method)
         return eff
 
-    def vram_bytes(self, gpus: float = 1) -> float:
-        """Peak bytes per GPU when the job is sharded over `gpus` GPUs of one machine."""
+    def vram_components(self, gpus: float = 1) -> dict[str, float]:
+        """Bytes per GPU for each component on `gpus` GPUs of one machine, by the job's layout:
+        fsdp (default) shards weights, adapters, grads and optimizer state and holds two gathered
+        layers; ddp replicates everything; tp-fsdp also splits the activations (sequence parallel)."""
+        mem = self.memory
+        out = dict(mem.components)
         if gpus > 1:
-            n = gpus
-            gather = self.memory.prefetch_layers * self.memory.layer_bytes
-            return self.sharded_bytes / n + self.replicated_bytes + gather
-        return self.sharded_bytes + self.replicated_bytes
+            layout = self.job.parallel or "fsdp"
+            if layout != "ddp":
+                for name in SHARDED:
+                    out[name] /= gpus
+            if layout == "fsdp":
+                out["fsdp_buffers"] = mem.prefetch_layers * mem.layer_bytes
+            if layout == "tp-fsdp":
+                out["activations"] /= gpus
+                out["recompute_working_set"] /= gpus
+        # The caching allocator reserves beyond its allocated peak; the CUDA context is outside it.
+        allocated = sum(v for k, v in out.items() if k not in ("runtime_overhead", "allocator_reserve"))
+        out["allocator_reserve"] = mem.reserve_fraction * allocated
+        return {name: out[name] for name in COMPONENTS}
+
+    def vram_bytes(self, gpus: float = 1) -> float:
+        """Peak bytes per GPU (reserved + CUDA context: what nvidia-smi shows)."""
+        return sum(self.vram_components(gpus).values())
 
     def on(
         self,
@@ -71,10 +92,21 @@ class PreparedJob:
             raise InvalidJob(f"memory_gb must be positive, got {memory_gb!r}", field="memory_gb")
         a = self.assumptions
         peak = a.peak_flops(gpu.id, gpu.bf16_tflops)
-        eff = self.efficiency(gpu)
-        scaling = a.multi_gpu_efficiency(gpu.interconnect, gpus)
-        tps = tokens_per_second(peak, gpus, eff, scaling, self.flops_per_token)
         price = as_price(price_per_gpu_hour)
+        breakdown: dict[str, float] | None = None
+        if a.step_params is not None and self.stack is not None:
+            raw = raw_step(self, self.stack, gpu, gpus, peak)
+            breakdown = step_terms(raw, efficiency_class(gpu.architecture, gpu.form_factor), a.step_params)
+            tps = step_tokens_per_second(raw, breakdown)
+            step = sum(breakdown.values())
+            scaling = (step - breakdown["communication"]) / step if gpus > 1 else 1.0
+            # Reported like the seed's efficiency: processed tokens × counted FLOPs / (GPUs × peak).
+            eff = tps / (1.0 - self.job.pad_fraction) * self.flops_per_token / (peak * gpus)
+        else:
+            eff = self.efficiency(gpu)
+            scaling = a.multi_gpu_efficiency(gpu.interconnect, gpus)
+            tps = tokens_per_second(peak, gpus, eff, scaling, self.flops_per_token)
+            raw = None
         return Estimate(
             prepared=self,
             gpu=gpu,
@@ -87,6 +119,8 @@ class PreparedJob:
             peak_flops=peak,
             hours=hours_for(self.job.tokens, tps),
             price_per_gpu_hour=price,
+            step_time_breakdown=breakdown,
+            raw_step=raw,
         )
 
 
@@ -103,6 +137,12 @@ class Estimate:
     peak_flops: float  # per GPU, after any assumption-set override
     hours: float
     price_per_gpu_hour: Decimal | None
+    step_time_breakdown: dict[str, float] | None = None  # seconds per micro-step per term (step-time sets)
+    raw_step: RawStep | None = field(default=None, repr=False)
+
+    @property
+    def step_seconds(self) -> float | None:
+        return None if self.step_time_breakdown is None else sum(self.step_time_breakdown.values())
 
     @property
     def vram_gb(self) -> float:
@@ -121,17 +161,7 @@ class Estimate:
     @property
     def vram_breakdown(self) -> dict[str, float]:
         """GB per GPU for each component, in display order."""
-        n = self.gpus if self.gpus > 1 else 1
-        mem = self.prepared.memory
-        out: dict[str, float] = {}
-        for name in COMPONENTS:
-            value = mem.components[name]
-            if name in SHARDED:
-                value /= n
-            elif name == "fsdp_buffers" and self.gpus > 1:
-                value = mem.prefetch_layers * mem.layer_bytes
-            out[name] = value / GB
-        return out
+        return {name: value / GB for name, value in self.prepared.vram_components(self.gpus).items()}
 
     @property
     def price_per_hour(self) -> Decimal | None:
@@ -181,13 +211,29 @@ class Estimate:
             "method": job.method,
             "tokens": job.tokens,
             "assumptions": a.name,
-        }
+            "stack": self.prepared.stack.name if self.prepared.stack is not None else None,
+            "precision": (job.precision or self.prepared.stack.default_precision)
+            if self.prepared.stack is not None and job.method == "full" else job.precision,
+            "parallel": (job.parallel or "fsdp") if self.gpus > 1 else None,
+            "pad_fraction": job.pad_fraction,
+            "vram_scope": "reserved + CUDA context (as nvidia-smi shows)",
+            "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 6),
+            "step_time_breakdown": None if self.step_time_breakdown is None
+            else {k: round(v, 6) for k, v in self.step_time_breakdown.items()},
+            "tokens_per_step": None if self.raw_step is None
+            else self.raw_step.useful_tokens * self.raw_step.replicas,
+        }  # fmt: skip
 
 
 def prepare(job: JobSpec, assumptions: AssumptionSet | str | None = None) -> PreparedJob:
     a = assumptions if isinstance(assumptions, AssumptionSet) else get_assumptions(assumptions)
     flops = flops_per_token(job, a.flops)
-    mem = memory_parts(job, a.memory)
+    stack = None
+    knobs = a.memory
+    if a.default_stack is not None:
+        stack = get_stack(job.stack or a.default_stack)
+        knobs = stack.memory_for(job.precision)
+    mem = memory_parts(job, knobs)
     return PreparedJob(
         job=job,
         assumptions=a,
@@ -196,6 +242,7 @@ def prepare(job: JobSpec, assumptions: AssumptionSet | str | None = None) -> Pre
         flops_per_token=flops.total,
         sharded_bytes=mem.sharded_bytes,
         replicated_bytes=mem.replicated_bytes,
+        stack=stack,
     )
 
 

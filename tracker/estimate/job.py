@@ -20,9 +20,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
+from tracker.estimate.stacks import PRECISIONS, get_stack
 
 Method = Literal["full", "lora", "qlora"]
 METHODS: tuple[str, ...] = ("full", "lora", "qlora")
+Parallel = Literal["ddp", "fsdp", "tp-fsdp"]
+PARALLELS: tuple[str, ...] = ("ddp", "fsdp", "tp-fsdp")
+# Share of a micro-batch that is padding when packing is off and nothing says how long examples are:
+# instruction data padded to the longest sequence of a batch (typical Alpaca-style length spread).
+DEFAULT_PAD_FRACTION = 0.3
 
 _TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
 _TOKEN_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -57,6 +63,11 @@ class JobSpec:
     grad_checkpointing: bool
     tokens: float  # training tokens in the whole run (all epochs)
     offload_activations: bool = False  # checkpointed activations parked in CPU RAM (Unsloth, torchtune)
+    stack: str | None = None  # None: the assumption set's default stack
+    precision: str | None = None  # full fine-tuning only; None: the stack's default
+    packing: bool = True
+    pad_fraction: float = 0.0  # share of processed tokens that are padding (0 when packed)
+    parallel: str | None = None  # multi-GPU layout; None: fsdp (shard over the machine's GPUs)
 
     @property
     def trains_adapters(self) -> bool:
@@ -78,6 +89,11 @@ class JobSpec:
             "batch": self.batch,
             "grad_checkpointing": self.grad_checkpointing,
             "offload_activations": self.offload_activations,
+            "stack": self.stack,
+            "precision": self.precision,
+            "packing": self.packing,
+            "pad_fraction": self.pad_fraction,
+            "parallel": self.parallel,
             "tokens": self.tokens,
             "params": self.model.params.total,
             "trainable_params": self.lora_params() if self.trains_adapters else self.model.params.total,
@@ -98,6 +114,11 @@ def make_job(
     tokens_per_example: int | None = None,
     epochs: float = 1,
     offload_activations: bool = False,
+    stack: str | None = None,
+    precision: str | None = None,
+    packing: bool = True,
+    pad_fraction: float | None = None,
+    parallel: str | None = None,
     enforce_max_seq_len: bool = True,
     allow_model_files: bool = False,
 ) -> JobSpec:
@@ -123,6 +144,15 @@ def make_job(
     if isinstance(batch, bool) or not isinstance(batch, int) or batch <= 0:
         raise InvalidJob(f"micro-batch must be a positive integer, got {batch!r}", field="batch")
 
+    stack_key = get_stack(stack).name if stack is not None else None
+    if precision is not None and str(precision).strip().lower() not in PRECISIONS:
+        raise InvalidJob(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", field="precision")
+    precision_key = str(precision).strip().lower() if precision is not None else None
+    if parallel is not None and str(parallel).strip().lower() not in PARALLELS:
+        raise InvalidJob(f"parallel must be one of {', '.join(PARALLELS)}, got {parallel!r}", field="parallel")
+    parallel_key = str(parallel).strip().lower() if parallel is not None else None
+    pad = _pad_fraction(packing, pad_fraction, tokens_per_example, seq_len)
+
     per_run = _training_tokens(tokens, examples, tokens_per_example, epochs)
     _check_compute(arch, targets if method_key != "full" else (), rank, seq_len, per_run)
     return JobSpec(
@@ -135,7 +165,28 @@ def make_job(
         grad_checkpointing=bool(grad_checkpointing),
         tokens=per_run,
         offload_activations=bool(offload_activations),
+        stack=stack_key,
+        precision=precision_key,
+        packing=bool(packing),
+        pad_fraction=pad,
+        parallel=parallel_key,
     )
+
+
+def _pad_fraction(packing: bool, pad_fraction: float | None, tokens_per_example: int | None, seq_len: int) -> float:
+    """Padding is processed but is not training: with packing off it lowers useful tokens/s.
+    An explicit pad_fraction wins; else examples shorter than seq_len pad up to it; else a prior."""
+    if pad_fraction is not None:
+        if isinstance(pad_fraction, bool) or not (0.0 <= float(pad_fraction) < 1.0):
+            raise InvalidJob(f"pad_fraction must be in [0, 1), got {pad_fraction!r}", field="pad_fraction")
+        if packing and pad_fraction:
+            raise InvalidJob("pad_fraction needs packing off: packed batches carry no padding", field="pad_fraction")
+        return float(pad_fraction)
+    if packing:
+        return 0.0
+    if tokens_per_example is not None:
+        return max(0.0, 1.0 - min(tokens_per_example, seq_len) / seq_len)
+    return DEFAULT_PAD_FRACTION
 
 
 def _training_tokens(
@@ -224,8 +275,21 @@ class JobInput(BaseModel):
     tokens_per_example: int | None = Field(None, gt=0, le=10**9, description="Tokens per example.")
     epochs: float = Field(1, gt=0, le=1e6, description="Passes over the examples.")
     assumptions: str | None = Field(
-        None, max_length=50, description="Assumption set: seed, hf-peft (default), optimized."
+        None, max_length=50,
+        description="Assumption set: seed, hf-peft (default; stack hf), optimized (stack unsloth).",
+    )  # fmt: skip
+    stack: str | None = Field(
+        None, max_length=50,
+        description="Training stack: hf, hf-liger, unsloth, torchtune, torchtune-compile, nemo (default: the set's).",
+    )  # fmt: skip
+    precision: Literal["bf16", "mixed"] | None = Field(
+        None, description="Full fine-tuning: bf16 (pure bf16 AdamW) or mixed (fp32 master); default: the stack's."
     )
+    packing: bool = Field(True, description="Sequences packed to seq_len (off: padding is processed, not trained).")
+    pad_fraction: float | None = Field(
+        None, ge=0, lt=1, description="With packing off: share of tokens that are padding (default from examples)."
+    )
+    parallel: Parallel | None = Field(None, description="Multi-GPU layout: ddp | fsdp (default) | tp-fsdp.")
 
     @field_validator("hf_config", mode="before")
     @classmethod
@@ -249,6 +313,8 @@ class JobInput(BaseModel):
             self.hf_config if self.hf_config is not None else str(self.model),
             self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len, batch=self.batch,
             grad_checkpointing=self.grad_checkpointing, offload_activations=self.offload_activations,
+            stack=self.stack, precision=self.precision, packing=self.packing, pad_fraction=self.pad_fraction,
+            parallel=self.parallel,
             tokens=self.tokens, examples=self.examples, tokens_per_example=self.tokens_per_example,
             epochs=self.epochs, allow_model_files=allow_model_files,
         )  # fmt: skip

@@ -25,7 +25,8 @@ COMPONENTS: dict[str, str] = {
     "logits": "output logits, their fp32 up-cast and gradient for the loss",
     "dequant_buffer": "one weight matrix dequantised to bf16 at a time (QLoRA)",
     "fsdp_buffers": "all-gathered full layers while FSDP computes and prefetches (multi-GPU only)",
-    "runtime_overhead": "CUDA context, kernels, allocator fragmentation",
+    "runtime_overhead": "CUDA context and kernels (outside PyTorch's allocator)",
+    "allocator_reserve": "caching-allocator reserve beyond the allocated peak (fragmentation): VRAM is reserved",
 }
 SHARDED: frozenset[str] = frozenset({"base_weights", "unquantized_weights", "trainable_state"})
 
@@ -37,6 +38,7 @@ class MemoryParts:
     components: dict[str, float]
     layer_bytes: float  # one block's weights at storage width: the unit FSDP all-gathers
     prefetch_layers: int
+    reserve_fraction: float = 0.0  # allocator_reserve = this × allocated bytes per GPU (set on placement)
 
     @property
     def sharded_bytes(self) -> float:
@@ -95,9 +97,11 @@ def memory_parts(job: JobSpec, knobs: MemoryKnobs) -> MemoryParts:
         "dequant_buffer": p.largest_linear * 2.0 if job.method == "qlora" and knobs.dequant_buffer else 0.0,
         "fsdp_buffers": 0.0,
         "runtime_overhead": knobs.runtime_overhead_gb * GB,
+        "allocator_reserve": 0.0,  # depends on the placement: PreparedJob.vram_components
     }
     # FSDP gathers one block at a time: its linears plus its norms/biases/router, never the embeddings.
     small_width = (unquant / p.unquantized) if unquant else (base / p.total if knobs.quantize_all_params else 2.0)
     linear_width = base / p.total if knobs.quantize_all_params else base / p.linear
     layer_bytes = (p.linear * linear_width + (p.norms + p.biases + p.routers) * small_width) / arch.layers
-    return MemoryParts(components=components, layer_bytes=layer_bytes, prefetch_layers=knobs.fsdp_prefetch_layers)
+    return MemoryParts(components=components, layer_bytes=layer_bytes, prefetch_layers=knobs.fsdp_prefetch_layers,
+                       reserve_fraction=knobs.allocator_reserve_fraction)

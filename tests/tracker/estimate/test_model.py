@@ -195,8 +195,10 @@ def test_hf_peft_qlora_8b_components_by_hand():
         "logits": s * V * 10,
         "dequant_buffer": h * i * 2,
         "fsdp_buffers": 0,
-        "runtime_overhead": 1e9,
+        "runtime_overhead": 0.5e9,  # CUDA context, outside the allocator
     }
+    # VRAM is reserved memory: the stack's allocator reserve is 6 % of the allocated bytes.
+    expected["allocator_reserve"] = 0.06 * (sum(expected.values()) - 0.5e9)
     for name, value in expected.items():
         assert mem[name] == pytest.approx(value / GB), name
     assert sum(mem.values()) == pytest.approx(sum(expected.values()) / GB)
@@ -226,9 +228,13 @@ def test_offloaded_activations_leave_one_layer_on_the_gpu():
 
 def test_full_finetune_states():
     n = 8_030_261_248
-    hf, _ = _breakdown("llama-3.1-8b", "full", "hf-peft")
+    # precision=mixed: bf16 copy + fp32 master (6), fp32 grads (4), fp32 m, v (8)
+    hf, _ = _breakdown("llama-3.1-8b", "full", "hf-peft", precision="mixed")
     assert hf["base_weights"] + hf["unquantized_weights"] == pytest.approx(n * 6 / GB)
     assert hf["trainable_state"] == pytest.approx(n * 12 / GB)
+    # hf's default is pure bf16 AdamW: 2 + 2 + 2x2 = 8 B/param (64 GB for 8B, not 144)
+    pure, _ = _breakdown("llama-3.1-8b", "full", "hf-peft")
+    assert pure["base_weights"] + pure["unquantized_weights"] + pure["trainable_state"] == pytest.approx(n * 8 / GB)
     opt, _ = _breakdown("llama-3.1-8b", "full", "optimized")
     assert opt["base_weights"] + opt["unquantized_weights"] + opt["trainable_state"] == pytest.approx(n * 8 / GB)
 
@@ -272,8 +278,8 @@ def test_405b_qlora_fits_an_8x_h100_machine():
 
 
 def test_throughput_scales_with_gpus_times_interconnect_efficiency():
-    prepared = prepare(make_job("llama-3.1-70b", "qlora", tokens="8M"))
-    a = get_assumptions()
+    prepared = prepare(make_job("llama-3.1-70b", "qlora", tokens="8M"), "seed")
+    a = get_assumptions("seed")
     one = prepared.on(gpu("H100-SXM-80GB"))
     eight = prepared.on(gpu("H100-SXM-80GB"), 8)
     assert eight.tokens_per_second == pytest.approx(8 * one.tokens_per_second * a.multi_gpu["nvlink"])

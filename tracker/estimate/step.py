@@ -1,0 +1,238 @@
+"""The step-time model: seconds per micro-step as named terms, so the card's bandwidth matters.
+
+A training step is not only GEMMs. Per micro-step on one GPU (T tokens of `seq_len × batch`):
+
+    gemm           max(counted FLOPs / (peak × gemm_fraction[class]), weight bytes / bandwidth)
+    attention      attention FLOPs at `attention_vs_gemm` of the GEMM rate (FlashAttention / SDPA)
+    activations    norms, residuals, RoPE, SwiGLU: T·L·(19h + 3i)·2 B per forward-equivalent pass
+    logits         the loss: T·V·(bytes per stack) — materialised, chunked or fused cross-entropy
+    adapters       LoRA A/B GEMMs are skinny, hence memory-bound: T·Σ(d_in + d_out)·2 B per pass
+    dequant        QLoRA: NF4 read + bf16 written for every frozen linear, every pass that uses it
+    optimizer      AdamW reads and writes the trained parameters' state: 1.75 × state bytes
+    overhead       fixed seconds per step (launches, Python, data loading)
+    offload        checkpoints copied to and from CPU RAM, mostly hidden behind compute
+    communication  DDP all-reduce of gradients, FSDP all-gather of weights + reduce-scatter of
+                   gradients (hidden behind compute up to `comm_overlap`), TP activation all-reduces
+
+Memory-bound terms are bytes / (card bandwidth × bandwidth_fraction). The stack's `non_gemm`
+multiplier scales activations, dequantisation and overhead (what fused/compiled kernels save).
+tokens/s = useful tokens per step (padding excluded) × replicas / step time.
+
+`raw_step` does the arithmetic that does not depend on fitted numbers (per job and card), so the
+fit (calibration.fit_step) re-times rows cheaply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracker.catalog.gpus import GpuSpec
+from tracker.estimate.stacks import Stack, raw_stacks_file
+
+if TYPE_CHECKING:
+    from tracker.estimate.core import PreparedJob
+
+TERMS: dict[str, str] = {
+    "gemm": "dense GEMMs (and adapters' FLOPs) at the achievable fraction of peak, or the weight stream if slower",
+    "attention": "attention FLOPs (FlashAttention/SDPA) below GEMM rate",
+    "activations": "memory-bound elementwise kernels: norms, residual adds, RoPE, SwiGLU",
+    "logits": "loss: logits, their up-cast, softmax and gradient (per stack: materialised / chunked / fused)",
+    "adapters": "LoRA adapter GEMMs, dropout, scale and add: memory-bound",
+    "dequant": "QLoRA: dequantising NF4 frozen weights to bf16 on every pass",
+    "optimizer": "AdamW update: trained parameters' weights, gradients and state read and written",
+    "overhead": "fixed per-step overhead: kernel launches, Python, data loading",
+    "offload": "checkpointed activations to and from CPU RAM, not hidden behind compute",
+    "communication": "gradient all-reduce (DDP), weight all-gather + gradient reduce-scatter (FSDP), "
+                     "activation all-reduces (TP), not hidden behind compute",
+}  # fmt: skip
+ADAM_TRAFFIC = 1.75  # reads weights, grads, m, v; writes weights, m, v: 7/4 of the state bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StepParams:
+    """The shared physics: fitted numbers and priors from stacks.toml `[step]`."""
+
+    gemm_fraction: dict[str, float]  # per efficiency class, "default" included
+    bandwidth_fraction: float
+    overhead_s: float
+    non_gemm: dict[str, float]  # per stack
+    activation_elements_per_hidden: float
+    activation_elements_per_intermediate: float
+    attention_vs_gemm: float
+    offload_gb_s: float
+    offload_overlap: float
+    comm_overlap: float
+    link_gb_s: dict[str, float]
+    source: dict[str, str] = field(default_factory=dict)  # "gemm:ampere" -> "fit (12 rows)" | "prior ..."
+
+    def gemm(self, cls: str) -> float:
+        return self.gemm_fraction.get(cls, self.gemm_fraction["default"])
+
+    def link(self, interconnect: str) -> float:
+        return self.link_gb_s.get(interconnect, self.link_gb_s["default"]) * 1e9
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "gemm_fraction": {k: round(v, 4) for k, v in self.gemm_fraction.items()},
+            "bandwidth_fraction": round(self.bandwidth_fraction, 4),
+            "overhead_s": round(self.overhead_s, 5),
+            "non_gemm": {k: round(v, 4) for k, v in self.non_gemm.items()},
+            "attention_vs_gemm": self.attention_vs_gemm,
+            "activation_elements": {"per_hidden": self.activation_elements_per_hidden,
+                                    "per_intermediate": self.activation_elements_per_intermediate},
+            "offload_gb_s": self.offload_gb_s, "offload_overlap": self.offload_overlap,
+            "comm_overlap": self.comm_overlap, "link_gb_s": dict(self.link_gb_s),
+            "source": dict(self.source),
+        }  # fmt: skip
+
+
+def prior_params() -> StepParams:
+    """Every value as written in stacks.toml (fitted ones at their starting values)."""
+    raw = raw_stacks_file()
+    step = raw["step"]
+    gf = step["gemm_fraction"]
+    base = {k: float(v["value"]) for k, v in gf.items() if "value" in v}
+    ref = base["ampere"]
+    fractions = dict(base) | {k: ref * float(v["relative"]) for k, v in gf.items() if "relative" in v}
+    source = {f"gemm:{k}": ("fit" if v.get("fit") else "prior") + f": {v['why']}" for k, v in gf.items()}
+    source |= {"bandwidth_fraction": f"fit: {step['bandwidth_fraction']['why']}",
+               "attention_vs_gemm": "fit: long-context rows",
+               "overhead_s": f"fit: {step['overhead_s']['why']}"}
+    source |= {f"non_gemm:{k}": ("fit" if v.get("non_gemm_fit") else "prior") + f": {v['non_gemm_why']}"
+               for k, v in raw["stacks"].items()}  # fmt: skip
+    return StepParams(
+        gemm_fraction=fractions,
+        bandwidth_fraction=float(step["bandwidth_fraction"]["value"]),
+        overhead_s=float(step["overhead_s"]["value"]),
+        non_gemm={k: float(v["non_gemm"]) for k, v in raw["stacks"].items()},
+        activation_elements_per_hidden=float(step["activation_elements_per_hidden"]),
+        activation_elements_per_intermediate=float(step["activation_elements_per_intermediate"]),
+        attention_vs_gemm=float(step["attention_vs_gemm"]),
+        offload_gb_s=float(step["offload_gb_s"]),
+        offload_overlap=float(step["offload_overlap"]),
+        comm_overlap=float(step["comm_overlap"]),
+        link_gb_s={k: float(v) for k, v in step["link_gb_s"].items()},
+        source=source,
+    )
+
+
+def relative_classes() -> dict[str, float]:
+    """Classes whose GEMM fraction is a prior relative to Ampere's (re-applied after every fit)."""
+    gf = raw_stacks_file()["step"]["gemm_fraction"]
+    return {k: float(v["relative"]) for k, v in gf.items() if "relative" in v}
+
+
+@dataclass(frozen=True, slots=True)
+class RawStep:
+    """Work per micro-step before any fitted number is applied."""
+
+    stack: str
+    tokens: float  # processed by one replica per step
+    useful_tokens: float  # tokens minus padding
+    replicas: int  # GPUs each processing `tokens` (DDP / FSDP); 1 for tensor parallel
+    split: float  # compute split across GPUs (tensor parallel), 1 otherwise
+    optimizer_shards: float
+    peak: float  # FLOP/s
+    bandwidth: float  # B/s, catalog peak
+    gemm_flops: float
+    weight_bytes: float
+    attention_flops: float
+    activation_elements: tuple[float, float]  # (per-hidden, per-intermediate) element counts before coefficients
+    logits_bytes: float
+    adapter_bytes: float
+    dequant_bytes: float
+    optimizer_bytes: float
+    offload_bytes: float
+    comm_bytes: float
+    comm_hidden: bool  # overlappable with compute (DDP / FSDP), not for TP
+    interconnect: str
+    slice: float  # < 1: a fraction of one card
+
+
+def raw_step(prepared: PreparedJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
+    job = prepared.job
+    arch = job.model
+    p = arch.params
+    mem = prepared.memory
+    knobs = stack.memory_for(job.precision)
+    n = int(gpus) if gpus > 1 else 1
+    parallel = (job.parallel or "fsdp") if n > 1 else "single"
+    tokens = float(job.seq_len * job.batch)
+    gc = job.grad_checkpointing
+    passes = 4.0 if gc else 3.0  # forward, backward (~2x forward's traffic), recompute forward
+    weight_passes = 3.0 if gc else 2.0  # forward, recompute, input-gradient GEMM read the weights
+    inter = arch.intermediate * arch.experts_per_token
+
+    activation = (tokens * arch.layers * arch.hidden * 2.0 * passes,
+                  tokens * arch.layers * inter * 2.0 * passes)  # fmt: skip
+    adapters = 0.0
+    if job.trains_adapters:
+        # lora_params = rank × Σ(d_in + d_out) over the adapted linears: the per-token elements moved.
+        adapters = tokens * (job.lora_params() / job.rank) * 2.0 * stack.adapter_traffic * passes
+    dequant = p.linear * (knobs.nf4_bits / 8 + 2.0) * weight_passes if job.method == "qlora" else 0.0
+    if job.method == "full":
+        state = p.total * (knobs.full_weight_bytes + knobs.full_grad_bytes + knobs.full_optimizer_bytes)
+        grad_bytes = p.total * knobs.full_grad_bytes
+    else:
+        state = job.lora_params() * knobs.lora_bytes_per_param
+        grad_bytes = job.lora_params() * (4.0 if knobs.lora_bytes_per_param >= 16 else 2.0)
+    offload = arch.layers * tokens * arch.hidden * 2.0 * 2.0 if (job.offload_activations and gc) else 0.0
+
+    comm, hidden, replicas, split, shards = 0.0, True, n, 1.0, 1.0
+    ring = (n - 1) / n if n > 1 else 0.0
+    if parallel == "ddp":
+        comm = 2.0 * ring * grad_bytes
+    elif parallel == "fsdp":
+        weights = mem.components["base_weights"] + mem.components["unquantized_weights"]
+        comm = ring * (2.0 * weights + grad_bytes)  # gather for forward and backward; reduce-scatter grads
+        shards = float(n)
+    elif parallel == "tp-fsdp":
+        reductions = arch.layers * (6.0 if gc else 4.0)  # 2 per layer forward, backward, recompute
+        comm = reductions * 2.0 * ring * tokens * arch.hidden * 2.0
+        hidden, replicas, split, shards = False, 1, float(n), float(n)
+
+    useful = tokens * (1.0 - job.pad_fraction)
+    return RawStep(
+        stack=stack.name, tokens=tokens, useful_tokens=useful, replicas=replicas, split=split,
+        optimizer_shards=shards, peak=peak, bandwidth=gpu.bandwidth_tbs * 1e12,
+        gemm_flops=(prepared.flops.dense + prepared.flops.adapters) * tokens,
+        weight_bytes=p.linear * 2.0 * weight_passes,
+        attention_flops=prepared.flops.attention * tokens,
+        activation_elements=activation,
+        logits_bytes=tokens * arch.vocab * stack.logits_traffic,
+        adapter_bytes=adapters, dequant_bytes=dequant, optimizer_bytes=ADAM_TRAFFIC * state,
+        offload_bytes=offload, comm_bytes=comm, comm_hidden=hidden, interconnect=gpu.interconnect,
+        slice=gpus if gpus < 1 else 1.0,
+    )  # fmt: skip
+
+
+def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
+    """Seconds per micro-step for each term (on the whole card; a slice runs the same step slower)."""
+    g = params.gemm(cls)
+    bw = raw.bandwidth * params.bandwidth_fraction
+    m = params.non_gemm.get(raw.stack, 1.0)
+    k = raw.split
+    act_bytes = (params.activation_elements_per_hidden * raw.activation_elements[0]
+                 + params.activation_elements_per_intermediate * raw.activation_elements[1])  # fmt: skip
+    terms = {
+        "gemm": max(raw.gemm_flops / (raw.peak * g), raw.weight_bytes / bw) / k,
+        "attention": raw.attention_flops / (raw.peak * g * params.attention_vs_gemm) / k,
+        "activations": act_bytes * m / bw / k,
+        "logits": raw.logits_bytes / bw / k,
+        "adapters": raw.adapter_bytes / bw / k,
+        "dequant": raw.dequant_bytes * m / bw / k,
+        "optimizer": raw.optimizer_bytes / bw / raw.optimizer_shards,
+        "overhead": params.overhead_s * m,
+        "offload": raw.offload_bytes / (params.offload_gb_s * 1e9) * (1.0 - params.offload_overlap) / k,
+    }
+    compute = sum(terms.values())
+    comm = raw.comm_bytes / params.link(raw.interconnect)
+    if raw.comm_hidden:
+        comm = max(0.0, comm - params.comm_overlap * compute)
+    terms["communication"] = comm
+    return terms
+
+
+def tokens_per_second(raw: RawStep, terms: dict[str, float]) -> float:
+    return raw.useful_tokens * raw.replicas / sum(terms.values()) * raw.slice
