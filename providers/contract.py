@@ -112,6 +112,8 @@ class Provider(ABC):
     kind: ClassVar[ProviderKind]
     homepage: ClassVar[str] = ""
     credentials: ClassVar[tuple[str, ...]] = ()  # setting names, read as TRACKER_<NAME>
+    # Settings that unlock more (a richer or newer API) but whose absence is no reason to skip the run.
+    optional_credentials: ClassVar[tuple[str, ...]] = ()
     default_interval: ClassVar[timedelta] = timedelta(hours=1)
     parser_version: ClassVar[str] = "1"
     demo_credentials: ClassVar[Mapping[str, str]] = {}
@@ -129,6 +131,7 @@ class Provider(ABC):
             "title": cls.title,
             "kind": cls.kind.value,
             "credentials": list(cls.credentials),
+            "optional_credentials": list(cls.optional_credentials),
             "default_interval_s": int(cls.default_interval.total_seconds()),
             "parser_version": cls.parser_version,
         }

@@ -20,7 +20,7 @@ from tracker.cli.output import console, emit_json, err_console, fail, real_conso
 from tracker.config import Settings, get_settings
 from tracker.ingest.batch import IngestReport
 from tracker.ops.status import provider_status
-from tracker.pipeline.scraping import plan, run_scrape
+from tracker.pipeline.scraping import credentials_of, plan, run_scrape
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
 
@@ -165,7 +165,7 @@ def record(
         fail(str(exc))
     if cls.kind == ProviderKind.static_sheet:
         fail(f"{provider} is a static sheet: there is nothing to record")
-    secrets, missing = settings.credentials_for(cls.credentials)
+    secrets, missing = credentials_of(cls, settings)
     if missing:
         fail(f"set {', '.join(missing)} to record {provider}")
     path = out or Path(f"{provider}.json")
@@ -184,7 +184,7 @@ def _record_all(settings: Settings, directory: Path) -> None:
         if cls.kind == ProviderKind.static_sheet:
             console.print(f"skipped {name}: a static sheet has nothing to record")
             continue
-        secrets, missing = settings.credentials_for(cls.credentials)
+        secrets, missing = credentials_of(cls, settings)
         if missing:
             console.print(f"skipped {name}: no credentials (set {', '.join(missing)})")
             continue

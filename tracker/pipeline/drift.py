@@ -39,6 +39,7 @@ from providers.schema import ANY_KEY, Capture, KeyPath, Shape, capture_json, for
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.ingest.batch import ValidOffer, validate_batch
+from tracker.pipeline.scraping import credentials_of
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer
 
@@ -518,7 +519,7 @@ async def run_doctor(
     gate = asyncio.Semaphore(max(1, min(settings.max_connections, 8)))
 
     async def one(provider: type[Provider]) -> ProviderDrift:
-        credentials, missing = settings.credentials_for(provider.credentials)
+        credentials, missing = credentials_of(provider, settings)
         if missing:
             return ProviderDrift(provider.name, "live", skipped=f"skipped: no credentials (set {', '.join(missing)})")
         async with gate:

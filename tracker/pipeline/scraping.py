@@ -87,6 +87,15 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
+def credentials_of(provider: type[Provider], settings: Settings) -> tuple[dict[str, str], list[str]]:
+    """What a live fetch of `provider` gets: its required credentials (and which are missing, which
+    skips the run) plus any optional ones that are set. Every live fetch — scrape, record, doctor — asks
+    here, so an optional key is never honoured by one and ignored by another."""
+    values, missing = settings.credentials_for(provider.credentials)
+    optional, _ = settings.credentials_for(provider.optional_credentials)
+    return values | optional, missing
+
+
 @dataclass
 class ScrapeJob:
     provider: type[Provider]
@@ -198,7 +207,7 @@ async def _run_one(
         return IngestReport(provider=name, run_id=run_id, status=status, error=error)
 
     if job.source == "live":
-        credentials, missing = settings.credentials_for(provider.credentials)
+        credentials, missing = credentials_of(provider, settings)
         if missing:
             return fail("skipped", f"no credentials: set {', '.join(missing)}")
         inner: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(retries=0)
