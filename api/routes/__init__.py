@@ -6,6 +6,18 @@ from fastapi import APIRouter
 
 
 def all_routers() -> list[APIRouter]:
-    from api.routes import alerts, dashboard, estimate, market, metrics, offers, overview, providers, rank
+    from api.routes import (
+        alerts,
+        availability,
+        dashboard,
+        estimate,
+        market,
+        metrics,
+        offers,
+        overview,
+        providers,
+        rank,
+    )
 
-    return [m.router for m in (alerts, dashboard, estimate, market, metrics, offers, overview, providers, rank)]
+    modules = (alerts, availability, dashboard, estimate, market, metrics, offers, overview, providers, rank)
+    return [m.router for m in modules]

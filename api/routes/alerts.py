@@ -57,6 +57,14 @@ class AlertBody(BaseModel):
     providers: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=100)
     regions: list[Annotated[str, Field(max_length=128)]] | None = Field(None, max_length=100)
     min_offers: int = Field(1, ge=1, le=10_000)
+    # Offer filters (fixed once saved, like the card): only matching offers count, and none matching
+    # resolves a `below` rule. What each means for offers without the attribute: tracker.market.quality.
+    available_only: bool = Field(False, description="Only offers the provider says are available")
+    min_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at least this many GPUs")
+    verified_only: bool = Field(False, description="Only verified machines (stated, or a cloud's own)")
+    datacenter_only: bool = Field(False, description="Only datacenter machines (stated, or a cloud's own)")
+    min_reliability: Decimal | None = Field(None, ge=0, le=1, description="Host reliability score, 0-1")
+    cloud: Literal["secure", "community"] | None = None
     price_statistic: Literal["min", "p25", "median"] = "min"
     job: dict[str, Any] | None = None
     job_gpus: Decimal = Field(Decimal(1), gt=0, le=64)
@@ -114,6 +122,12 @@ def create_alert(body: AlertBody, request: Request, session: DbSession) -> dict[
         providers=body.providers,
         regions=body.regions,
         min_offers=body.min_offers,
+        available_only=body.available_only,
+        min_gpus=body.min_gpus,
+        verified_only=body.verified_only,
+        datacenter_only=body.datacenter_only,
+        min_reliability=body.min_reliability,
+        cloud=body.cloud,
         price_statistic=body.price_statistic,
         job=body.job,
         job_gpus=body.job_gpus,

@@ -7,7 +7,7 @@ depend on the time, so a page is computed once per ingest and parameters.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
@@ -33,6 +33,11 @@ async def list_offers(
     ] = None,
     min_gpus: Annotated[Decimal | None, Query(gt=0, le=1024)] = None,
     available: Annotated[bool, Query(description="Only offers the provider says are available")] = False,
+    # Quality filters; offers that do not state an attribute: see tracker.market.quality.
+    verified: Annotated[bool, Query(description="Only verified machines (stated, or a cloud's own)")] = False,
+    datacenter: Annotated[bool, Query(description="Only datacenter machines (stated, or a cloud's own)")] = False,
+    min_reliability: Annotated[float | None, Query(ge=0, le=1, description="Host reliability score, 0-1")] = None,
+    cloud: Annotated[Literal["secure", "community"] | None, Query(description="RunPod-style cloud tier")] = None,
     include_reference: bool = True,
     sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -46,6 +51,10 @@ async def list_offers(
             regions=region,
             min_gpus=min_gpus,
             available_only=available,
+            verified_only=verified,
+            datacenter_only=datacenter,
+            min_reliability=min_reliability,
+            cloud=cloud,
             include_reference=include_reference,
             sort=sort,
             limit=limit,
@@ -62,5 +71,5 @@ async def list_offers(
         return {"offers": rows, "count": len(rows), "limit": limit, "offset": offset}
 
     key = ("offers", gpu_ids, tuple(provider or ()), tuple(filters.pricing or ()), tuple(region or ()), min_gpus,
-           available, include_reference, sort, limit, offset)  # fmt: skip
+           available, verified, datacenter, min_reliability, cloud, include_reference, sort, limit, offset)  # fmt: skip
     return json_response(await cached_body(request, key, compute))

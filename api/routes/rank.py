@@ -34,7 +34,12 @@ class RankBody(JobInput):
     max_gpus: float | None = Field(None, gt=0, le=1024)
     max_hours: float | None = Field(None, gt=0)
     include_reference: bool = True
-    available_only: bool = False
+    available_only: bool = Field(False, description="Only offers the provider says are available.")
+    # Quality filters; offers that do not state an attribute: see tracker.market.quality.
+    verified_only: bool = Field(False, description="Only verified machines (stated, or a cloud's own).")
+    datacenter_only: bool = Field(False, description="Only datacenter-hosted machines (stated, or a cloud's own).")
+    min_reliability: float | None = Field(None, ge=0, le=1, description="Host reliability score, 0-1.")
+    cloud: Literal["secure", "community"] | None = None
     max_age_hours: float | None = Field(None, gt=0, le=24 * 365)
     sort_by: Literal["cost_per_run", "hours", "usd_per_mtok"] = "cost_per_run"
     include_unfit: bool = Field(False, description="List offers the job does not fit, with the reason.")
@@ -61,6 +66,8 @@ def _filters(body: RankBody) -> RankFilters:
         providers=body.providers, pricing=[p.value for p in body.pricing or []] or None, regions=body.regions,
         gpu_ids=gpu_ids_for(body.gpu) if body.gpu else None, min_gpus=body.min_gpus, max_gpus=body.max_gpus,
         max_hours=body.max_hours, include_reference=body.include_reference, available_only=body.available_only,
+        verified_only=body.verified_only, datacenter_only=body.datacenter_only, min_reliability=body.min_reliability,
+        cloud=body.cloud,
     )  # fmt: skip
 
 

@@ -59,7 +59,7 @@ def evaluate_rule(
     obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
     transitions = step(rule, obs, now)
     rule.last_evaluated_at = now
-    if obs.value is not None:
+    if obs.value is not None or obs.unmatched:  # unmatched: no offer passes the filters, so no value now
         rule.last_value = obs.value
     silenced = rule.silenced_until is not None and rule.silenced_until > now
     queued = 0

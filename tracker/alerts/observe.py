@@ -6,6 +6,15 @@ cards and pricing type, after the provider and region filters. If any provider t
 "fresh" prices are suspect, so the rule gets no value at all: a failing scrape must neither fire nor
 resolve an alert. Percentiles use the same inverted-CDF definition as tracker.market.statistics, so an alert
 on the median agrees with the market snapshot.
+
+Offer filters (available only, a minimum GPU count, verified, datacenter, reliability, cloud: what they
+mean is `tracker.market.quality`) narrow which offers count. A rule with any of them asks "is there such
+an offer, and at what price", so *no matching offer* is an answer, not missing data: the observation is
+`unmatched` (no offer at any price, as if priced at infinity), which resolves a `below` rule and
+breaches an `above` one (tracker.alerts.states). It is given only when the data can say so: some of the
+subject's offers are live and none passes the filters, or none is listed at all by providers whose
+latest scrape succeeded within their freshness window (a rented Vast.ai machine leaves the listing).
+Otherwise — a provider stale, failing, or never seen — it is no_data, as for any rule.
 """
 
 from __future__ import annotations
@@ -17,13 +26,13 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, case, func, or_, select, true
 from sqlalchemy.orm import Session
 
 from providers.registry import all_providers
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
 from tracker.config import Settings
-from tracker.market import freshness
+from tracker.market import freshness, quality
 from tracker.market.offers import region_condition
 from tracker.money import to_money
 from tracker.storage.tables import Offer, ScrapeRun
@@ -44,6 +53,13 @@ class RuleSubject(Protocol):
     price_statistic: str
     job: dict[str, Any] | None
     job_gpus: Decimal
+    # Offer filters (tracker.market.quality, and the GPU count).
+    available_only: bool
+    min_gpus: Decimal | None
+    verified_only: bool
+    datacenter_only: bool
+    min_reliability: Decimal | None
+    cloud: str | None
 
 
 @dataclass
@@ -53,6 +69,7 @@ class Observation:
     providers: list[str] = field(default_factory=list)
     price: Decimal | None = None  # the $/GPU-hour statistic (for cost metrics, the price they use)
     no_data: str | None = None  # why there is no value
+    unmatched: str | None = None  # why no offer passes the rule's filters (then no value, but an answer)
 
     @property
     def ok(self) -> bool:
@@ -96,25 +113,89 @@ def live_condition(now: datetime, settings: Settings) -> ColumnElement[bool]:
     return or_(*terms)
 
 
-def observe(
-    session: Session, rule: RuleSubject, *, now: datetime, settings: Settings, cost_model: CostModel | None
-) -> Observation:
-    stmt = select(Offer.provider, Offer.price_per_gpu_hour).where(
-        Offer.gpu_id.in_(rule.gpu_ids),
-        Offer.pricing == rule.pricing,
-        Offer.delisted_at.is_(None),
-        live_condition(now, settings),
-    )
+def offer_filters(rule: RuleSubject) -> list[ColumnElement[bool]]:
+    """The rule's offer filters as SQL conditions (none: every offer of the subject counts)."""
+    conditions = quality.conditions(rule)
+    if rule.min_gpus is not None:
+        conditions.append(Offer.gpu_count >= rule.min_gpus)
+    return conditions
+
+
+def filters_text(rule: RuleSubject) -> str:
+    """The offer filters in words, for reasons and messages ("available, ≥ 8 GPUs, verified")."""
+    parts = [
+        "available" if rule.available_only else "",
+        f"≥ {rule.min_gpus.normalize():f} GPUs" if rule.min_gpus is not None else "",
+        "verified" if rule.verified_only else "",
+        "datacenter" if rule.datacenter_only else "",
+        f"reliability ≥ {rule.min_reliability.normalize():f}" if rule.min_reliability is not None else "",
+        f"{rule.cloud} cloud" if rule.cloud else "",
+    ]
+    return ", ".join(p for p in parts if p)
+
+
+def _subject(stmt: Any, rule: RuleSubject) -> Any:
+    stmt = stmt.where(Offer.gpu_id.in_(rule.gpu_ids), Offer.pricing == rule.pricing)
     if rule.providers:
         stmt = stmt.where(Offer.provider.in_(rule.providers))
     if rule.regions:
         stmt = stmt.where(region_condition(rule.regions))
-    rows = session.execute(stmt).all()
+    return stmt
+
+
+def _none_listed(session: Session, rule: RuleSubject, now: datetime, settings: Settings) -> Observation:
+    """No live offer of a filtered rule's subject at all: an answer only if every provider that could list
+    one (those the rule names, else those that ever listed its subject) was scraped successfully within
+    its freshness window and listed none."""
+    covering = set(rule.providers or []) or set(
+        session.scalars(_subject(select(Offer.provider).distinct(), rule))
+    )
+    if not covering:
+        return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
+    failing = failing_providers(session, covering)
+    if failing:
+        detail = "; ".join(f"{p} {why}" for p, why in sorted(failing.items()))
+        return Observation(None, 0, [], no_data=f"latest run failed: {detail}"[:1000])
+    last_ok = dict(
+        session.execute(
+            select(ScrapeRun.provider, func.max(ScrapeRun.observed_at))
+            .where(ScrapeRun.provider.in_(covering), ScrapeRun.status == "ok")
+            .group_by(ScrapeRun.provider)
+        ).all()
+    )
+    stale = sorted(
+        p for p in covering if (at := last_ok.get(p)) is None or now - at > freshness.window(p, settings)
+    )
+    if stale:
+        return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
+    listed_by = ", ".join(sorted(covering))
+    return Observation(None, 0, [], unmatched=f"none listed ({filters_text(rule)}) by {listed_by}"[:1000])
+
+
+def observe(
+    session: Session, rule: RuleSubject, *, now: datetime, settings: Settings, cost_model: CostModel | None
+) -> Observation:
+    filters = offer_filters(rule)
+    matches = case((and_(*filters), True), else_=False) if filters else true()
+    stmt = _subject(
+        select(Offer.provider, Offer.price_per_gpu_hour, matches.label("matches")),
+        rule,
+    ).where(Offer.delisted_at.is_(None), live_condition(now, settings))
+    listed = session.execute(stmt).all()
+    # Health is judged on every live offer of the subject: a failing provider's listing is suspect
+    # whether or not its offers pass the filters.
+    failing = failing_providers(session, set(rule.providers or []) | {p for p, _, _ in listed})
+    rows = [(p, price) for p, price, m in listed if m]
     contributing = sorted({p for p, _ in rows})
-    failing = failing_providers(session, set(rule.providers or []) | set(contributing))
     if failing:
         detail = "; ".join(f"{p} {why}" for p, why in sorted(failing.items()))
         return Observation(None, len(rows), contributing, no_data=f"latest run failed: {detail}"[:1000])
+    if not rows and filters:
+        if not listed:
+            return _none_listed(session, rule, now, settings)
+        return Observation(
+            None, 0, [], unmatched=f"none of {len(listed)} live offers passes the filters ({filters_text(rule)})"
+        )
     if not rows:
         return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
     if len(rows) < rule.min_offers:

@@ -20,7 +20,7 @@ from sqlalchemy import CursorResult, Engine, or_, select, update
 from sqlalchemy.orm import Session
 
 from tracker.alerts.channels import SendResult
-from tracker.alerts.observe import Observation
+from tracker.alerts.observe import Observation, filters_text
 from tracker.config import Settings
 from tracker.storage.alert_tables import (
     AlertChannel,
@@ -63,6 +63,7 @@ def build_payload(
                 "pricing": rule.pricing,
                 "providers": rule.providers,
                 "regions": rule.regions,
+                "filters": filters_text(rule) or None,  # offer filters in words: "available, ≥ 8 GPUs"
                 "metric": rule.metric,
                 "condition": rule.condition,
                 "threshold": _money(rule.threshold),
@@ -85,7 +86,8 @@ def message_text(payload: dict[str, Any]) -> tuple[str, str]:
                                                                         else "$ per 1M tokens")
     title = f"[{d['status'].upper()}] {r['name']}"
     lines = [
-        f"{r['metric']} of {r['gpu']} ({r['pricing']}): {d['value'] or 'n/a'} {unit}",
+        f"{r['metric']} of {r['gpu']} ({r['pricing']}{', ' + r['filters'] if r.get('filters') else ''}): "
+        f"{d['value'] or 'n/a'} {unit}",
         f"fires {r['condition']} {r['threshold']}, recovers at {r['recovery_threshold']}",
         f"{d['offers']} fresh offers from {', '.join(d['providers']) or 'no provider'}",
         d["reason"],

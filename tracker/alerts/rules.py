@@ -2,6 +2,11 @@
 
 Every bad input raises `RuleError` naming the field, so the CLI prints it and the API returns 422.
 
+Offer filters (`available_only`, `min_gpus`, and the quality filters `verified_only`, `datacenter_only`,
+`min_reliability`, `cloud` of tracker.market.quality) are part of the rule's subject: fixed once saved,
+like the card. With them, a `min` rule below $2.50 fires exactly when a matching offer under $2.50
+exists, and resolves when none does (tracker.alerts.observe).
+
 Decision — a rule that would fire at once is **rejected** at creation (field `threshold`, with the
 current value in the message) unless the creator passes `allow_immediate`, which is then stored on
 the rule. An alert that fires the moment it is saved tells the user nothing they did not just see,
@@ -26,10 +31,11 @@ from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_se
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
-from tracker.alerts.states import CONDITIONS, breached
+from tracker.alerts.states import CONDITIONS, NO_OFFER, breached
 from tracker.catalog.gpus import GpuNameError, get_catalog
 from tracker.clock import EARLIEST, LATEST
 from tracker.config import Settings
+from tracker.market.quality import CLOUDS
 from tracker.money import parse_amount, to_money
 from tracker.storage.alert_tables import AlertChannel, AlertRule
 
@@ -122,6 +128,13 @@ class RuleInput:
     providers: list[str] | None = None
     regions: list[str] | None = None
     min_offers: int = 1
+    # Offer filters: only offers passing all of them count (tracker.market.quality says what they mean).
+    available_only: bool = False
+    min_gpus: Any = None
+    verified_only: bool = False
+    datacenter_only: bool = False
+    min_reliability: Any = None
+    cloud: str | None = None
     price_statistic: str = "min"
     job: dict[str, Any] | None = None
     job_gpus: Any = 1
@@ -181,6 +194,58 @@ def _printable(value: str, field: str) -> None:
     # Postgres text cannot hold NUL, and control characters in a name are never intended.
     if any(ord(ch) < 32 for ch in value):
         raise RuleError(f"{field} contains control characters", field)
+
+
+def _flag(value: Any, field: str) -> bool:
+    if not isinstance(value, bool):
+        raise RuleError(f"{field} must be true or false", field)
+    return value
+
+
+def _number(value: Any, field: str, low: Decimal, high: Decimal, *, low_open: bool = False) -> Decimal | None:
+    """A decimal in [low, high] (or (low, high] with `low_open`), None staying None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RuleError(f"{field} must be a number", field)
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        raise RuleError(f"{field} must be a number, got {value!r}", field) from None
+    above_low = number > low if low_open else number >= low
+    if not number.is_finite() or not above_low or number > high:
+        side = "above" if low_open else "at least"
+        raise RuleError(f"{field} must be {side} {low} and at most {high}, got {value!r}", field)
+    return number
+
+
+def _offer_filters(inp: RuleInput) -> dict[str, Any]:
+    """The rule's offer filters, validated, as AlertRule column values."""
+    cloud = inp.cloud.strip().lower() if isinstance(inp.cloud, str) and inp.cloud.strip() else None
+    if inp.cloud is not None and cloud not in CLOUDS:
+        raise RuleError(f"cloud must be one of {', '.join(CLOUDS)}, got {inp.cloud!r}", "cloud")
+    # Rounded to what the columns hold first, so the stored filter is the one validated.
+    min_gpus = _number(_rounded(inp.min_gpus, "0.001"), "min_gpus", Decimal(0), Decimal(1024), low_open=True)
+    reliability = _number(_rounded(inp.min_reliability, "0.0001"), "min_reliability", Decimal(0), Decimal(1))
+    return {
+        "available_only": _flag(inp.available_only, "available_only"),
+        "min_gpus": min_gpus,
+        "verified_only": _flag(inp.verified_only, "verified_only"),
+        "datacenter_only": _flag(inp.datacenter_only, "datacenter_only"),
+        "min_reliability": reliability,
+        "cloud": cloud,
+    }
+
+
+def _rounded(value: Any, places: str) -> Any:
+    """`value` rounded to `places` when it is a plain number; anything else is left for _number to refuse."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
+        return value
+    try:
+        number = Decimal(str(value))
+        return number.quantize(Decimal(places)) if number.is_finite() and abs(number) < 10**9 else number
+    except InvalidOperation:
+        return value
 
 
 def _names(values: list[str] | None, field: str, known: Sequence[str] | None = None) -> list[str] | None:
@@ -250,6 +315,7 @@ def create_rule(
         raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
     providers = _names(inp.providers, "providers", list(all_providers()))
     regions = _names(inp.regions, "regions")
+    offer_filters = _offer_filters(inp)
     job, job_gpus = None, Decimal(1)
     if inp.metric in COST_METRICS:
         if cost_model is None:
@@ -288,6 +354,7 @@ def create_rule(
         providers=providers,
         regions=regions,
         min_offers=inp.min_offers,
+        **offer_filters,
         metric=inp.metric,
         price_statistic=inp.price_statistic,
         job=job,
@@ -309,9 +376,12 @@ def create_rule(
         updated_at=now,
     )
     obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
-    if obs.value is not None and breached(rule.condition, obs.value, threshold) and not inp.allow_immediate:
+    # No matching offer is a value too (infinity): an `above` rule with none would fire at once.
+    current = obs.value if obs.value is not None else (NO_OFFER if obs.unmatched else None)
+    if current is not None and breached(rule.condition, current, threshold) and not inp.allow_immediate:
+        now_text = f"is {obs.value} now" if obs.value is not None else f"has no matching offer now ({obs.unmatched})"
         raise RuleError(
-            f"the {inp.metric} of {gpu_query} ({pricing}) is {obs.value} now, already {inp.condition} {threshold}: "
+            f"the {inp.metric} of {gpu_query} ({pricing}) {now_text}, already {inp.condition} {threshold}: "
             "this rule would fire at once. Choose another threshold, or set allow_immediate to keep it",
             "threshold",
         )
@@ -429,6 +499,12 @@ def rule_dict(rule: AlertRule, *, reveal: bool = False) -> dict[str, Any]:
         "providers": rule.providers,
         "regions": rule.regions,
         "min_offers": rule.min_offers,
+        "available_only": rule.available_only,
+        "min_gpus": rule.min_gpus,
+        "verified_only": rule.verified_only,
+        "datacenter_only": rule.datacenter_only,
+        "min_reliability": rule.min_reliability,
+        "cloud": rule.cloud,
         "metric": rule.metric,
         "price_statistic": rule.price_statistic if rule.metric in COST_METRICS else None,
         "job": rule.job,

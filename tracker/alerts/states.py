@@ -15,6 +15,9 @@ Semantics (Prometheus `for`, Grafana recovery threshold):
 * no_data neither fires nor resolves: a firing rule that loses its data is still firing when the data
   returns, and resolves only on a real recovered value. A pending rule starts over, because nobody saw
   the breach hold through the gap.
+* unmatched (a rule with offer filters, and no offer passes them: tracker.alerts.observe) is a value:
+  no offer at any price, i.e. +infinity. A `below` rule is not breached and has recovered ("8×H100
+  available under $2.50" resolves when the last such offer goes); an `above` rule is breached.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Protocol
 from tracker.alerts.observe import Observation
 
 STATES = ("inactive", "pending", "firing", "resolved", "no_data")
+NO_OFFER = Decimal("Infinity")  # the value of "no offer passes the rule's filters"
 CONDITIONS = ("below", "above")
 
 
@@ -68,7 +72,7 @@ def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
         out.append(Transition(rule.state, to, reason, notify))
         rule.state, rule.state_since = to, now
 
-    if obs.value is None:
+    if obs.value is None and not obs.unmatched:
         if rule.state != "no_data":
             rule.held_state = rule.state if rule.state in ("firing", "resolved") else "inactive"
             if rule.held_state == "inactive":
@@ -76,17 +80,19 @@ def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
             move("no_data", obs.no_data or "no data")
         return out
 
-    value = obs.value
+    # No matching offer compares as an infinite price; it is shown as what it is.
+    value = obs.value if obs.value is not None else NO_OFFER
+    said = str(obs.value) if obs.value is not None else f"no matching offer ({obs.unmatched})"
     if rule.state == "no_data":
         back = rule.held_state or "inactive"
         rule.held_state = None
-        move(back, f"data is back ({obs.offers} fresh offers)")
+        move(back, f"data is back ({obs.offers} fresh offers)" if obs.value is not None else f"data is back: {said}")
 
     sign = "<" if rule.condition == "below" else ">"
     if rule.state in ("inactive", "resolved"):
         if breached(rule.condition, value, rule.threshold):
             rule.pending_since, rule.repeats = now, 0
-            why = f"{value} {sign} threshold {rule.threshold}"
+            why = f"{said} {sign} threshold {rule.threshold}"
             if rule.for_s <= 0:
                 rule.last_notified_at = now
                 move("firing", why, "firing")
@@ -95,14 +101,14 @@ def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
     elif rule.state == "pending":
         if not breached(rule.condition, value, rule.threshold):
             rule.pending_since = None
-            move("inactive", f"{value} no longer {sign} threshold {rule.threshold} before the pending period ended")
+            move("inactive", f"{said} no longer {sign} threshold {rule.threshold} before the pending period ended")
         elif rule.pending_since is None or now - rule.pending_since >= timedelta(seconds=rule.for_s):
             rule.last_notified_at = now
-            move("firing", f"{value} {sign} threshold {rule.threshold} for {timedelta(seconds=rule.for_s)}", "firing")
+            move("firing", f"{said} {sign} threshold {rule.threshold} for {timedelta(seconds=rule.for_s)}", "firing")
     elif rule.state == "firing":
         if recovered(rule.condition, value, rule.recovery_threshold):
             back = "≥" if rule.condition == "below" else "≤"
-            move("resolved", f"{value} {back} recovery threshold {rule.recovery_threshold}", "resolved")
+            move("resolved", f"{said} {back} recovery threshold {rule.recovery_threshold}", "resolved")
         elif (
             rule.repeat_s
             and rule.last_notified_at is not None
@@ -110,5 +116,5 @@ def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
         ):
             rule.repeats += 1
             rule.last_notified_at = now
-            out.append(Transition("firing", "firing", f"still firing: {value} (reminder {rule.repeats})", "repeat"))
+            out.append(Transition("firing", "firing", f"still firing: {said} (reminder {rule.repeats})", "repeat"))
     return out

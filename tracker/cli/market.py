@@ -37,6 +37,13 @@ def cheapest(
     region: list[str] = typer.Option(None, "--region", help="Region or prefix (repeatable)."),
     max_hours: float | None = typer.Option(None, "--max-hours", min=0),
     no_reference: bool = typer.Option(False, "--no-reference", help="Leave out static reference sheets."),
+    available: bool = typer.Option(False, "--available", help="Only offers the provider says are available."),
+    verified: bool = typer.Option(False, "--verified", help="Only verified machines (stated, or a cloud's own)."),
+    datacenter: bool = typer.Option(False, "--datacenter", help="Only datacenter machines (stated, or a cloud's own)."),
+    min_reliability: float | None = typer.Option(
+        None, "--min-reliability", min=0, max=1, help="Host reliability score, 0-1."
+    ),
+    cloud: str | None = typer.Option(None, "--cloud", help="secure | community (RunPod's cloud tiers)."),
     sort_by: str = typer.Option("cost_per_run", "--sort", help="cost_per_run | hours | usd_per_mtok"),
     show_unfit: bool = typer.Option(False, "--show-unfit", help="Also list offers the job does not fit."),
     best_per_card: bool = typer.Option(False, "--best-per-card"),
@@ -60,9 +67,13 @@ def cheapest(
         filters = RankFilters(
             providers=provider or None, pricing=_pricing(pricing), regions=region or None,
             gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours, include_reference=not no_reference,
+            available_only=available, verified_only=verified, datacenter_only=datacenter,
+            min_reliability=min_reliability, cloud=cloud,
         )  # fmt: skip
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
+    except ValueError as exc:  # a filter out of range (tracker.market.quality)
+        fail(str(exc))
     options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top)  # type: ignore[arg-type]
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:

@@ -24,6 +24,13 @@ def offers(
     pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
     region: list[str] = typer.Option(None, "--region", help="Region or region prefix (repeatable)."),
     min_gpus: float | None = typer.Option(None, "--min-gpus"),
+    available: bool = typer.Option(False, "--available", help="Only offers the provider says are available."),
+    verified: bool = typer.Option(False, "--verified", help="Only verified machines (stated, or a cloud's own)."),
+    datacenter: bool = typer.Option(False, "--datacenter", help="Only datacenter machines (stated, or a cloud's own)."),
+    min_reliability: float | None = typer.Option(
+        None, "--min-reliability", min=0, max=1, help="Host reliability score, 0-1."
+    ),
+    cloud: str | None = typer.Option(None, "--cloud", help="secure | community (RunPod's cloud tiers)."),
     limit: int = typer.Option(50, "--limit", min=1),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -36,6 +43,11 @@ def offers(
             pricing=pricing or None,
             regions=region or None,
             min_gpus=Decimal(str(min_gpus)) if min_gpus is not None else None,
+            available_only=available,
+            verified_only=verified,
+            datacenter_only=datacenter,
+            min_reliability=min_reliability,
+            cloud=cloud,
             limit=limit,
         )
     except ValueError as exc:

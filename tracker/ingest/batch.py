@@ -5,7 +5,9 @@ counted), check the batch as a whole against the last good run (an empty, collap
 batch, or one whose price level jumped, is quarantined and changes nothing: `tracker.ingest.quarantine`),
 then diff against the stored offers: new offers and price changes write price rows,
 unchanged offers only move `last_seen`, offers missing from a successful batch are closed, and
-returning offers reopen. Ingesting the same batch twice writes no price row.
+returning offers reopen. Availability is history the same way (`offer_availability`): a row when an
+offer appears, when its `available` flag changes and when it returns; delisting closes it. Ingesting
+the same batch twice writes no price row and no availability row.
 """
 
 from __future__ import annotations
@@ -25,7 +27,15 @@ from tracker.config import Settings
 from tracker.ingest.quarantine import PriceLevel, price_level_reason, quarantine_reason
 from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
-from tracker.storage.tables import DataVersion, Offer, OfferPrice, ScrapeRun, UnresolvedGpuName
+from tracker.storage.tables import (
+    QUALITY_ATTRIBUTES,
+    DataVersion,
+    Offer,
+    OfferAvailability,
+    OfferPrice,
+    ScrapeRun,
+    UnresolvedGpuName,
+)
 
 CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
 
@@ -56,6 +66,7 @@ class IngestReport:
     offers_valid: int = 0
     offers_new: int = 0
     price_rows: int = 0
+    availability_rows: int = 0
     offers_closed: int = 0
     offers_reopened: int = 0
     unknown_names: dict[str, int] = field(default_factory=dict)
@@ -72,6 +83,7 @@ class IngestReport:
             "offers_valid": self.offers_valid,
             "offers_new": self.offers_new,
             "price_rows": self.price_rows,
+            "availability_rows": self.availability_rows,
             "offers_closed": self.offers_closed,
             "offers_reopened": self.offers_reopened,
             "unknown_names": self.unknown_names,
@@ -213,6 +225,7 @@ def ingest(
                 Offer.gpu_count,
                 Offer.region,
                 Offer.demo,
+                Offer.attributes,
             ).where(Offer.provider == provider)
         )
     }
@@ -226,6 +239,8 @@ def ingest(
     changed: list[dict[str, Any]] = []
     price_rows: list[dict[str, Any]] = []
     close_ids: list[int] = []
+    availability_rows: list[dict[str, Any]] = []
+    availability_close_ids: list[int] = []
     for v in prepared.valid:
         row = existing.get(v.scraped.key)
         card = (v.gpu.id, v.scraped.pricing)
@@ -246,12 +261,16 @@ def ingest(
         reopened = bool(row.delisted)
         price_changed = row.price_per_hour != v.price_per_hour
         count_changed = row.gpu_count != v.scraped.gpu_count
+        availability_changed = row.available != v.scraped.available
         described_changed = (
-            row.available != v.scraped.available
+            availability_changed
             or row.gpu_id != v.gpu.id
             or count_changed
             or row.region != v.scraped.region
             or row.demo != demo
+            # Offers are filtered on these (verified, datacenter, reliability): a stale copy would
+            # keep a deverified host in a "verified only" answer. Other attributes may lag.
+            or _quality(row.attributes) != _quality(v.scraped.attributes)
         )
         if reopened:  # a delisted offer's price is older than the last good run's
             level.fresh[card].append(float(v.price_per_gpu_hour))
@@ -266,6 +285,10 @@ def ingest(
                 close_ids.append(row.id)
             price_rows.append(_price_row(row.id, v, observed_at, run.id))
             reopened_count += int(reopened)
+        if reopened or availability_changed:
+            if not reopened:  # a returning offer's last row was closed when it was delisted
+                availability_close_ids.append(row.id)
+            availability_rows.append(_availability_row(row.id, v, observed_at, run.id))
 
     if reason := price_level_reason(session, provider, level, settings):
         return _quarantine(report, run, reason)
@@ -282,6 +305,7 @@ def ingest(
             ).all()
         )
         price_rows.extend(_price_row(ids[key], v, observed_at, run.id) for key, v in new_prices)
+        availability_rows.extend(_availability_row(ids[key], v, observed_at, run.id) for key, v in new_prices)
     if changed:
         session.execute(update(Offer), changed)
     # Close open price rows before inserting their successors, so at most one row per offer is open.
@@ -289,6 +313,12 @@ def ingest(
         session.execute(
             update(OfferPrice)
             .where(OfferPrice.offer_id.in_(chunk), OfferPrice.valid_to.is_(None))
+            .values(valid_to=observed_at)
+        )
+    for chunk in _chunks(availability_close_ids + gone):  # likewise: at most one open availability row
+        session.execute(
+            update(OfferAvailability)
+            .where(OfferAvailability.offer_id.in_(chunk), OfferAvailability.valid_to.is_(None))
             .values(valid_to=observed_at)
         )
     for chunk in _chunks(gone):
@@ -301,9 +331,10 @@ def ingest(
         .values(last_seen=observed_at)
     )
     insert_rows(session, OfferPrice, price_rows)
+    insert_rows(session, OfferAvailability, availability_rows)
 
     report.offers_new, report.offers_reopened = len(new_rows), reopened_count
-    report.price_rows = len(price_rows)
+    report.price_rows, report.availability_rows = len(price_rows), len(availability_rows)
     report.offers_closed = len(gone)
     run.status = "ok"
     run.offers_new, run.price_rows = report.offers_new, report.price_rows
@@ -339,6 +370,15 @@ def _price_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -
         "price_per_gpu_hour": v.price_per_gpu_hour,
         "run_id": run_id,
     }
+
+
+def _availability_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:
+    return {"offer_id": offer_id, "available": v.scraped.available, "valid_from": at, "valid_to": None,
+            "run_id": run_id}  # fmt: skip
+
+
+def _quality(attributes: dict[str, Any] | None) -> tuple[Any, ...]:
+    return tuple((attributes or {}).get(k) for k in QUALITY_ATTRIBUTES)
 
 
 def _record_unknown(session: Session, run: ScrapeRun, prepared: Prepared, at: datetime) -> None:

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from providers.registry import reference_providers
 from tracker.config import Settings
-from tracker.market import freshness
+from tracker.market import freshness, quality
 from tracker.storage.tables import DataVersion, Offer
 
 if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command-line call tens of ms
@@ -107,10 +107,17 @@ def _objects(values: Sequence[object]) -> npt.NDArray[np.object_]:
 
 
 def _load(session: Session) -> OfferTable:
-    stmt = select(*[getattr(Offer, c) for c in COLUMNS]).where(Offer.delisted_at.is_(None))
+    # Quality values (verification, hosting, cloud, reliability) come out of the attributes JSON by the
+    # same SQL the offer queries filter with (tracker.market.quality), so a ranking and an offer list
+    # cannot disagree on which offers are verified.
+    extracted = quality.columns()
+    selected = [*COLUMNS, *extracted]
+    stmt = select(*[getattr(Offer, c) for c in COLUMNS], *extracted.values()).where(Offer.delisted_at.is_(None))
     rows = session.execute(stmt).all()
-    raw = dict(zip(COLUMNS, zip(*rows, strict=True), strict=True)) if rows else {c: () for c in COLUMNS}
-    columns: dict[str, npt.NDArray[Any]] = {c: _objects(v) for c, v in raw.items() if c != "last_seen"}
+    raw = dict(zip(selected, zip(*rows, strict=True), strict=True)) if rows else {c: () for c in selected}
+    skip = {"last_seen", "reliability"}
+    columns: dict[str, npt.NDArray[Any]] = {c: _objects(v) for c, v in raw.items() if c not in skip}
+    columns["reliability_f"] = np.array([np.nan if v is None else v for v in raw["reliability"]], dtype=np.float64)
     columns["id"] = np.array(raw["id"], dtype=np.int64)
     columns["demo"] = np.array(raw["demo"], dtype=bool)
     refs = reference_providers()

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from providers.contract import Pricing, ProviderKind
 from providers.registry import all_providers, reference_providers
 from tracker.catalog.gpus import get_catalog
+from tracker.market import quality
 from tracker.storage.tables import Offer, OfferPrice
 
 SORTS = {
@@ -34,7 +35,12 @@ class OfferFilters:
     pricing: list[str] | None = None
     regions: list[str] | None = None  # exact region or prefix ("us" matches "us-texas")
     min_gpus: Decimal | None = None
+    # Availability and quality: what they mean, for offers without the attribute too, is tracker.market.quality.
     available_only: bool = False
+    verified_only: bool = False
+    datacenter_only: bool = False
+    min_reliability: float | None = None
+    cloud: str | None = None
     include_reference: bool = True
     sort: str = "price_per_gpu_hour"
     limit: int | None = None
@@ -45,6 +51,7 @@ class OfferFilters:
             raise ValueError(f"sort must be one of {', '.join(SORTS)}")
         for p in self.pricing or []:
             Pricing(p)  # raises ValueError naming the bad value
+        quality.check(self)
 
 
 def region_matches(region: object, wanted: Sequence[str]) -> bool:
@@ -74,8 +81,8 @@ def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
         stmt = stmt.where(region_condition(filters.regions))
     if filters.min_gpus is not None:
         stmt = stmt.where(Offer.gpu_count >= filters.min_gpus)
-    if filters.available_only:
-        stmt = stmt.where(or_(Offer.available.is_(None), Offer.available.is_(True)))
+    if quality.active(filters):
+        stmt = stmt.where(*quality.conditions(filters))
     if not filters.include_reference and (refs := reference_providers()):
         stmt = stmt.where(Offer.provider.not_in(refs))
     stmt = stmt.order_by(*SORTS[filters.sort])

@@ -18,6 +18,7 @@ import numpy as np
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import PreparedJob
+from tracker.market import quality
 from tracker.market.live import OfferTable, epoch_us, factorize
 from tracker.market.offers import region_matches
 
@@ -34,7 +35,15 @@ class RankFilters:
     max_gpus: float | None = None
     max_hours: float | None = None
     include_reference: bool = True
+    # Availability and quality: what they mean, for offers without the attribute too, is tracker.market.quality.
     available_only: bool = False
+    verified_only: bool = False
+    datacenter_only: bool = False
+    min_reliability: float | None = None
+    cloud: str | None = None
+
+    def __post_init__(self) -> None:
+        quality.check(self)
 
 
 @dataclass
@@ -76,8 +85,8 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
         mask &= table["gpu_count_f"] <= f.max_gpus
     if not f.include_reference:
         mask &= ~table["reference"]
-    if f.available_only:
-        mask &= np.fromiter((a is None or bool(a) for a in table["available"]), dtype=bool, count=len(table))
+    if quality.active(f):
+        mask &= quality.mask(table, f)
     return mask
 
 
@@ -186,6 +195,7 @@ def rank(
     rows = idx[top]
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
+    columns["reliability_f"] = _column(frame["reliability_f"][rows], True)
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
     columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
     columns["last_seen"] = frame.last_seen(rows)
@@ -216,11 +226,12 @@ def _candidates(kept: np.ndarray, fits: np.ndarray, key: np.ndarray, limit: int)
 
 
 _OFFER_FIELDS = ("id", "provider", "reference", "demo", "offer_key", "gpu_id", "gpu_family", "gpu_count_f",
-                 "pricing", "reserved_term", "region", "instance_type", "available", "price_per_hour",
-                 "price_per_gpu_hour")  # fmt: skip
+                 "pricing", "reserved_term", "region", "instance_type", "available", "verification", "hosting",
+                 "cloud", "price_per_hour", "price_per_gpu_hour")  # fmt: skip
 # Optional offer fields: a missing value (None in the database, NaN in a string column) is JSON null.
 _MAYBE_MISSING = {"provider", "offer_key", "gpu_id", "gpu_family", "pricing", "reserved_term", "region",
-                  "instance_type", "available", "price_per_hour", "price_per_gpu_hour"}  # fmt: skip
+                  "instance_type", "available", "verification", "hosting", "cloud", "price_per_hour",
+                  "price_per_gpu_hour"}  # fmt: skip
 
 
 def _column(values: np.ndarray, maybe_missing: bool) -> list[Any]:
@@ -249,6 +260,11 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "region": r["region"],
         "instance_type": r["instance_type"],
         "available": r["available"],
+        # Effective quality (stated, or vouched for by the provider's kind: tracker.market.quality).
+        "verification": r["verification"],
+        "hosting": r["hosting"],
+        "cloud": r["cloud"],
+        "reliability": r["reliability_f"],
         "price_per_hour": r["price_per_hour"],
         "price_per_gpu_hour": r["price_per_gpu_hour"],
         "fits": fits,

@@ -21,6 +21,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -42,6 +43,14 @@ class AlertRule(Base):
     providers: Mapped[list[str] | None] = mapped_column(JSON)
     regions: Mapped[list[str] | None] = mapped_column(JSON)
     min_offers: Mapped[int] = mapped_column(Integer, default=1)
+    # Offer filters: which offers count at all ("8×H100, available, verified"). A rule with any of them
+    # asks whether such an offer exists, so none matching is an answer, not missing data (observe).
+    available_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    min_gpus: Mapped[Decimal | None] = mapped_column(Numeric(8, 3))
+    verified_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    datacenter_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    min_reliability: Mapped[Decimal | None] = mapped_column(Numeric(5, 4))
+    cloud: Mapped[str | None] = mapped_column(String(16))  # secure | community
     # Metric: min | p25 | median of $/GPU-hour, or cost_per_run | usd_per_mtoken of `job`.
     metric: Mapped[str] = mapped_column(String(16))
     price_statistic: Mapped[str] = mapped_column(String(8), default="min")  # the price a cost metric uses

@@ -6,13 +6,15 @@ and Postgres and this module is what to check when adding a backend.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, Engine, extract, func, literal_column
+from sqlalchemy import BigInteger, Engine, Float, String, extract, func, literal_column
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
-__all__ = ["epoch_us", "seconds_between"]
+__all__ = ["epoch_us", "json_number", "json_text", "seconds_between"]
 
 
 class epoch_us(FunctionElement[int]):
@@ -47,3 +49,75 @@ def seconds_between(engine: Engine, start: Any, stop: Any) -> Any:
     if engine.dialect.name == "sqlite":
         return (func.julianday(stop) - func.julianday(start)) * literal_column("86400.0")
     return extract("epoch", stop - start)
+
+
+
+_T = TypeVar("_T")
+_JSON_KEY = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
+
+
+class _json_member(FunctionElement[_T]):
+    """One top-level member of a JSON column. The key is part of the statement (and of its cache key),
+    never a parameter: only our own attribute names are accepted."""
+
+    inherit_cache = True
+    # The key is state beyond the clauses: it must be in the cache key, or two members would share SQL.
+    _traverse_internals = [*FunctionElement._traverse_internals, ("key", InternalTraversal.dp_string)]  # noqa: RUF012
+
+    def __init__(self, column: Any, key: str) -> None:
+        if not _JSON_KEY.match(key):
+            raise ValueError(f"not a JSON member name this module accepts: {key!r}")
+        self.key = key
+        super().__init__(column)
+
+
+class json_text(_json_member[str]):
+    """A member as SQL text on Postgres (`->>`), as its SQL value on SQLite (`json_extract`): equal to a
+    word such as 'verified' on both exactly when the member is that JSON string, so compare it with
+    words only (a JSON number or `true` reads as text on one backend and not on the other). One JSON
+    lookup, no type test: filters over every live offer use it."""
+
+    type = String()
+    name = "json_text"
+    inherit_cache = True
+
+
+class json_number(_json_member[float]):
+    """A member as a float when it is a JSON number, else NULL. Typed on purpose: Postgres would fail
+    the whole query casting a stray "n/a" to a number."""
+
+    type = Float()
+    name = "json_number"
+    inherit_cache = True
+
+
+def _pg_member(element: _json_member[Any], compiler: Any, **kw: Any) -> tuple[str, str]:
+    col = f"({compiler.process(element.clauses, **kw)})::json"  # json or jsonb alike
+    return f"{col} -> '{element.key}'", f"{col} ->> '{element.key}'"
+
+
+def _sqlite_member(element: _json_member[Any], compiler: Any, **kw: Any) -> tuple[str, str]:
+    col, path = compiler.process(element.clauses, **kw), f"'$.\"{element.key}\"'"
+    return f"json_type({col}, {path})", f"json_extract({col}, {path})"
+
+
+@compiles(json_text)
+def _json_text_pg(element: json_text, compiler: Any, **kw: Any) -> str:
+    return f"({_pg_member(element, compiler, **kw)[1]})"
+
+
+@compiles(json_number)
+def _json_number_pg(element: json_number, compiler: Any, **kw: Any) -> str:
+    member, text = _pg_member(element, compiler, **kw)
+    return f"(CASE WHEN json_typeof({member}) = 'number' THEN CAST({text} AS DOUBLE PRECISION) END)"
+
+
+@compiles(json_text, "sqlite")
+def _json_text_sqlite(element: json_text, compiler: Any, **kw: Any) -> str:
+    return _sqlite_member(element, compiler, **kw)[1]
+
+
+@compiles(json_number, "sqlite")
+def _json_number_sqlite(element: json_number, compiler: Any, **kw: Any) -> str:
+    kind, value = _sqlite_member(element, compiler, **kw)
+    return f"(CASE WHEN {kind} IN ('integer', 'real') THEN CAST({value} AS REAL) END)"

@@ -41,6 +41,10 @@ NAMING = {
     "pk": "pk_%(table_name)s",
 }
 
+# Offer attributes that offers, rankings and alerts filter on (`tracker.market.quality` holds their
+# meaning): ingest rewrites an offer's stored attributes when one of these changes.
+QUALITY_ATTRIBUTES = ("verification", "hosting", "reliability", "cloud")
+
 # SQLite only auto-increments INTEGER PRIMARY KEY; Postgres gets a real BIGINT.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 Money = Numeric(14, 6)  # USD; never float
@@ -130,6 +134,8 @@ class Offer(Base):
     available: Mapped[bool | None] = mapped_column(Boolean)
     vcpus: Mapped[Decimal | None] = mapped_column(Numeric(8, 2))
     ram_gb: Mapped[Decimal | None] = mapped_column(Numeric(10, 2))
+    # Provider-specific extras. The ones the read side filters on (QUALITY_ATTRIBUTES) are kept current
+    # by ingest; the rest describe the offer as it was when it last changed otherwise.
     attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     demo: Mapped[bool] = mapped_column(Boolean, default=False)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -158,6 +164,27 @@ class OfferPrice(Base):
     valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
     price_per_hour: Mapped[Decimal] = mapped_column(Money)
     price_per_gpu_hour: Mapped[Decimal] = mapped_column(Money)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
+
+
+class OfferAvailability(Base):
+    """Change-only availability history, kept like prices: valid on [valid_from, valid_to).
+
+    A row opens when an offer first appears, when its `available` flag changes and when a delisted
+    offer comes back; delisting closes the open row and no row covers the time an offer is not
+    listed, so "was a matching offer available at t" is one range lookup per offer, and the share of
+    a window during which one was is exact from the intervals (`tracker.market.availability`).
+    `available` is the provider's word: NULL where the provider does not say.
+    """
+
+    __tablename__ = "offer_availability"
+    __table_args__ = (Index("ix_offer_availability_offer_from", "offer_id", "valid_from"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    offer_id: Mapped[int] = mapped_column(ForeignKey("offers.id", ondelete="CASCADE"))
+    available: Mapped[bool | None] = mapped_column(Boolean)
+    valid_from: Mapped[datetime] = mapped_column(UTCDateTime)
+    valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
 
 

@@ -1,0 +1,92 @@
+"""`gpu-tracker availability`: when was a card last available per provider, and for what share of a window."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import typer
+
+from tracker.cli.output import console, emit_json, fail
+
+# Domain modules are imported inside the command: a command-line call loads only what it runs.
+
+commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
+
+
+@commands.command("availability")
+def availability_cmd(
+    ctx: typer.Context,
+    gpu: str = typer.Argument(..., help='Card, family or alias, e.g. "H100".'),
+    min_gpus: float | None = typer.Option(None, "--min-gpus", help="Only offers with at least this many GPUs."),
+    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
+    region: list[str] = typer.Option(None, "--region", help="Region or region prefix (repeatable)."),
+    pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
+    days: int = typer.Option(7, "--days", min=1, max=365, help="Window: the last this many days."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Per provider and card: available now, last available, and the share of the last DAYS available."""
+    from providers.contract import Pricing
+    from tracker.catalog.gpus import GpuNameError
+    from tracker.cli.context import runtime
+    from tracker.clock import utcnow
+    from tracker.market.availability import availability
+    from tracker.market.offers import gpu_ids_for
+    from tracker.storage.engine import session_scope
+
+    try:
+        minimum = Decimal(str(min_gpus)) if min_gpus is not None else None
+    except InvalidOperation:
+        fail("--min-gpus must be a number")
+    if minimum is not None and not (minimum.is_finite() and 0 < minimum <= 1024):
+        fail("--min-gpus must be above 0 and at most 1024")
+    try:
+        pricings = sorted({Pricing(p).value for p in pricing}) if pricing else None
+    except ValueError:
+        fail(f"--pricing must be one of {', '.join(p.value for p in Pricing)}")
+    try:
+        gpu_ids = gpu_ids_for(gpu)
+    except GpuNameError as exc:
+        fail(str(exc))
+    rt = runtime(ctx)
+    now = utcnow()
+    with session_scope(rt.engine) as session:
+        rows = availability(
+            session, rt.settings, now, gpu_ids=gpu_ids, days=days, min_gpus=minimum, providers=provider or None,
+            regions=region or None, pricing=pricings,
+        )  # fmt: skip
+    if json_out:
+        emit_json({"as_of": now, "gpu": gpu, "gpu_ids": gpu_ids, "min_gpus": minimum, "days": days, "rows": rows})
+        return
+    _print(rows, gpu, minimum, days, now)
+
+
+def _when(at: datetime | None, now: datetime) -> str:
+    if at is None:
+        return "never"
+    return "now" if at >= now else at.strftime("%Y-%m-%d %H:%M")
+
+
+def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: int, now: datetime) -> None:
+    from rich.table import Table
+
+    subject = f"{minimum.normalize():f}+ × {gpu}" if minimum is not None else gpu
+    if not rows:
+        console.print(f"no offers of {subject} on record")
+        return
+    table = Table(title=f"availability of {subject}, last {days} days")
+    for col in ("provider", "gpu", "live", "available", "last available", f"share of {days}d"):
+        table.add_column(col, justify="right" if col in ("live", "available") or col.startswith("share") else "left")
+    for r in rows:
+        # A provider that never states availability is not "never available": say so instead.
+        said = r["reports_availability"] or r["last_available_at"] is not None
+        table.add_row(
+            r["provider"],
+            r["gpu"],
+            str(r["offers_now"]),
+            str(r["available_now"]),
+            _when(r["last_available_at"], now) if said else "not stated",
+            f"{r['available_share']:.1%}" if said else "-",
+        )
+    console.print(table)
