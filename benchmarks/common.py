@@ -183,8 +183,14 @@ def migrated(url: str) -> Engine:
 
 
 def psycopg_dsn(url: str) -> str:
-    """A libpq DSN for psycopg from a SQLAlchemy URL."""
-    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+    """A libpq DSN for psycopg from a SQLAlchemy URL, query options included (the engine's URL carries
+    libpq options such as the statement timeout; libpq URIs would read their `+` literally)."""
+    from psycopg.conninfo import make_conninfo
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    parts = {"host": u.host, "port": u.port, "user": u.username, "password": u.password, "dbname": u.database}
+    return make_conninfo(**{k: str(v) for k, v in (parts | dict(u.query)).items() if v is not None})
 
 
 # ---------------------------------------------------------------------------------------------- machine
