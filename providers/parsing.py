@@ -74,8 +74,9 @@ def slug(*parts: Any) -> str:
 
 
 def region_codes(regions: Iterable[Any]) -> list[str]:
-    """Region names as sorted, distinct, lower-case codes; blank ones are dropped."""
-    return sorted({code for region in regions if (code := str(region).strip().lower())})
+    """Region names as sorted, distinct codes in the one region form (`slug`: 'new_york' → 'new-york');
+    blank ones are dropped."""
+    return sorted({code for region in regions if (code := slug(region))})
 
 
 _MEMORY_TOKEN = re.compile(r"^(\d+(?:\.\d+)?)GB?$", re.IGNORECASE)

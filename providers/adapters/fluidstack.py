@@ -90,7 +90,7 @@ class FluidStack(Provider):
     homepage = "https://www.fluidstack.io"
     credentials = ("FLUIDSTACK_API_KEY",)
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: region codes in the one region form (slug)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("FLUIDSTACK_API_KEY")

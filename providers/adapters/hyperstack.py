@@ -120,7 +120,7 @@ class Hyperstack(Provider):
     homepage = "https://www.hyperstack.cloud"
     credentials = ("HYPERSTACK_API_KEY",)
     default_interval = default_interval_for(ProviderKind.cloud)
-    parser_version = "1"
+    parser_version = "2"  # 2: region codes in the one region form (slug)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("HYPERSTACK_API_KEY")
