@@ -84,12 +84,17 @@ def _timed_ingest(engine: Engine, settings: Settings, result: ScrapeResult) -> t
     return time.perf_counter() - t, report
 
 
+# Children first: every table ingest writes (availability and price history reference offers).
+BENCH_TABLES = ("offer_availability", "offer_prices", "offers", "unknown_gpu_names", "scrape_runs")
+
+
 def _empty(engine: Engine) -> None:
     with engine.begin() as conn:
         if engine.dialect.name == "postgresql":
-            conn.execute(text("TRUNCATE offer_prices, offers, scrape_runs, unknown_gpu_names RESTART IDENTITY"))
+            names = ", ".join(BENCH_TABLES)
+            conn.execute(text(f"TRUNCATE {names} RESTART IDENTITY"))
         else:
-            for table in ("offer_prices", "offers", "unknown_gpu_names", "scrape_runs"):
+            for table in BENCH_TABLES:
                 conn.execute(text(f"DELETE FROM {table}"))
         conn.execute(text("UPDATE data_version SET version = 0"))
 
