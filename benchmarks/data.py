@@ -94,6 +94,9 @@ def _bundle(rng: random.Random, i: int) -> dict[str, Any]:
         "storage_cost": rng.choice((0.1, 0.15, 0.2)),
         "dph_base": base,
         "dph_total": round(base + storage, 4),
+        # Stated, as real bundles do: the spot price is min_bid plus this, so a change of dph_total alone
+        # (the "2 % changed" batches) changes the on-demand price only.
+        "storage_total_cost": storage,
         "search": {"totalHour": round(base + storage, 4)},
         "min_bid": None,
         "geolocation": place,

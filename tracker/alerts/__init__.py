@@ -8,3 +8,6 @@ attempt log), channels (webhook signing, Apprise), ssrf (address checks), job_co
 behind an interface), history (events and deliveries for display). The tables are in
 `tracker.storage.alert_tables`.
 """
+
+__all__ = ["channels", "deliver", "egress", "evaluate", "history", "job_cost", "observe", "outbox", "rules", "ssrf",
+           "states"]

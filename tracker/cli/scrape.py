@@ -20,7 +20,8 @@ from tracker.cli.output import console, emit_json, err_console, fail, real_conso
 from tracker.config import Settings, get_settings
 from tracker.ingest.batch import IngestReport
 from tracker.ops.status import provider_status
-from tracker.pipeline.scraping import credentials_of, plan, run_scrape
+from tracker.pipeline.credentials import credentials_of
+from tracker.pipeline.scraping import plan, run_scrape
 
 STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
 

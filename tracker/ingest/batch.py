@@ -27,6 +27,7 @@ from tracker.config import Settings
 from tracker.ingest.quarantine import PriceLevel, price_level_reason, quarantine_reason
 from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
+from tracker.storage.sql import json_number, json_text
 from tracker.storage.tables import (
     QUALITY_ATTRIBUTES,
     DataVersion,
@@ -73,6 +74,8 @@ class IngestReport:
     assumed_names: dict[str, str] = field(default_factory=dict)
     invalid: list[str] = field(default_factory=list)
     error: str | None = None
+    # Set by the scraper, not by ingest: the response's shape against what the parser needs.
+    schema_warnings: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,6 +92,7 @@ class IngestReport:
             "unknown_names": self.unknown_names,
             "assumed_names": self.assumed_names,
             "invalid": self.invalid,
+            "schema_warnings": self.schema_warnings,
             "error": self.error,
         }
 
@@ -225,7 +229,9 @@ def ingest(
                 Offer.gpu_count,
                 Offer.region,
                 Offer.demo,
-                Offer.attributes,
+                # The quality attributes alone, read in SQL: decoding 20,000 attribute documents to compare
+                # four members cost an unchanged scrape a third of its time.
+                *_stored_quality(),
             ).where(Offer.provider == provider)
         )
     }
@@ -270,7 +276,7 @@ def ingest(
             or row.demo != demo
             # Offers are filtered on these (verified, datacenter, reliability): a stale copy would
             # keep a deverified host in a "verified only" answer. Other attributes may lag.
-            or _quality(row.attributes) != _quality(v.scraped.attributes)
+            or tuple(getattr(row, f"q_{k}") for k in QUALITY_ATTRIBUTES) != _quality(v.scraped.attributes)
         )
         if reopened:  # a delisted offer's price is older than the last good run's
             level.fresh[card].append(float(v.price_per_gpu_hour))
@@ -375,6 +381,14 @@ def _price_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -
 def _availability_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:
     return {"offer_id": offer_id, "available": v.scraped.available, "valid_from": at, "valid_to": None,
             "run_id": run_id}  # fmt: skip
+
+
+def _stored_quality() -> list[Any]:
+    """SQL reading each quality attribute of the stored offer, labelled `q_<name>` (numbers as numbers)."""
+    return [
+        (json_number if k == "reliability" else json_text)(Offer.attributes, k).label(f"q_{k}")
+        for k in QUALITY_ATTRIBUTES
+    ]
 
 
 def _quality(attributes: dict[str, Any] | None) -> tuple[Any, ...]:

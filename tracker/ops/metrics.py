@@ -109,8 +109,14 @@ class DatabaseCollector(Collector):
             f"{PREFIX}_scrape_last_duration_seconds", "Wall time of the provider's latest finished run",
             labels=["provider"],
         )  # fmt: skip
+        drift = GaugeMetricFamily(
+            f"{PREFIX}_provider_schema_drift_fields",
+            "Fields the parser needs that the provider's latest response lacked or retyped (0: the shape held)",
+            labels=["provider"],
+        )  # fmt: skip
         for row in provider_status(self.engine, self.settings, self.clock()):
             name = row["name"]
+            drift.add_metric([name], row["schema_drift"])
             offers.add_metric([name], row["current_offers"])
             unknown.add_metric([name], row["unknown_names"])
             stale.add_metric([name], 1 if row["stale"] else 0)
@@ -119,7 +125,7 @@ class DatabaseCollector(Collector):
             run = row["last_run"]
             if run and run["finished_at"] is not None:
                 last.add_metric([name], max((run["finished_at"] - run["started_at"]).total_seconds(), 0.0))
-        return [offers, unknown, success, stale, last]
+        return [offers, unknown, success, stale, last, drift]
 
     # ---------------------------------------------------------------------------------------- market
 

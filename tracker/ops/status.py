@@ -55,6 +55,8 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
                     "interval_s": int(freshness.scrape_interval(name, settings).total_seconds()),
                     "fresh_for_s": int(window.total_seconds()),
                     "stale": age_s is None or age_s > window.total_seconds(),
+                    # Fields the parser needs that the last compared response lacked or retyped.
+                    "schema_drift": _drift(run),
                     "current_offers": offers.get(name, 0),
                     "unknown_names": unknown.get(name, 0),
                 }
@@ -75,4 +77,9 @@ def _run(run: ScrapeRun) -> dict[str, Any]:
         "offers_closed": run.offers_closed,
         "unknown_names": run.unknown_names,
         "error": run.error,
+        "schema_warnings": run.schema_warnings,
     }
+
+
+def _drift(run: ScrapeRun | None) -> int:
+    return sum(w.get("change") != "new" for w in (run.schema_warnings or [])) if run else 0

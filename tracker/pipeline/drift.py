@@ -39,7 +39,7 @@ from providers.schema import ANY_KEY, Capture, KeyPath, Shape, capture_json, for
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.ingest.batch import ValidOffer, validate_batch
-from tracker.pipeline.scraping import credentials_of
+from tracker.pipeline.credentials import credentials_of
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer
 

@@ -23,10 +23,13 @@ from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
 from providers.fetching import fetch_offers
 from providers.registry import all_providers, get_provider
+from providers.schema import Capture, capture_json
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import Clock, utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport, ingest
+from tracker.pipeline import drift
+from tracker.pipeline.credentials import credentials_of
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import ScrapeRun
 
@@ -87,15 +90,6 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def credentials_of(provider: type[Provider], settings: Settings) -> tuple[dict[str, str], list[str]]:
-    """What a live fetch of `provider` gets: its required credentials (and which are missing, which
-    skips the run) plus any optional ones that are set. Every live fetch — scrape, record, doctor — asks
-    here, so an optional key is never honoured by one and ignored by another."""
-    values, missing = settings.credentials_for(provider.credentials)
-    optional, _ = settings.credentials_for(provider.optional_credentials)
-    return values | optional, missing
-
-
 @dataclass
 class ScrapeJob:
     provider: type[Provider]
@@ -146,10 +140,18 @@ def _start_run(engine: Engine, job: ScrapeJob, clock: Clock) -> int | None:
         return None
 
 
-def _finish(engine: Engine, run_id: int, status: str, error: str | None, clock: Clock) -> None:
+def _finish(
+    engine: Engine,
+    run_id: int,
+    status: str,
+    error: str | None,
+    clock: Clock,
+    schema_warnings: list[dict[str, str]] | None = None,
+) -> None:
     with session_scope(engine) as session:
         run = session.get_one(ScrapeRun, run_id)
         run.status, run.error, run.finished_at = status, error, clock()
+        run.schema_warnings = schema_warnings
 
 
 def _ingest(
@@ -160,6 +162,7 @@ def _ingest(
     settings: Settings,
     observed_at: datetime,
     clock: Clock,
+    schema_warnings: list[dict[str, str]] | None = None,
 ) -> IngestReport:
     """Ingest in one transaction; a dry run (no run_id) does the same work and rolls it all back."""
     dry_run = run_id is None
@@ -181,6 +184,7 @@ def _ingest(
             report = ingest(
                 session, run, result, catalog=get_catalog(), settings=settings, observed_at=observed_at
             )
+            run.schema_warnings = schema_warnings
             run.finished_at = clock()
             if dry_run:
                 raise _DryRunRollback
@@ -201,10 +205,13 @@ async def _run_one(
     provider = job.provider
     name = provider.name
 
+    warnings: list[dict[str, str]] | None = None
+
     def fail(status: str, error: str) -> IngestReport:
         if run_id is not None:
-            _finish(engine, run_id, status, error, clock)
-        return IngestReport(provider=name, run_id=run_id, status=status, error=error)
+            _finish(engine, run_id, status, error, clock, warnings)
+        return IngestReport(provider=name, run_id=run_id, status=status, error=error,
+                            schema_warnings=warnings or [])  # fmt: skip
 
     if job.source == "live":
         credentials, missing = credentials_of(provider, settings)
@@ -228,8 +235,16 @@ async def _run_one(
             retries=settings.http_retries,
             backoff_base_s=0.0 if job.source != "live" else 0.5,
         )
+        seen: Capture | None = None
         try:
-            result = await asyncio.wait_for(fetch_offers(provider, ctx), timeout=settings.scrape_timeout_s)
+            try:
+                with capture_json() as seen:
+                    result = await asyncio.wait_for(fetch_offers(provider, ctx), timeout=settings.scrape_timeout_s)
+            finally:
+                # After the capture has ended (the baseline replays a cassette of its own), and also after
+                # a failure: the bodies decoded before it often say why.
+                if seen is not None:
+                    warnings = await _schema_warnings(provider, seen)
         except MissingCredentials as exc:
             return fail("skipped", str(exc))
         except TimeoutError:
@@ -242,10 +257,29 @@ async def _run_one(
             return fail("failed", f"{type(exc).__name__}: {exc}")
     observed_at = clock()
     try:
-        return await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock)
+        report = await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock,
+                                         warnings)  # fmt: skip
+        report.schema_warnings = warnings or []
+        return report
     except Exception as exc:
         log.exception("ingest for %s failed", name)
         return fail("failed", f"ingest error: {type(exc).__name__}: {exc}")
+
+
+async def _schema_warnings(provider: type[Provider], seen: Capture) -> list[dict[str, str]] | None:
+    """The fetch's response shapes against the fields the parser reads from its bundled cassette; logged,
+    and kept with the run. None when nothing was compared (a static sheet, a CSV price list)."""
+    if provider.kind == ProviderKind.static_sheet or not seen.shapes:
+        return None
+    try:
+        baseline = await drift.baseline_for(provider)
+    except Exception:  # a broken baseline must never fail a scrape; doctor reports it
+        log.exception("provider %s: no schema baseline", provider.name)
+        return None
+    issues = drift.schema_warnings(baseline, seen)
+    for issue in issues:
+        (log.warning if issue.drift else log.info)("provider %s: %s", provider.name, issue)
+    return [issue.as_dict() for issue in issues]
 
 
 def _no_network(request: httpx.Request) -> httpx.Response:

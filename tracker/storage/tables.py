@@ -105,6 +105,9 @@ class ScrapeRun(Base):
     unknown_names: Mapped[int] = mapped_column(Integer, default=0)
     invalid_offers: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
+    # What the response's shape said against the fields the parser needs (tracker.pipeline.drift), as
+    # [{"endpoint", "field", "change", "detail"}]; null when not compared (static sheets, CSV).
+    schema_warnings: Mapped[list[dict[str, str]] | None] = mapped_column(JSON)
     parser_version: Mapped[str] = mapped_column(String(32), default="1")
 
 

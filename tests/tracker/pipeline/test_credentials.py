@@ -8,7 +8,7 @@ from pydantic import SecretStr
 from providers.adapters.runpod import RunPod
 from providers.registry import PROVIDERS
 from tracker.config import Settings
-from tracker.pipeline.scraping import credentials_of
+from tracker.pipeline.credentials import credentials_of
 
 
 def test_optional_key_is_passed_when_set_and_absent_otherwise(tmp_path, monkeypatch):
