@@ -29,7 +29,8 @@ from tracker.storage.alert_tables import AlertRule
 
 router = APIRouter(prefix="/v1", tags=["alerts"], dependencies=[Depends(require_token)])
 
-Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtoken"]
+# usd_per_mtoken: the earlier name of usd_per_mtok, still accepted
+Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_per_mtoken"]
 Duration = Annotated[str | int, Field(description="Seconds, or 15m / 4h / 1d")]
 RuleId = Annotated[int, PathParam(ge=1, le=2**62, description="Alert rule id")]
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Protocol
 
-COST_METRICS = ("cost_per_run", "usd_per_mtoken")
+COST_METRICS = ("cost_per_run", "usd_per_mtok")  # the names /v1/rank and /v1/estimate use
+# Accepted on input and stored under the canonical name (migration 0007 renamed existing rules).
+METRIC_ALIASES = {"usd_per_mtoken": "usd_per_mtok"}
 
 
 class CostError(ValueError):
@@ -29,7 +31,7 @@ class CostModel(Protocol):
     def value(
         self, metric: str, job: dict[str, Any], gpu_id: str, gpus: Decimal, price_per_gpu_hour: Decimal
     ) -> Decimal:
-        """cost_per_run ($ for the whole job) or usd_per_mtoken ($ per million training tokens)."""
+        """cost_per_run ($ for the whole job) or usd_per_mtok ($ per million training tokens)."""
 
 
 class EstimateCostModel:

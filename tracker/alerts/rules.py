@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from providers.contract import Pricing
 from providers.registry import all_providers
 from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_secret, secret_key
-from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
+from tracker.alerts.job_cost import COST_METRICS, METRIC_ALIASES, CostError, CostModel
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, NO_OFFER, breached
@@ -287,6 +287,7 @@ def create_rule(
         raise RuleError(
             f"pricing must be one of {', '.join(p.value for p in Pricing)}, got {inp.pricing!r}", "pricing"
         ) from None
+    inp = replace(inp, metric=METRIC_ALIASES.get(inp.metric, inp.metric))
     if inp.metric not in METRICS:
         raise RuleError(f"metric must be one of {', '.join(METRICS)}, got {inp.metric!r}", "metric")
     if inp.price_statistic not in PRICE_STATISTICS:
@@ -338,7 +339,7 @@ def create_rule(
             raise RuleError(str(exc), exc.field) from None
         job = dict(inp.job)
     elif inp.job:
-        raise RuleError("job only applies to cost_per_run and usd_per_mtoken alerts", "job")
+        raise RuleError("job only applies to cost_per_run and usd_per_mtok alerts", "job")
     silenced_until = check_silence(inp.silenced_until)
     channels = _channels(inp.channels, settings, resolver, now)
     name = (inp.name or "").strip() or (f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}")

@@ -41,7 +41,7 @@ def add(
     below: str | None = typer.Option(None, "--below", help="Fire when the metric drops below this."),
     above: str | None = typer.Option(None, "--above", help="Fire when the metric rises above this."),
     recovery: str | None = typer.Option(None, "--recovery", help="Resolve only past this (hysteresis)."),
-    metric: str = typer.Option("min", "--metric", help="min | p25 | median | cost_per_run | usd_per_mtoken"),
+    metric: str = typer.Option("min", "--metric", help="min | p25 | median | cost_per_run | usd_per_mtok"),
     pricing: str = typer.Option("on_demand", "--pricing", help="on_demand | spot | reserved"),
     for_: str = typer.Option("0", "--for", help="Pending period before firing, e.g. 15m."),
     repeat: str | None = typer.Option(None, "--repeat", help="Remind while firing, e.g. 4h."),

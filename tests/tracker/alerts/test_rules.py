@@ -240,7 +240,10 @@ def test_cost_metric_with_the_real_estimate(engine, settings, clock):
     model = default_cost_model()
     ingest_prices(engine, settings, clock(), offer("a", "2.50"))
     job = {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}
+    # The earlier name is still accepted, and the rule is stored under the name /v1/rank uses.
     rule = add_rule(engine, settings, clock(), metric="usd_per_mtoken", threshold="0.01", job=job, cost_model=model)
+    with session_scope(engine) as s:
+        assert s.get_one(AlertRule, rule).metric == "usd_per_mtok"
     evaluate_rules(engine, settings, now=clock(), cost_model=model)
     with session_scope(engine) as s:
         r = s.get_one(AlertRule, rule)
