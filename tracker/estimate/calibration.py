@@ -528,7 +528,10 @@ def _fit_cache_path() -> Path | None:
             digest.update(f.name.encode() + b"\0" + f.read_bytes())
     except OSError:
         return None
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except (RuntimeError, KeyError):  # no home directory (a bare container user): just fit
+        return None
     return Path(base) / "gpu-price-tracker" / f"step-fit-{digest.hexdigest()[:16]}.json"
 
 
