@@ -286,7 +286,9 @@ def ingest(
             level.same[card] += 1
         if reopened or price_changed or described_changed:
             changed.append({"id": row.id, "last_seen": observed_at, "delisted_at": None} | _offer_values(v, demo))
-        if reopened or price_changed:
+        # History is read per GPU-hour and per card: the same instance price over fewer GPUs, or the same
+        # offer resolved to another card, is a new price row too.
+        if reopened or price_changed or count_changed or row.gpu_id != v.gpu.id:
             if not reopened:
                 close_ids.append(row.id)
             price_rows.append(_price_row(row.id, v, observed_at, run.id))

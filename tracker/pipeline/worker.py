@@ -454,21 +454,26 @@ class Worker:
     def _timed_out(self, job: ScrapeJob) -> SlotOutcome:
         assert job.slot is not None
         error = f"worker timeout after {self.job_timeout_s:.0f}s"
+        this_run = (
+            ScrapeRun.provider == job.provider.name,
+            ScrapeRun.slot == job.slot,
+            ScrapeRun.attempt == job.attempt,
+        )
         try:
             with session_scope(self.engine) as session:
                 session.execute(
                     update(ScrapeRun)
-                    .where(
-                        ScrapeRun.provider == job.provider.name,
-                        ScrapeRun.slot == job.slot,
-                        ScrapeRun.attempt == job.attempt,
-                        ScrapeRun.status == "running",
-                    )
+                    .where(*this_run, ScrapeRun.status == "running")
                     .values(status="failed", error=error, finished_at=self.clock())
                 )
+                # An ingest already under way finishes (its thread cannot be stopped) and may have
+                # recorded its own outcome: report what the ledger says, not a timeout that did not stick.
+                status = session.scalar(select(ScrapeRun.status).where(*this_run))
         except SQLAlchemyError as exc:
             self._remember(job.provider.name, job.slot, job.attempt, self.clock(), f"{error}; {_short(exc)}")
             return SlotOutcome(job.provider.name, job.slot, "timeout", f"{error} (not yet in the ledger)")
+        if status is not None and status != "failed":
+            return SlotOutcome(job.provider.name, job.slot, status, None)
         return SlotOutcome(job.provider.name, job.slot, "timeout", error)
 
     # -- runs the database could not be told about --

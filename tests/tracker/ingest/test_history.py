@@ -195,3 +195,19 @@ def test_open_form_factor_is_assumed_conservatively_and_recorded(engine, setting
     with session_scope(engine) as s:
         v100 = s.scalar(select(Offer).where(Offer.offer_key == "v100"))
         assert v100.gpu_id == "V100-PCIE-16GB" and "slowest variant assumed" in v100.attributes["gpu_assumed"]
+
+
+def test_same_price_over_fewer_gpus_is_a_new_price_row(engine, settings, clock):
+    """History is per GPU-hour: $16/h for 8 GPUs then for 4 GPUs is $2 then $4 per GPU-hour."""
+    do_ingest(engine, settings, clock, batch(offer("a", "16.00", count=8)))
+    t0 = clock()
+    t1 = clock.advance(hours=1)
+    report = do_ingest(engine, settings, clock, batch(offer("a", "16.00", count=4)))
+    assert (report.status, report.price_rows) == ("ok", 1)
+    with session_scope(engine) as s:
+        a = s.scalar(select(Offer).where(Offer.offer_key == "a"))
+        rows = s.scalars(select(OfferPrice).where(OfferPrice.offer_id == a.id).order_by(OfferPrice.valid_from)).all()
+        assert [(r.price_per_gpu_hour, r.valid_from, r.valid_to) for r in rows] == [
+            (Decimal("2.000000"), t0, t1),
+            (Decimal("4.000000"), t1, None),
+        ]
