@@ -160,3 +160,27 @@ def test_cli(engine, settings, cli, now, monkeypatch):
     assert table.exit_code == 0, table.output
     assert "57.7%" in table.output and "not stated" in table.output  # 97/168; AWS never says
     assert cli("availability", "nonsense-gpu").exit_code == 2
+
+
+@pytest.mark.parametrize("provider", ["vastai", "runpod", "lambdalabs", "shadeform"])
+def test_replayed_cassettes_answer_availability_history(engine, settings, provider):
+    """The issue's four providers say whether a machine can be had: their bundled cassettes, replayed,
+    leave availability history that the query answers from (some card available, with a last time)."""
+    import asyncio
+
+    from providers.cassette import Cassette, bundled_cassette
+    from providers.registry import get_provider
+    from tracker.catalog import get_catalog
+    from tracker.pipeline.scraping import ScrapeJob, run_scrape
+
+    clock = FakeClock()
+    job = ScrapeJob(get_provider(provider), "replay", Cassette.load(bundled_cassette(provider)))
+    (report,) = asyncio.run(run_scrape([job], engine, settings, clock=clock))
+    assert report.status == "ok" and report.availability_rows > 0, report
+    later = clock.advance(minutes=5)
+    with session_scope(engine) as s:
+        rows = availability(s, settings, later, gpu_ids=[g.id for g in get_catalog().all()], days=1,
+                            providers=[provider])  # fmt: skip
+    available = [r for r in rows if r["last_available_at"] is not None]
+    assert available, rows
+    assert all(r["provider"] == provider and 0.0 <= r["available_share"] <= 1.0 for r in rows)
