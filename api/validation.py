@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 # Market data starts in this century; a bound outside it is a typo or a probe, never a query.
-from tracker.clock import EARLIEST, LATEST
+from tracker.clock import EARLIEST, LATEST, in_service_range
 
 _ECHO_DEPTH = 6  # a job's hf_config is 2-3 levels deep; deeper echoes are elided
 _ECHO_ITEMS = 50
@@ -106,12 +106,7 @@ def aware_in_range(value: datetime, field: str) -> datetime:
     """`value` if it has a timezone and lies in [EARLIEST, LATEST); else FieldError naming `field`."""
     if value.tzinfo is None:
         raise FieldError(f"{field} must include a timezone (e.g. 2026-01-01T00:00:00Z)", field)
-    try:
-        # Converting, not just comparing: 0001-01-01T00:00:00+05:00 is a valid datetime whose UTC is not.
-        utc = value.astimezone(UTC)
-    except OverflowError:
-        utc = None
-    if utc is None or not EARLIEST <= utc < LATEST:
+    if not in_service_range(value):
         raise FieldError(
             f"{field} must be between {EARLIEST.date()} and {LATEST.date()} (UTC), got {value.isoformat()}", field
         )

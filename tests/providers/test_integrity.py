@@ -105,8 +105,9 @@ def test_interruptible_is_never_dearer_than_on_demand_for_the_same_machine(provi
 
 
 def test_every_real_payload_folder_has_an_integrity_case() -> None:
-    from tests.factories.real_payloads import ROOT
+    from tests.factories.real_payloads import ROOT, real_payload_path
 
-    folders = {p.name for p in ROOT.iterdir() if p.is_dir()} if ROOT.is_dir() else set(REAL_RESULTS)
+    real_payload_path("README.md")  # skips outside CI when the folder is absent, fails under CI
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir()}
     missing = sorted(folders - set(REAL_RESULTS))
     assert not missing, f"real payloads without an integrity case: {missing}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -33,7 +33,7 @@ from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, NO_OFFER, breached
 from tracker.catalog.gpus import GpuNameError, get_catalog
-from tracker.clock import EARLIEST, LATEST
+from tracker.clock import EARLIEST, LATEST, in_service_range
 from tracker.config import Settings
 from tracker.market.quality import CLOUDS
 from tracker.money import parse_amount, to_money
@@ -45,7 +45,6 @@ MAX_REPEAT = timedelta(days=30)
 _DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 # A silence ends inside the service's time range (tracker.clock); a silence "forever" is `enabled: false`.
-SILENCE_EARLIEST, SILENCE_LATEST = EARLIEST, LATEST
 
 
 class RuleError(ValueError):
@@ -83,13 +82,9 @@ def check_silence(until: Any) -> datetime | None:
         return None
     if not isinstance(until, datetime) or until.utcoffset() is None:
         raise RuleError("silenced_until must be a timezone-aware date-time (or null)", "silenced_until")
-    try:
-        utc: datetime | None = until.astimezone(UTC)
-    except OverflowError:  # 0001-01-01T00:00:00+05:00 is a datetime; its UTC is not
-        utc = None
-    if utc is None or not SILENCE_EARLIEST <= utc < SILENCE_LATEST:
+    if not in_service_range(until):
         raise RuleError(
-            f"silenced_until must be between {SILENCE_EARLIEST.date()} and {SILENCE_LATEST.date()} (UTC); "
+            f"silenced_until must be between {EARLIEST.date()} and {LATEST.date()} (UTC); "
             "to silence a rule for good, disable it",
             "silenced_until",
         )

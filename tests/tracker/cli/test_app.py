@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -38,7 +39,8 @@ def test_cheapest_imports_no_web_framework_scheduler_or_pandas(tmp_path):
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)\n"
     )
-    env = {"TRACKER_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    # The session's private cache (conftest), not the user's: the estimate keeps its fit there.
+    env = {"TRACKER_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": os.environ["XDG_CACHE_HOME"]}
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert first.returncode == 0, first.stderr  # creates and migrates the embedded database (Alembic)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
