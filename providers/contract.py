@@ -49,7 +49,7 @@ class ScrapedOffer:
     key: str  # stable natural key, unique within the provider (survives price changes)
     gpu_name: str  # raw GPU name as the provider says it
     gpu_count: Decimal  # may be fractional for sliced GPUs (e.g. Vultr 1/7 A100)
-    price_per_hour: Decimal  # USD for the whole offer (all its GPUs)
+    price_per_hour: Decimal  # for the whole offer (all its GPUs), in `currency`
     pricing: Pricing = Pricing.on_demand
     region: str = ""
     gpu_memory_gb: Decimal | None = None  # per GPU as offered (partial for slices)
@@ -59,6 +59,12 @@ class ScrapedOffer:
     vcpus: Decimal | None = None
     ram_gb: Decimal | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
+    # ISO 4217 code of `price_per_hour` as the provider quoted it; ingest converts to USD at the rate of
+    # the observation's day and keeps the native amount and the rate on the price row.
+    currency: str = "USD"
+    # Set by aggregators (Prime Intellect, Shadeform, Spheron, ...): the provider whose machine this is.
+    # The offer then reaches us `via` the adapter's own name.
+    upstream: str | None = None
 
     @property
     def price_per_gpu_hour(self) -> Decimal:
@@ -117,6 +123,9 @@ class Provider(ABC):
     default_interval: ClassVar[timedelta] = timedelta(hours=1)
     parser_version: ClassVar[str] = "1"
     demo_credentials: ClassVar[Mapping[str, str]] = {}
+    # The provider's documented request rate limit (requests per minute; None: none documented). The
+    # HTTP layer spaces requests so a paginated fetch stays under it.
+    requests_per_minute: ClassVar[float | None] = None
     # Bytes one response may hold, both as sent and once decompressed; past it the fetch fails.
     max_response_bytes: ClassVar[int] = DEFAULT_MAX_RESPONSE_BYTES
 
