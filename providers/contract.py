@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import httpx
 
+    from providers.http import RequestPacer
+
 
 # Every pricing listing we read is a few MB at most; 64 MiB leaves room to grow while keeping a runaway or
 # hostile body (endless, or a gzip bomb) from taking the worker's memory.
@@ -104,6 +106,8 @@ class FetchContext:
     backoff_base_s: float = 0.5  # 0 in replay: recorded 429s need no real waiting
     # Per response, on the wire and decompressed; `providers.fetching.fetch_offers` sets the provider's own.
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    # Spaces this fetch's requests under the provider's `requests_per_minute`; `fetch_offers` sets it.
+    pacer: RequestPacer | None = None
 
     def secret(self, name: str) -> str:
         try:

@@ -2,7 +2,10 @@
 `fetch_offers`, so what each adapter would otherwise have to remember is done here once.
 
 * The provider's own `max_response_bytes` is put in the context, so every body read through
-  `providers.http` stops there.
+  `providers.http` stops there; so is a `RequestPacer` for its documented `requests_per_minute`, so
+  every request of the fetch is spaced under it.
+* An aggregator's offers (`ScrapedOffer.upstream` set) are labelled `via` it, with their upstream, in
+  their attributes (`labelled_aggregated`).
 * Every credential in the context, in any form a server may echo it in (`providers.http.secret_forms`:
   URL-encoded, base64 of Basic-auth pairs, …), is blanked out of whatever the fetch raises. A run's error
   is shown to anyone who can read `GET /v1/providers`, and an upstream error body that quotes the key it
@@ -18,9 +21,9 @@ from contextlib import suppress
 from dataclasses import replace
 
 from providers.contract import FetchContext, Provider, ProviderError, ScrapeResult
-from providers.http import REDACTED, scrub_secrets, secret_forms
+from providers.http import REDACTED, RequestPacer, scrub_secrets, secret_forms
 
-__all__ = ["fetch_offers", "scrub_exception"]
+__all__ = ["fetch_offers", "labelled_aggregated", "scrub_exception"]
 
 
 async def fetch_offers(provider: type[Provider], ctx: FetchContext) -> ScrapeResult:
@@ -29,15 +32,31 @@ async def fetch_offers(provider: type[Provider], ctx: FetchContext) -> ScrapeRes
 
     The exception keeps its type and traceback (a ProviderError stays one, MissingCredentials too, a parser
     bug stays e.g. a KeyError), so callers report it as before; only its text changes."""
-    ctx = replace(ctx, max_response_bytes=provider.max_response_bytes)
+    pacer = ctx.pacer
+    if pacer is None and provider.requests_per_minute:
+        # Replay (no backoff: recorded 429s need no waiting) keeps the spacing on a virtual clock.
+        pacer = RequestPacer(provider.requests_per_minute, real_time=ctx.backoff_base_s > 0)
+    ctx = replace(ctx, max_response_bytes=provider.max_response_bytes, pacer=pacer)
     forms = secret_forms(ctx.credentials.values())
     try:
-        return await provider().fetch(ctx)
+        return labelled_aggregated(provider, await provider().fetch(ctx))
     except Exception as exc:
         cleaned = scrub_exception(exc, forms)
         if cleaned is exc:
             raise
         raise cleaned from None
+
+
+def labelled_aggregated(provider: type[Provider], result: ScrapeResult) -> ScrapeResult:
+    """An aggregator's offers carry `via` (the aggregator) and `upstream` (whose machine it is) in their
+    attributes, where every reader finds them (`tracker.market.aggregated`): adapters set only
+    `ScrapedOffer.upstream`. An upstream that is the adapter itself is its own machine, not a resale."""
+    for offer in result.offers:
+        if offer.upstream == provider.name:
+            offer.upstream = None
+        if offer.upstream:
+            offer.attributes = offer.attributes | {"via": provider.name, "upstream": offer.upstream}
+    return result
 
 
 def scrub_exception(exc: Exception, forms: list[str]) -> Exception:

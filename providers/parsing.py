@@ -16,13 +16,17 @@ __all__ = [
     "gigabytes",
     "memory_in_name",
     "region_codes",
+    "reservation_term",
     "slug",
+    "term_hours",
     "tidy_decimal",
     "to_decimal",
     "to_optional_decimal",
+    "upstream_provider",
 ]
 
 _TWO_PLACES = Decimal("0.01")
+_TOO_LARGE = Decimal("1e18")
 
 
 def to_decimal(value: Any, where: str) -> Decimal:
@@ -30,9 +34,18 @@ def to_decimal(value: Any, where: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ProviderError(f"schema changed: expected a number at {where}, got {type(value).__name__}")
     try:
-        return Decimal(str(value).strip())
+        number = Decimal(str(value).strip())
     except ArithmeticError:
         raise ProviderError(f"schema changed: {value!r} at {where} is not a number") from None
+    # "NaN"/"Infinity" (strings, or the bare NaN that JSON decoding accepts) are no amount: a NaN would
+    # raise InvalidOperation at the first comparison (`price <= 0`) and crash the parser instead.
+    if not number.is_finite():
+        raise ProviderError(f"schema changed: {value!r} at {where} is not a finite number")
+    # No price, count or size we read comes near 1e18 (an exabyte in bytes); past the 28 digits of the
+    # decimal context, `quantize` (`gigabytes`, `tidy_decimal`) would raise InvalidOperation instead.
+    if abs(number) >= _TOO_LARGE:
+        raise ProviderError(f"schema changed: {value!r} at {where} is out of range")
+    return number
 
 
 def to_optional_decimal(value: Any, where: str, *, blank_is_none: bool = False) -> Decimal | None:
@@ -92,3 +105,52 @@ def memory_in_name(name: str) -> Decimal | None:
         if match := _MEMORY_TOKEN.match(token):
             return Decimal(match[1])
     return None
+
+
+# A commitment as providers write it: "1mo", "3 months", "12-month", "1yr", "3 years", "7d", "2w", "P1Y".
+_TERM = re.compile(
+    r"^p?(\d+(?:\.\d+)?)\s*-?\s*(d|days?|w|wks?|weeks?|mo|mos|mon|months?|m|y|yr|yrs|years?)$", re.IGNORECASE
+)
+_TERM_UNIT = {"d": "d", "w": "w", "m": "mo", "y": "y"}
+_HOURS_PER = {"d": Decimal(24), "mo": Decimal(730), "y": Decimal(8760)}  # a month is 1/12 of a 365-day year
+
+
+def reservation_term(value: Any, where: str = "term") -> str:
+    """A commitment term in the one spelling every offer uses: whole days as "7d", months as "1mo", "3mo",
+    "6mo", whole years as "1y", "3y" ("12 months" is "1y", "36mo" is "3y", "2w" is "14d").
+
+    The term is part of a reserved price (a 1-year and a 3-year rate are different prices), so an
+    unreadable one is a ProviderError naming `where`, never a guess."""
+    text = str(value).strip().lower().replace("_", " ") if isinstance(value, str | int) else ""
+    match = _TERM.match(text)
+    if not match or Decimal(match[1]) <= 0 or Decimal(match[1]) != Decimal(match[1]).to_integral_value():
+        raise ProviderError(f"unreadable reservation term {value!r} at {where}")
+    amount, unit = int(Decimal(match[1])), _TERM_UNIT[match[2][0]]
+    if unit == "w":
+        return f"{amount * 7}d"
+    if unit == "mo" and amount % 12 == 0:
+        return f"{amount // 12}y"
+    return f"{amount}{unit}"
+
+
+def term_hours(term: str) -> Decimal:
+    """Hours in a term spelled by `reservation_term` ("7d" → 168, "1mo" → 730, "1y" → 8760): what turns
+    a price for a whole block (GPUs × term) into $/GPU-hour."""
+    match = re.fullmatch(r"(\d+)(d|mo|y)", term)
+    if not match:
+        raise ProviderError(f"not a normalised reservation term: {term!r}")
+    return int(match[1]) * _HOURS_PER[match[2]]
+
+
+# Aggregators' names for upstream clouds that we know under another name (our registry's): DataCrunch
+# became Verda; "lambda" is Lambda Labs. Anything else is kept as the aggregator spells it, normalised.
+UPSTREAM_ALIASES = {"datacrunch": "verda", "lambda": "lambdalabs", "lambdacloud": "lambdalabs"}
+
+
+def upstream_provider(raw: Any) -> str | None:
+    """The provider whose machine an aggregator resells, as one name: lower case, letters and digits only
+    ("Massed_Compute" → "massedcompute"), with `UPSTREAM_ALIASES` applied so that an upstream we also
+    scrape directly carries our own provider name (which is what counting a machine once relies on).
+    None when the aggregator names none."""
+    name = re.sub(r"[^a-z0-9]+", "", str(raw).lower()) if raw is not None else ""
+    return UPSTREAM_ALIASES.get(name, name) or None

@@ -9,50 +9,92 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from providers.adapters.akash import Akash
 from providers.adapters.aws import Aws
 from providers.adapters.azure import Azure
 from providers.adapters.cloudrift import CloudRift
+from providers.adapters.coreweave import CoreWeaveRates
 from providers.adapters.crusoe import CrusoeRates
+from providers.adapters.cudo import Cudo
+from providers.adapters.daytona import Daytona
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
 from providers.adapters.gcp import Gcp
+from providers.adapters.hotaisle import HotAisle
 from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.jarvislabs import JarvisLabs
 from providers.adapters.lambdalabs import LambdaLabs
+from providers.adapters.lium import Lium
+from providers.adapters.massedcompute import MassedCompute
+from providers.adapters.mithril import Mithril
+from providers.adapters.modal import ModalRates
+from providers.adapters.nebius import NebiusRates
+from providers.adapters.novita import Novita
 from providers.adapters.oci import Oci
+from providers.adapters.ovhcloud import OvhCloud
 from providers.adapters.packetai import PacketAiRates
+from providers.adapters.paperspace import PaperspaceRates
 from providers.adapters.primeintellect import PrimeIntellect
 from providers.adapters.reference import ReferenceRates
+from providers.adapters.replicate import ReplicateRates
 from providers.adapters.runpod import RunPod
+from providers.adapters.salad import Salad
+from providers.adapters.scaleway import Scaleway
+from providers.adapters.seeweb import Seeweb
+from providers.adapters.sfcompute import SfCompute
 from providers.adapters.shadeform import Shadeform
+from providers.adapters.spheron import Spheron
 from providers.adapters.tensordock import TensorDock
+from providers.adapters.thundercompute import ThunderCompute
 from providers.adapters.vastai import VastAi
 from providers.adapters.verda import Verda
+from providers.adapters.voltagepark import VoltagePark
 from providers.adapters.vultr import Vultr
 from providers.contract import Provider, ProviderKind
 
 __all__ = ["PROVIDERS", "UnknownProvider", "all_providers", "get_provider", "reference_providers"]
 
 PROVIDERS: tuple[type[Provider], ...] = (
+    Akash,
     Aws,
     Azure,
     CloudRift,
+    CoreWeaveRates,
     CrusoeRates,
+    Cudo,
+    Daytona,
     DigitalOcean,
     FluidStack,
     Gcp,
+    HotAisle,
     Hyperstack,
     JarvisLabs,
     LambdaLabs,
+    Lium,
+    MassedCompute,
+    Mithril,
+    ModalRates,
+    NebiusRates,
+    Novita,
     Oci,
+    OvhCloud,
     PacketAiRates,
+    PaperspaceRates,
     PrimeIntellect,
     ReferenceRates,
+    ReplicateRates,
     RunPod,
+    Salad,
+    Scaleway,
+    Seeweb,
+    SfCompute,
     Shadeform,
+    Spheron,
     TensorDock,
+    ThunderCompute,
     VastAi,
     Verda,
+    VoltagePark,
     Vultr,
 )
 

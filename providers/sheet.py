@@ -1,8 +1,12 @@
 """Static rate sheets: published prices shipped as data, for sources with no pricing API.
 
 A sheet is labelled reference data wherever it shows: its offers carry the sheet's source and date.
-Sheet format (TOML): title, source, as_of, url, and [[rates]] with gpu (canonical id or raw name),
-gpu_count, price_per_gpu_hour (string, USD), pricing, optional region and note.
+Sheet format (TOML): title, source, as_of, url, optional source_type ("price_page": transcribed from the
+provider's public pricing page), and [[rates]] with gpu (canonical id or raw name), gpu_count, one price
+(strings, USD) — price_per_gpu_hour, price_per_hour (the whole instance, as pages often quote it),
+price_per_gpu_second or price_per_second (per-second pages, × 3600) — pricing, reserved_term (required
+for reserved rates, spelled by `providers.parsing.reservation_term`), optional region, instance_type
+(part of the key: two instances of one card and count) and note.
 """
 
 from __future__ import annotations
@@ -14,8 +18,13 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from providers.contract import FetchContext, Pricing, Provider, ProviderError, ProviderKind, ScrapedOffer, ScrapeResult
+from providers.parsing import reservation_term
 
 __all__ = ["StaticSheetProvider", "load_sheet", "parse_sheet"]
+
+# Each price column and how many of it make one $/GPU-hour (per instance or per GPU, per hour or second).
+_PRICE_FIELDS = ("price_per_gpu_hour", "price_per_hour", "price_per_gpu_second", "price_per_second")
+_SECONDS_PER_HOUR = Decimal(3600)
 
 
 def load_sheet(name: str) -> dict[str, Any]:
@@ -41,29 +50,55 @@ class StaticSheetProvider(Provider):
             "reference": True,
             "source": sheet.get("source"),
             "as_of": str(sheet.get("as_of", "")),
+            "source_type": sheet.get("source_type"),
         }
 
 
 def parse_sheet(sheet: dict[str, Any]) -> ScrapeResult:
     result = ScrapeResult()
     meta = {"reference": True, "source": sheet.get("source", ""), "as_of": str(sheet.get("as_of", ""))}
+    meta |= {k: sheet[k] for k in ("source_type", "url") if sheet.get(k)}
     for i, rate in enumerate(sheet.get("rates", [])):
         try:
             count = Decimal(str(rate.get("gpu_count", 1)))
-            per_gpu = Decimal(str(rate["price_per_gpu_hour"]))
             pricing = Pricing(rate.get("pricing", sheet.get("pricing", "on_demand")))
+            price = _instance_hourly(rate, count)
         except (KeyError, InvalidOperation, ValueError) as exc:
             raise ProviderError(f"rate sheet row {i} is malformed: {exc!r}") from None
+        if not (count.is_finite() and price.is_finite()) or count <= 0 or price <= 0:
+            raise ProviderError(f"rate sheet row {i} is malformed: GPU count and price must be positive")
+        term = rate.get("reserved_term")
+        if (pricing is Pricing.reserved) != (term is not None):
+            raise ProviderError(f"rate sheet row {i}: a reserved rate needs its reserved_term, and only it has one")
+        term = reservation_term(term, f"rate sheet row {i}") if term is not None else None
         region = str(rate.get("region", sheet.get("region", "")))
+        instance = rate.get("instance_type")
+        # The key keeps its historical shape; the term and instance are appended only where a sheet has them.
+        key = f"{rate['gpu']}:{count}:{pricing.value}:{region}" + (f":{term}" if term else "")
         result.offers.append(
             ScrapedOffer(
-                key=f"{rate['gpu']}:{count}:{pricing.value}:{region}",
+                key=key + (f":{instance}" if instance else ""),
                 gpu_name=str(rate["gpu"]),
                 gpu_count=count,
-                price_per_hour=per_gpu * count,
+                price_per_hour=price,
                 pricing=pricing,
                 region=region,
+                reserved_term=term,
+                instance_type=str(instance) if instance else None,
                 attributes=meta | ({"note": rate["note"]} if "note" in rate else {}),
             )
         )
     return result
+
+
+def _instance_hourly(rate: dict[str, Any], count: Decimal) -> Decimal:
+    """The row's one price as $ per instance-hour: pages quote per GPU or per instance, per hour or second."""
+    given = [f for f in _PRICE_FIELDS if f in rate]
+    if len(given) != 1:
+        raise ValueError(f"exactly one of {', '.join(_PRICE_FIELDS)} is needed, got {given or 'none'}")
+    value = Decimal(str(rate[given[0]]))
+    if not value.is_finite():  # a NaN would raise InvalidOperation at the caller's `price <= 0` check
+        raise ValueError(f"{given[0]} {rate[given[0]]!r} is not a finite number")
+    if given[0].endswith("_second"):
+        value *= _SECONDS_PER_HOUR
+    return value * count if "_gpu_" in given[0] else value

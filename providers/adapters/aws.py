@@ -26,6 +26,11 @@ and
 Spot prices are not in the price list (they need the signed EC2 API): none are produced. Zero prices
 (e.g. Capacity Blocks, gpuhunt #36) are reported in `result.skipped`.
 
+Cost terms (`providers.cost_terms`): the same file lists EBS volumes; the region's gp3 on-demand rate
+(`usageType` "…EBS:VolumeUsage.gp3", Unit "GB-Mo", USD) becomes disk_usd_per_gb_month of every offer of
+that region. Data transfer is priced in another offer file (AWSDataTransfer), so egress stays on the
+sheet (tracker/costs/data/cost_terms.toml).
+
 The price list has no GPU model: `INSTANCES` maps each instance type to its GPU (with form factor and
 full-card memory in the raw name, e.g. "H100 SXM 80GB") and count. Fractional g6f sizes keep their
 fraction (1/8, 1/4, 1/2 of an L4) as `gpu_count` with the slice's memory as `gpu_memory_gb`. A GPU
@@ -52,6 +57,7 @@ from providers.contract import (
     ScrapeResult,
     default_interval_for,
 )
+from providers.cost_terms import COST_TERMS, terms
 from providers.http import (
     ACCEPT_ENCODING,
     RETRY_STATUS,
@@ -82,6 +88,8 @@ REQUIRED = (
 
 # Cheap byte-level pre-filter: a quoted cell holding a p*/g*/gr* instance type.
 _GPU_ROW = re.compile(rb'"(?:p\d|g\d|gr\d)[a-z0-9-]*\.[a-z0-9]+"')
+# ...and the region's gp3 EBS volume rate (usageType "EBS:VolumeUsage.gp3", with a region prefix elsewhere).
+_GP3_ROW = re.compile(rb'EBS:VolumeUsage\.gp3"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +169,7 @@ class PriceListParser:
         self.result = ScrapeResult()
         self.keys: set[str] = set()
         self.unknown: set[str] = set()
+        self.gp3_usd_per_gb_month: Decimal | None = None
 
     def feed(self, line: bytes) -> None:
         """One physical line (without its newline); quoted cells spanning lines are re-joined."""
@@ -180,13 +189,38 @@ class PriceListParser:
             self._preamble(line)
         elif _GPU_ROW.search(line):
             self._row(line)
+        elif _GP3_ROW.search(line):
+            self._gp3(line)
 
     def finish(self) -> ScrapeResult:
         if self.pending:
             raise ProviderError(f"truncated price list for {self.region}: unterminated quoted cell")
         if self.columns is None:
             raise ProviderError(f"price list for {self.region} has no header row (empty or truncated)")
+        if self.gp3_usd_per_gb_month is not None:  # the disk an instance's EBS volumes are billed at
+            for offer in self.result.offers:
+                offer.attributes[COST_TERMS] = terms(disk_usd_per_gb_month=self.gp3_usd_per_gb_month)
         return self.result
+
+    def _gp3(self, line: bytes) -> None:
+        assert self.columns is not None
+        cells = self._cells(line)
+        if len(cells) != self.width:
+            return  # not a row this parser reads: the offers do not depend on it
+
+        def get(name: str) -> str:
+            i = self.columns.get(name) if self.columns else None
+            return cells[i] if i is not None else ""
+
+        if (
+            get("usageType").endswith("EBS:VolumeUsage.gp3")
+            and get("TermType") == "OnDemand"
+            and get("Unit") == "GB-Mo"
+            and get("Currency") == "USD"
+        ):
+            price = _dec(get("PricePerUnit"), f"gp3 row {self.rows} PricePerUnit")
+            if price > 0:
+                self.gp3_usd_per_gb_month = price
 
     def _cells(self, line: bytes) -> list[str]:
         try:

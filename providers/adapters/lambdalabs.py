@@ -16,7 +16,10 @@ Quirks handled here:
 * one offer per (instance type × region in `regions_with_capacity_available`), available=True. A type
   with no capacity anywhere still yields one offer (region "", available=False) so its price history
   keeps being recorded while it is sold out;
-* CPU-only types (`specs.gpus == 0`) are skipped.
+* CPU-only types (`specs.gpus == 0`) are skipped;
+* cost terms (`providers.cost_terms`): `specs.storage_gib`, the instance's local disk that its price
+  already pays for, → included_disk_gb (GiB → GB). Billing increments and filesystem prices are not in
+  the API (tracker/costs/data/cost_terms.toml).
 """
 
 from __future__ import annotations
@@ -35,8 +38,11 @@ from providers.contract import (
     ScrapeResult,
     default_interval_for,
 )
+from providers.cost_terms import COST_TERMS, terms
 from providers.http import get_json, redacting_secrets, require
 from providers.parsing import cents_to_dollars, slug, to_decimal, to_optional_decimal
+
+GB_PER_GIB = Decimal("1.073741824")  # GB in a GiB
 
 URL = "https://cloud.lambda.ai/api/v1/instance-types"
 
@@ -121,6 +127,9 @@ def parse(payload: Any) -> ScrapeResult:
             attributes["gpu_description"] = gpu_description
         if specs.get("storage_gib") is not None:
             attributes["storage_gib"] = specs["storage_gib"]
+            disk_gib = to_optional_decimal(specs["storage_gib"], f"{where}.specs.storage_gib")
+            if disk_gib is not None and disk_gib >= 0:
+                attributes[COST_TERMS] = terms(included_disk_gb=round(disk_gib * GB_PER_GIB, 3))
         # The region-less, sold-out row doubles as the template for the per-region rows, so the fields
         # they share are written once.
         unplaced = ScrapedOffer(

@@ -13,6 +13,12 @@ Each item is one upstream box (`provider`: runpod, lambdalabs, nebius, dc_*, …
   is e.g. "H100 80GB SXM5" (original in attributes.raw_gpu);
 * `stockStatus` Available/High/Medium/Low → available, Unavailable/Out of stock → not, else unknown.
 
+Aggregator: each box is another provider's machine. `upstream` is that provider (`provider`, normalised
+by `providers.parsing.upstream_provider`, so "lambdalabs" or "runpod" match our own adapters); the
+offer then reaches us `via=primeintellect` (`providers.fetching.labelled_aggregated`). Prime's own
+datacenters (`dc_*`) are Prime's machines, not resales: no upstream. The raw name stays in
+attributes.upstream_raw. Rate limit: none documented for the availability endpoint (429 is retried).
+
 Known quirk (providers.md A.2): a flaky replica sometimes answers `200 {"items": [], "totalCount": 0}`.
 This parser returns an empty result for it rather than guessing; ingest's quarantine (a batch collapsing
 against the previous run's offer count) keeps the last good data instead of recording every offer as gone.
@@ -34,11 +40,12 @@ from providers.contract import (
     default_interval_for,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, to_optional_decimal
+from providers.parsing import as_list, memory_in_name, to_optional_decimal, upstream_provider
 
 URL = "https://api.primeintellect.ai/api/v1/availability/gpus"
 PAGE_SIZE = 100
 MAX_PAGES = 200
+OWN_DATACENTER = "dc_"  # Prime Intellect's own datacenters ("dc_roan"): its machines, not a resale
 GB_PLACES = Decimal("0.01")
 IN_STOCK = {"available", "high", "medium", "low"}
 OUT_OF_STOCK = {"unavailable", "out_of_stock", "out of stock", "outofstock", "none", "sold_out", "sold out"}
@@ -124,7 +131,8 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
             to_optional_decimal(raw.get("gpuMemory"), f"{where}.gpuMemory"), count, gpu_type
         )
         socket = raw.get("socket")
-        attributes: dict[str, Any] = {"upstream": provider, "cloud_id": cloud_id, "raw_gpu": gpu_type}
+        # `upstream` in attributes is set from ScrapedOffer.upstream by fetch_offers, with `via`.
+        attributes: dict[str, Any] = {"upstream_raw": provider, "cloud_id": cloud_id, "raw_gpu": gpu_type}
         for field_name, attr in (
             ("socket", "socket"),
             ("security", "security"),
@@ -152,6 +160,7 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
                 vcpus=_default_count(raw.get("vcpu"), f"{where}.vcpu"),
                 ram_gb=_default_count(raw.get("memory"), f"{where}.memory"),
                 attributes=attributes,
+                upstream=None if provider.lower().startswith(OWN_DATACENTER) else upstream_provider(provider),
             )
         )
     return result
@@ -164,7 +173,7 @@ class PrimeIntellect(Provider):
     homepage = "https://www.primeintellect.ai"
     credentials = ("PRIME_API_KEY",)
     default_interval = default_interval_for(ProviderKind.marketplace)
-    parser_version = "1"
+    parser_version = "2"  # 2: upstream set (via=primeintellect); the raw provider in attributes.upstream_raw
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"Authorization": f"Bearer {ctx.secret('PRIME_API_KEY')}"}

@@ -9,6 +9,11 @@ interconnect}`; `hourly_price` is US cents for the whole instance → dollars. `
 regions with an `available` flag: one offer per (cloud, shade_instance_type, region). The upstream cloud
 is kept in the key and in attributes, so the same card resold from two clouds stays two offers.
 
+Aggregator: every row is the upstream cloud's machine. `upstream` is that cloud (`cloud`, normalised by
+`providers.parsing.upstream_provider`: "datacrunch" → "verda", so it matches our own adapter); the offer
+reaches us `via=shadeform` (`providers.fetching.labelled_aggregated`). The raw name stays in
+attributes.cloud. Rate limit: none documented (429 is retried).
+
 Spot: an availability row with `rental_type: "spot"` (issue #12; not in Shadeform's public OpenAPI yet)
 is the same machine rented interruptibly at the row's own `hourly_price` (cents): it becomes a spot offer,
 key suffix ":spot", with that row's `available`. A spot row without its own positive price is skipped
@@ -36,7 +41,7 @@ from providers.contract import (
     default_interval_for,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal
+from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal, upstream_provider
 
 URL = "https://api.shadeform.ai/v1/instances/types"
 _MEM_SUFFIX = re.compile(r"^(.*?)[ _-](\d+)GB?$", re.IGNORECASE)
@@ -137,6 +142,7 @@ def parse(payload: Any) -> ScrapeResult:
                     vcpus=to_optional_decimal(config.get("vcpus"), f"{cwhere}.vcpus"),
                     ram_gb=to_optional_decimal(config.get("memory_in_gb"), f"{cwhere}.memory_in_gb"),
                     attributes=dict(attributes),
+                    upstream=upstream_provider(cloud),
                 )
             )
     return result
@@ -149,7 +155,8 @@ class Shadeform(Provider):
     homepage = "https://www.shadeform.ai"
     credentials = ("SHADEFORM_API_KEY",)
     default_interval = default_interval_for(ProviderKind.marketplace)
-    parser_version = "2"  # 2: spot offers from availability rows with rental_type "spot"; slug() regions
+    # 2: spot offers from availability rows with rental_type "spot"; slug() regions. 3: upstream (via=shadeform)
+    parser_version = "3"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"X-API-KEY": ctx.secret("SHADEFORM_API_KEY")}

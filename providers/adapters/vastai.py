@@ -20,6 +20,11 @@ Fields read from real bundles (not only from the docs sample):
   "unverified"; the docs sample's boolean `verified` is mapped onto it), `hosting` ("datacenter" or
   "consumer", from `hosting_type` 1/0, else the boolean `datacenter`), `reliability` (float, from
   `reliability`, else `reliability2`), `storage_cost_per_hour` (USD/h, string);
+* cost terms (`providers.cost_terms`, under attributes["cost_terms"]): `storage_cost` ($/GB-month, Vast's
+  month being 720 h) → disk_usd_per_gb_month; the disk `dph_total` already pays for (its
+  `storage_total_cost` at that rate, 5 GB in real bundles) → included_disk_gb; `inet_down_cost` /
+  `inet_up_cost` ($/GB, what the host charges for data in and out) → ingress / egress_usd_per_gb;
+  `inet_down` (Mbit/s) → download_mbps;
 * kept as Vast names them: `machine_id`, `host_id`, `compute_cap`, `gpu_frac` (the offer's share of the
   machine's GPUs), `discounted_dph_total`, `dph_total_adj`;
 * `geolocation` is "Place, CC", "CC" or null, and also ", US" (no place): the region is the lower-case
@@ -45,6 +50,7 @@ from providers.contract import (
     ScrapeResult,
     default_interval_for,
 )
+from providers.cost_terms import COST_TERMS, terms
 from providers.http import post_json, require
 from providers.parsing import as_list, gigabytes, slug, to_decimal, to_optional_decimal
 
@@ -139,8 +145,34 @@ def _available(raw: dict[str, Any]) -> bool:
     return raw.get("rentable", True) is not False and raw.get("rented", False) is not True
 
 
+# Vast's storage month (gpuhunt and Vast's own disk charge: storage_cost / 30 / 24 per GB-hour).
+MONTH_HOURS = Decimal(720)
+
+
+def _cost_terms(raw: dict[str, Any], where: str) -> dict[str, Any]:
+    per_month = _money(raw, "storage_cost", where)
+    included = None
+    storage_h = _money(raw, "storage_total_cost", where)
+    if per_month and per_month > 0 and storage_h is not None and _money(raw, "dph_total", where) is not None:
+        included = round(storage_h * MONTH_HOURS / per_month, 3)  # GB the listed price already pays for
+    return terms(
+        disk_usd_per_gb_month=per_month if per_month is not None and per_month >= 0 else None,
+        included_disk_gb=included,
+        ingress_usd_per_gb=_non_negative(raw, "inet_down_cost", where),
+        egress_usd_per_gb=_non_negative(raw, "inet_up_cost", where),
+        download_mbps=mbps if (mbps := _non_negative(raw, "inet_down", where)) else None,  # 0: not measured
+    )
+
+
+def _non_negative(raw: dict[str, Any], key: str, where: str) -> Decimal | None:
+    value = _money(raw, key, where)
+    return value if value is not None and value >= 0 else None
+
+
 def _attributes(raw: dict[str, Any], where: str) -> dict[str, Any]:
     attributes: dict[str, Any] = {k: raw[k] for k in KEPT if raw.get(k) is not None}
+    if cost := _cost_terms(raw, where):
+        attributes[COST_TERMS] = cost
     quality = {
         "verification": _verification(raw),
         "hosting": _hosting(raw),

@@ -66,16 +66,23 @@ def fetch_recording(
     return asyncio.run(go()), spy.requests
 
 
-def replay(provider: type[Provider], cassette: Cassette | Path | None = None, **credentials: str) -> ScrapeResult:
-    """Run a provider against a cassette (default: its bundled one), offline, with no backoff waits.
+def replay_credentials(provider: type[Provider], **credentials: str) -> dict[str, str]:
+    """The credentials `replay` runs with: every declared (required) credential set, as the pipeline's demo
+    path sets them, to the provider's `demo_credentials` value where it has one and to "test-secret"
+    otherwise; `credentials` given explicitly win. A demo value matters where the cassette depends on it
+    (an organization id in a URL path, unlike a secret, which recording redacts)."""
+    demo = {c: provider.demo_credentials.get(c, "test-secret") for c in provider.credentials}
+    return demo | credentials
 
-    Every declared credential is set (to "test-secret" unless given)."""
+
+def replay(provider: type[Provider], cassette: Cassette | Path | None = None, **credentials: str) -> ScrapeResult:
+    """Run a provider against a cassette (default: its bundled one), offline, with no backoff waits,
+    with `replay_credentials(provider, **credentials)`."""
     if cassette is None and provider.kind == ProviderKind.static_sheet:
         cassette = Cassette(provider.name, [])  # a static sheet makes no request: an empty cassette proves it
     if isinstance(cassette, Path):
         cassette = Cassette.load(cassette)
-    creds = {c: "test-secret" for c in provider.credentials} | credentials
-    return fetch_recording(provider, creds, cassette)[0]
+    return fetch_recording(provider, replay_credentials(provider, **credentials), cassette)[0]
 
 
 def replay_fixture(provider: type[Provider]) -> Any:

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from providers.adapters.primeintellect import PrimeIntellect, availability
 from providers.contract import Pricing
+from providers.fetching import labelled_aggregated
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -116,3 +117,20 @@ def test_repeated_500_raises():
     page_2_fails = answer(500, text="internal", at=(1, 2))
     error = assert_replay_raises(PrimeIntellect, page_2_fails, "gave up after 4 attempts", PRIME_API_KEY=SECRET)
     assert SECRET not in error
+
+
+def test_upstream_is_the_provider_whose_machine_it_is():
+    result = replay(PrimeIntellect)
+    upstreams = {o.attributes["upstream_raw"]: o.upstream for o in result.offers}
+    assert upstreams["runpod"] == "runpod" and upstreams["lambdalabs"] == "lambdalabs"
+    assert upstreams["dc_roan"] is None  # Prime Intellect's own datacenter: not a resale
+    assert all("via" not in o.attributes for o in result.offers)  # labelled by fetch_offers, not the parser
+
+
+def test_fetch_offers_labels_resold_offers_via_the_aggregator():
+    labelled = labelled_aggregated(PrimeIntellect, replay(PrimeIntellect))
+    resold = [o for o in labelled.offers if o.upstream]
+    assert resold and all(o.attributes["via"] == "primeintellect" for o in resold)
+    assert all(o.attributes["upstream"] == o.upstream for o in resold)
+    own = [o for o in labelled.offers if o.upstream is None]
+    assert own and all("via" not in o.attributes and "upstream" not in o.attributes for o in own)

@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from providers.adapters.shadeform import Shadeform, gpu_name, parse
 from providers.contract import Pricing
+from providers.fetching import labelled_aggregated
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -15,6 +16,7 @@ from tests.factories.cassettes import (
     by_key,
     fetch_recording,
     json_without,
+    replay,
     replay_fixture,
 )
 
@@ -146,3 +148,13 @@ def test_repeated_500_raises():
         Shadeform, answer(500, text="internal error"), "gave up after 4 attempts", SHADEFORM_API_KEY=SECRET
     )
     assert SECRET not in error
+
+
+def test_upstream_is_the_cloud_under_our_own_name():
+    result = replay(Shadeform)
+    names = {o.attributes["cloud"]: o.upstream for o in result.offers}
+    assert names["datacrunch"] == "verda"  # DataCrunch is our `verda` adapter
+    assert names["lambdalabs"] == "lambdalabs" and names["hyperstack"] == "hyperstack"
+    assert all(o.upstream for o in result.offers)  # Shadeform runs no machines of its own
+    labelled = labelled_aggregated(Shadeform, result)
+    assert all(o.attributes["via"] == "shadeform" and o.attributes["upstream"] == o.upstream for o in labelled.offers)
