@@ -8,24 +8,31 @@ unchanged offers only move `last_seen`, offers missing from a successful batch a
 returning offers reopen. Availability is history the same way (`offer_availability`): a row when an
 offer appears, when its `available` flag changes and when it returns; delisting closes it. Ingesting
 the same batch twice writes no price row and no availability row.
+
+Native currency (`tracker.ingest.fx`): an offer quoted in another currency is converted at the rate of the
+observation's day, and the quote, its currency and that rate go on the price row. A price change is a
+change of the quote (amount or currency), the GPU count or the card: a `change_kind="price"` row, counted
+in `price_rows`. The same quote at another rate whose USD figure differs writes a `change_kind="fx"`
+row, counted apart (`fx_rows`), so the USD history stays exact without FX moves posing as price changes.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
-from providers.contract import ScrapedOffer, ScrapeResult
+from providers.contract import Pricing, ScrapedOffer, ScrapeResult
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
 from tracker.config import Settings
+from tracker.ingest.costs import record_cost_terms
+from tracker.ingest.fx import MAX_RATE_AGE, Conversion, CurrencyError, RateBook, convert
 from tracker.ingest.quarantine import PriceLevel, price_level_reason, quarantine_reason
-from tracker.money import to_money
 from tracker.storage.bulk import insert_rows
 from tracker.storage.sql import json_number, json_text
 from tracker.storage.tables import (
@@ -45,8 +52,14 @@ CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
 class ValidOffer:
     scraped: ScrapedOffer
     gpu: GpuSpec
-    price_per_hour: Decimal
-    price_per_gpu_hour: Decimal
+    price_per_hour: Decimal  # USD
+    price_per_gpu_hour: Decimal  # USD
+    conversion: Conversion | None = None  # the quote as stated and the rate used; None: built as USD
+
+
+# A run's source whose prices are not observed now: a recording replayed today converts at the latest
+# recorded rate, however old (its date is on the row), instead of being refused for want of a fresh one.
+OFFLINE_SOURCES = frozenset({"demo", "replay"})
 
 
 @dataclass
@@ -66,7 +79,8 @@ class IngestReport:
     offers_seen: int = 0
     offers_valid: int = 0
     offers_new: int = 0
-    price_rows: int = 0
+    price_rows: int = 0  # price changes (change_kind "price"), new and reopened offers included
+    fx_rows: int = 0  # rows written only because the exchange rate moved (change_kind "fx")
     availability_rows: int = 0
     offers_closed: int = 0
     offers_reopened: int = 0
@@ -86,6 +100,7 @@ class IngestReport:
             "offers_valid": self.offers_valid,
             "offers_new": self.offers_new,
             "price_rows": self.price_rows,
+            "fx_rows": self.fx_rows,
             "availability_rows": self.availability_rows,
             "offers_closed": self.offers_closed,
             "offers_reopened": self.offers_reopened,
@@ -98,10 +113,18 @@ class IngestReport:
 
 
 def validate_batch(
-    result: ScrapeResult, catalog: GpuCatalog, settings: Settings, provider: str | None = None
+    result: ScrapeResult,
+    catalog: GpuCatalog,
+    settings: Settings,
+    provider: str | None = None,
+    rates: RateBook | None = None,
 ) -> Prepared:
-    """Per-offer validation and GPU name resolution (with the provider's naming conventions)."""
+    """Per-offer validation, conversion to USD and GPU name resolution (with the provider's naming conventions).
+
+    Without `rates` (no database at hand) only offers quoted in USD can be valid; any other is set aside
+    with the reason, like an offer whose currency is unknown or has no rate recent enough."""
     out = Prepared(invalid=list(result.skipped))
+    book = rates or RateBook.empty(date.min)
     seen_keys: set[str] = set()
     resolved: dict[tuple[str, Decimal | None], GpuSpec | GpuNameError] = {}
     for offer in result.offers:
@@ -115,7 +138,20 @@ def validate_batch(
         if offer.price_per_hour <= 0:
             out.invalid.append(f"{offer.key}: price {offer.price_per_hour} is not positive")
             continue
-        per_gpu = to_money(offer.price_per_hour / offer.gpu_count)
+        # A reservation is priced for its term, so one without a term (or an on-demand/spot offer
+        # carrying one) would be compared against the wrong prices: set aside, never shown as on-demand.
+        if (offer.pricing == Pricing.reserved) != bool(offer.reserved_term):
+            out.invalid.append(
+                f"{offer.key}: pricing {offer.pricing!s} with reserved_term {offer.reserved_term!r} "
+                "(a reservation needs its term, and only a reservation has one)"
+            )
+            continue
+        try:
+            money = convert(offer.price_per_hour, offer.gpu_count, book.rate_for(offer.currency))
+        except CurrencyError as exc:
+            out.invalid.append(f"{offer.key}: {exc}")
+            continue
+        per_gpu = money.usd_per_gpu_hour
         if per_gpu > settings.max_price_per_gpu_hour:
             out.invalid.append(
                 f"{offer.key}: ${per_gpu}/GPU-hour is above the sanity ceiling ${settings.max_price_per_gpu_hour}"
@@ -142,7 +178,7 @@ def validate_batch(
             out.unknown.setdefault(offer.gpu_name, str(gpu))
             out.unknown_counts[offer.gpu_name] += 1
             continue
-        out.valid.append(ValidOffer(offer, gpu, to_money(offer.price_per_hour), per_gpu))
+        out.valid.append(ValidOffer(offer, gpu, money.usd_per_hour, per_gpu, money))
     return out
 
 
@@ -154,6 +190,11 @@ def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec 
     if len({(g.family, g.memory_gb) for g in candidates}) != 1:
         return None
     return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
+
+
+def _native_values(v: ValidOffer) -> dict[str, Any]:
+    money = v.conversion or convert(v.price_per_hour, v.scraped.gpu_count, None)
+    return money.row_values()
 
 
 def _offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
@@ -176,7 +217,7 @@ def _offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
         "demo": demo,
         "price_per_hour": v.price_per_hour,
         "price_per_gpu_hour": v.price_per_gpu_hour,
-    }
+    } | _native_values(v)
 
 
 def _chunks(items: list[Any], size: int = CHUNK) -> Any:
@@ -195,7 +236,9 @@ def ingest(
 ) -> IngestReport:
     """Apply one successful fetch to the store. The caller owns the transaction."""
     provider, demo = run.provider, run.source == "demo"
-    prepared = validate_batch(result, catalog, settings, provider)
+    rates = RateBook.load(session, {o.currency for o in result.offers}, observed_at,
+                          max_age=None if run.source in OFFLINE_SOURCES else MAX_RATE_AGE)  # fmt: skip
+    prepared = validate_batch(result, catalog, settings, provider, rates)
     report = IngestReport(
         provider=provider,
         run_id=run.id,
@@ -222,6 +265,8 @@ def ingest(
                 Offer.id,
                 Offer.offer_key,
                 Offer.price_per_hour,
+                Offer.currency,
+                Offer.price_native_per_hour,
                 # A flag, not the timestamp: skips 20,000 conversions for the only thing the diff needs.
                 Offer.delisted_at.is_not(None).label("delisted"),
                 Offer.available,
@@ -244,6 +289,7 @@ def ingest(
     new_prices: list[tuple[str, ValidOffer]] = []
     changed: list[dict[str, Any]] = []
     price_rows: list[dict[str, Any]] = []
+    fx_rows = 0
     close_ids: list[int] = []
     availability_rows: list[dict[str, Any]] = []
     availability_close_ids: list[int] = []
@@ -265,7 +311,12 @@ def ingest(
             new_prices.append((v.scraped.key, v))
             continue
         reopened = bool(row.delisted)
-        price_changed = row.price_per_hour != v.price_per_hour
+        # The quote as stated is the price; a row written before native amounts were kept was quoted in USD.
+        native = v.conversion.native_per_hour if v.conversion else v.price_per_hour
+        stored_native = row.price_native_per_hour if row.price_native_per_hour is not None else row.price_per_hour
+        currency = v.conversion.currency if v.conversion else "USD"
+        price_changed = stored_native != native or row.currency != currency
+        usd_changed = row.price_per_hour != v.price_per_hour
         count_changed = row.gpu_count != v.scraped.gpu_count
         availability_changed = row.available != v.scraped.available
         described_changed = (
@@ -280,11 +331,11 @@ def ingest(
         )
         if reopened:  # a delisted offer's price is older than the last good run's
             level.fresh[card].append(float(v.price_per_gpu_hour))
-        elif price_changed or count_changed:
+        elif price_changed or count_changed or usd_changed:
             level.add_moved(card, v, row)
         else:
             level.same[card] += 1
-        if reopened or price_changed or described_changed:
+        if reopened or price_changed or usd_changed or described_changed:
             changed.append({"id": row.id, "last_seen": observed_at, "delisted_at": None} | _offer_values(v, demo))
         # History is read per GPU-hour and per card: the same instance price over fewer GPUs, or the same
         # offer resolved to another card, is a new price row too.
@@ -293,6 +344,10 @@ def ingest(
                 close_ids.append(row.id)
             price_rows.append(_price_row(row.id, v, observed_at, run.id))
             reopened_count += int(reopened)
+        elif usd_changed:  # the same quote, another USD figure: only the rate moved
+            close_ids.append(row.id)
+            price_rows.append(_price_row(row.id, v, observed_at, run.id, change_kind="fx"))
+            fx_rows += 1
         if reopened or availability_changed:
             if not reopened:  # a returning offer's last row was closed when it was delisted
                 availability_close_ids.append(row.id)
@@ -340,12 +395,14 @@ def ingest(
     )
     insert_rows(session, OfferPrice, price_rows)
     insert_rows(session, OfferAvailability, availability_rows)
+    record_cost_terms(session, provider, prepared.valid, observed_at, run.id)  # tracker.ingest.costs
 
     report.offers_new, report.offers_reopened = len(new_rows), reopened_count
-    report.price_rows, report.availability_rows = len(price_rows), len(availability_rows)
+    report.price_rows, report.fx_rows = len(price_rows) - fx_rows, fx_rows
+    report.availability_rows = len(availability_rows)
     report.offers_closed = len(gone)
     run.status = "ok"
-    run.offers_new, run.price_rows = report.offers_new, report.price_rows
+    run.offers_new, run.price_rows, run.fx_rows = report.offers_new, report.price_rows, report.fx_rows
     run.offers_closed, run.offers_reopened = report.offers_closed, report.offers_reopened
     bump_data_version(session, observed_at)
     return report
@@ -367,7 +424,9 @@ def bump_data_version(session: Session, at: datetime) -> None:
         session.add(DataVersion(id=1, version=1, changed_at=at))
 
 
-def _price_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:
+def _price_row(
+    offer_id: int, v: ValidOffer, at: datetime, run_id: int | None, change_kind: str = "price"
+) -> dict[str, Any]:
     return {
         "offer_id": offer_id,
         "gpu_id": v.gpu.id,
@@ -377,7 +436,8 @@ def _price_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -
         "price_per_hour": v.price_per_hour,
         "price_per_gpu_hour": v.price_per_gpu_hour,
         "run_id": run_id,
-    }
+        "change_kind": change_kind,
+    } | _native_values(v)
 
 
 def _availability_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:

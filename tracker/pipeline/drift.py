@@ -37,8 +37,10 @@ from providers.fetching import fetch_offers
 from providers.registry import all_providers, get_provider
 from providers.schema import ANY_KEY, Capture, KeyPath, Shape, capture_json, format_path, owner_of
 from tracker.catalog.gpus import get_catalog
+from tracker.clock import utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import ValidOffer, validate_batch
+from tracker.ingest.fx import RateBook
 from tracker.pipeline.credentials import credentials_of
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer
@@ -460,7 +462,11 @@ async def check_provider(
 
     report.offers = len(result.offers)
     report.empty = not result.offers and baseline.offers > 0
-    prepared = validate_batch(result, get_catalog(), settings, provider.name)
+    rates = None
+    if engine is not None:  # offers quoted in another currency compare in USD at the stored rates
+        with session_scope(engine) as session:
+            rates = RateBook.load(session, {o.currency for o in result.offers}, utcnow(), max_age=None)
+    prepared = validate_batch(result, get_catalog(), settings, provider.name, rates)
     # (b) a name the bundled cassette already leaves unresolved is known, not news.
     report.unknown_names = {n: why for n, why in prepared.unknown.items() if n not in baseline.unknown_names}
     report.known_unknown_names = sorted(n for n in prepared.unknown if n in baseline.unknown_names)

@@ -30,6 +30,7 @@ from tracker.config import Settings
 from tracker.ingest.batch import IngestReport, ingest
 from tracker.pipeline import drift
 from tracker.pipeline.credentials import credentials_of
+from tracker.pipeline.rates import ensure_offline_rates
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import ScrapeRun
 
@@ -296,6 +297,9 @@ async def run_scrape(
     on_done: Callable[[IngestReport], None] | None = None,
 ) -> list[IngestReport]:
     gate = asyncio.Semaphore(settings.max_connections)
+    if not dry_run and any(j.source == "demo" for j in jobs):
+        # Demo offers quoted in EUR need a rate: the bundled reference rates, when none is stored yet.
+        await ensure_offline_rates(engine, settings, clock)
 
     async def one(job: ScrapeJob) -> IngestReport:
         run_id = None if dry_run else await asyncio.to_thread(_start_run, engine, job, clock)

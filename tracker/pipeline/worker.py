@@ -59,6 +59,7 @@ from tracker.clock import Clock, utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport
 from tracker.market import freshness
+from tracker.pipeline.rates import RatesReport, rates_due, update_rates_sync
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.pipeline.slots import SlotTrigger, slot_start
 from tracker.storage.claims import holder_id, local_process_gone
@@ -187,9 +188,11 @@ class CycleReport:
     runs: list[SlotOutcome] = field(default_factory=list)
     alerts: EvaluationReport = field(default_factory=EvaluationReport)
     deliveries: dict[str, int] = field(default_factory=dict)
+    rates: RatesReport | None = None  # None: the day's rates were already fetched
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "rates": self.rates.as_dict() if self.rates else None,
             "runs": [r.as_dict() for r in sorted(self.runs, key=lambda r: r.provider)],
             "alerts": {
                 "evaluated": self.alerts.evaluated,
@@ -618,9 +621,24 @@ class Worker:
             log.exception("alert delivery pass failed")
             return {}
 
+    def update_rates(self, only_if_due: bool = False) -> RatesReport | None:
+        """Fetch the exchange rates (the ECB's, daily; offline modes replay its cassette). A job target:
+        never raises, and a failed fetch keeps the stored rates (`tracker.pipeline.rates`)."""
+        try:
+            if only_if_due and not rates_due(self.engine, self.clock()):
+                return None
+            recorded = self.replay_dir / "fx_ecb.json" if self.replay_dir else None  # else the bundled one
+            cassette = Cassette.load(recorded) if recorded and recorded.is_file() else None
+            return update_rates_sync(self.engine, self.settings, mode=self.source, cassette=cassette, clock=self.clock)
+        except Exception:
+            log.exception("exchange-rate update failed")
+            return None
+
     def run_once(self) -> CycleReport:
-        """One cycle: every due provider once (concurrently), an alert sweep, one delivery pass."""
+        """One cycle: the day's exchange rates if not fetched yet (before the offers quoted in them), every
+        due provider once (concurrently), an alert sweep, one delivery pass."""
         report = CycleReport()
+        report.rates = self.update_rates(only_if_due=True)
         report.runs = self.run_providers(self.due())
         report.alerts = self.sweep()
         report.deliveries = self.deliver()
@@ -639,6 +657,14 @@ class Worker:
                 name=f"scrape {name}",
                 replace_existing=True,
             )
+        # Exchange rates: the current slot at start, then once a day (ECB reference rates are daily).
+        scheduler.add_job(
+            self.update_rates,
+            SlotTrigger(timedelta(days=1), self.settings.worker_jitter_s),
+            id="fx:rates",
+            name="exchange rates",
+            replace_existing=True,
+        )
         scheduler.add_job(
             self.sweep,
             IntervalTrigger(seconds=self.settings.alert_sweep_s, timezone=UTC),

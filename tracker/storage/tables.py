@@ -5,11 +5,17 @@ changes (or when a delisted offer comes back); an unchanged scrape only moves `o
 Each price row is valid on [valid_from, valid_to); valid_to is NULL for the live price and is set when
 the price changes or the offer is delisted, so "the price at instant t" is a single range lookup and
 an offer counts in a time bucket exactly while it was listed.
+
+Native currency: a price is stored as the provider quoted it (`currency`, `price_native_*`) beside its
+USD figure and the rate that made it (`fx_rate` USD per unit, `fx_date`, `fx_source`), copied from
+`fx_rates` when the row was written. A USD figure is therefore never recomputed: re-fetching or revising
+rates moves no history. When only the rate moved (same native amount, another USD figure) ingest writes
+a row with `change_kind = "fx"`; a counted price change is a `change_kind = "price"` row.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +23,7 @@ from sqlalchemy import (
     JSON,
     BigInteger,
     Boolean,
+    Date,
     DateTime,
     ForeignKey,
     Index,
@@ -43,11 +50,15 @@ NAMING = {
 
 # Offer attributes that offers, rankings and alerts filter on (`tracker.market.quality` holds their
 # meaning): ingest rewrites an offer's stored attributes when one of these changes.
-QUALITY_ATTRIBUTES = ("verification", "hosting", "reliability", "cloud")
+# ... and an aggregator's resale labels (tracker.market.aggregated), which offers, market and rank filter on too.
+QUALITY_ATTRIBUTES = ("verification", "hosting", "reliability", "cloud", "via", "upstream")
 
 # SQLite only auto-increments INTEGER PRIMARY KEY; Postgres gets a real BIGINT.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
 Money = Numeric(14, 6)  # USD; never float
+# USD per unit of a currency: twelve places keep six significant digits even for weak currencies
+# (USD per IDR is ~6e-5), so a converted amount is exact to the micro-dollar before rounding.
+Rate = Numeric(24, 12)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -104,6 +115,8 @@ class ScrapeRun(Base):
     offers_reopened: Mapped[int] = mapped_column(Integer, default=0)
     unknown_names: Mapped[int] = mapped_column(Integer, default=0)
     invalid_offers: Mapped[int] = mapped_column(Integer, default=0)
+    # Price rows written only because the exchange rate moved (change_kind "fx"): not in `price_rows`.
+    fx_rows: Mapped[int] = mapped_column(Integer, server_default="0")
     error: Mapped[str | None] = mapped_column(Text)
     # What the response's shape said against the fields the parser needs (tracker.pipeline.drift), as
     # [{"endpoint", "field", "change", "detail"}]; null when not compared (static sheets, CSV).
@@ -147,10 +160,26 @@ class Offer(Base):
     # The live price, denormalised from the open price row so "current offers" needs no join.
     price_per_hour: Mapped[Decimal] = mapped_column(Money)
     price_per_gpu_hour: Mapped[Decimal] = mapped_column(Money)
+    # The live price as quoted and the rate that made the USD figure (see the module docstring).
+    # Nullable only because SQLite cannot add a NOT NULL column without a constant default; ingest
+    # always writes them and migration 0008 filled the rows before it (USD: native = USD figure).
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
+    price_native_per_hour: Mapped[Decimal | None] = mapped_column(Money)
+    price_native_per_gpu_hour: Mapped[Decimal | None] = mapped_column(Money)
+    fx_rate: Mapped[Decimal | None] = mapped_column(Rate)  # USD per unit of `currency`; NULL: quoted in USD
+    fx_date: Mapped[date | None] = mapped_column(Date)  # the day the rate is the reference rate of
+    fx_source: Mapped[str | None] = mapped_column(String(32))
 
 
 class OfferPrice(Base):
-    """Change-only price history; valid on [valid_from, valid_to)."""
+    """Change-only price history; valid on [valid_from, valid_to).
+
+    Each row keeps the amount as quoted (`currency`, `price_native_*`) and the rate it was converted at
+    (`fx_rate`, `fx_date`, `fx_source`), so its USD figure is fixed when written. `change_kind` says why
+    the row exists: "price" (listed, reopened, the quoted price, GPU count or card changed) or "fx"
+    (same quoted price, the USD figure moved with the rate): counts of price changes skip "fx" rows,
+    while USD statistics read every row, each at its own rate.
+    """
 
     __tablename__ = "offer_prices"
     __table_args__ = (
@@ -168,6 +197,34 @@ class OfferPrice(Base):
     price_per_hour: Mapped[Decimal] = mapped_column(Money)
     price_per_gpu_hour: Mapped[Decimal] = mapped_column(Money)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
+    change_kind: Mapped[str] = mapped_column(String(8), server_default="price")  # price | fx
+    currency: Mapped[str] = mapped_column(String(3), server_default="USD")
+    price_native_per_hour: Mapped[Decimal | None] = mapped_column(Money)  # nullable: as on `Offer`
+    price_native_per_gpu_hour: Mapped[Decimal | None] = mapped_column(Money)
+    fx_rate: Mapped[Decimal | None] = mapped_column(Rate)  # USD per unit; NULL: quoted in USD
+    fx_date: Mapped[date | None] = mapped_column(Date)
+    fx_source: Mapped[str | None] = mapped_column(String(32))
+
+
+class FxRate(Base):
+    """Reference exchange rates by day, as USD per one unit of `currency` (history: one row a day).
+
+    Ingest converts a quote at the latest rate on or before the observation's day and copies that rate
+    onto the price row; a rate stored here is never read back for an existing row, so a re-fetch (or a
+    source's correction, which updates the day's row) moves no USD history. EUR's row is the source's
+    EUR/USD reference rate.
+    """
+
+    __tablename__ = "fx_rates"
+    # Leading (currency, rate_date): "latest rate on or before a day" is one index range scan.
+    __table_args__ = (UniqueConstraint("currency", "rate_date", "source", name="uq_fx_rates_currency_date_source"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    currency: Mapped[str] = mapped_column(String(3))
+    rate_date: Mapped[date] = mapped_column(Date)
+    usd_per_unit: Mapped[Decimal] = mapped_column(Rate)
+    source: Mapped[str] = mapped_column(String(32))
+    fetched_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
 class OfferAvailability(Base):
@@ -220,3 +277,26 @@ class DataVersion(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     changed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class OfferCostTerms(Base):
+    """Change-only history of the cost terms an offer's API states (`providers.cost_terms`), kept like
+    prices: valid on [valid_from, valid_to). A row exists only for offers whose API says at least one
+    term; NULL is "not said" (tracker.costs then takes the provider's sheet or a default)."""
+
+    __tablename__ = "offer_cost_terms"
+    __table_args__ = (Index("ix_offer_cost_terms_offer_from", "offer_id", "valid_from"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    offer_id: Mapped[int] = mapped_column(ForeignKey("offers.id", ondelete="CASCADE"))
+    valid_from: Mapped[datetime] = mapped_column(UTCDateTime)
+    valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    billing_increment_s: Mapped[Decimal | None] = mapped_column(Numeric(12, 3))
+    billing_minimum_s: Mapped[Decimal | None] = mapped_column(Numeric(12, 3))
+    included_disk_gb: Mapped[Decimal | None] = mapped_column(Numeric(14, 3))
+    disk_usd_per_gb_month: Mapped[Decimal | None] = mapped_column(Money)
+    egress_usd_per_gb: Mapped[Decimal | None] = mapped_column(Money)
+    ingress_usd_per_gb: Mapped[Decimal | None] = mapped_column(Money)
+    download_mbps: Mapped[Decimal | None] = mapped_column(Numeric(14, 3))
+    stopped_bills: Mapped[bool | None] = mapped_column(Boolean)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))

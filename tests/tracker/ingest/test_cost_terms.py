@@ -1,0 +1,78 @@
+"""Cost-terms history (tracker.ingest.costs) on SQLite and Postgres: change-only rows like prices; a
+changed term closes the open row and opens one; delisting closes; the real Vast bundles give terms."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from sqlalchemy import select
+
+from providers.adapters.vastai import parse
+from providers.cost_terms import COST_TERMS, terms
+from tests.factories.clock import FakeClock
+from tests.factories.offers import batch, do_ingest, offer
+from tests.factories.real_payloads import real_payload
+from tracker.costs import load_stated
+from tracker.ingest.costs import stated_terms
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import Offer, OfferCostTerms
+
+
+def _terms(**values):
+    return {COST_TERMS: terms(**values)}
+
+
+def history(engine, key: str):
+    with session_scope(engine) as s:
+        oid = s.scalar(select(Offer.id).where(Offer.offer_key == key))
+        rows = s.scalars(select(OfferCostTerms).where(OfferCostTerms.offer_id == oid).order_by(OfferCostTerms.id))
+        return [(r.egress_usd_per_gb, r.download_mbps, r.valid_from, r.valid_to) for r in rows]
+
+
+def test_terms_are_kept_change_only(engine, settings):
+    clock = FakeClock()
+    first = clock()
+    a = _terms(egress_usd_per_gb=Decimal("0.004"), download_mbps=Decimal("718.1"))
+    do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=a), offer("b", "3.00")))
+    clock.advance(minutes=10)
+    do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=a), offer("b", "3.00")))
+    assert history(engine, "a") == [(Decimal("0.004000"), Decimal("718.100"), first, None)]
+    assert history(engine, "b") == []  # states nothing: no row
+
+    changed = clock.advance(minutes=10)
+    a2 = _terms(egress_usd_per_gb=Decimal("0.004"), download_mbps=Decimal("500"))
+    do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=a2), offer("b", "3.00")))
+    assert history(engine, "a") == [(Decimal("0.004000"), Decimal("718.100"), first, changed),
+                                    (Decimal("0.004000"), Decimal("500.000"), changed, None)]  # fmt: skip
+
+    gone = clock.advance(minutes=10)
+    do_ingest(engine, settings, clock, batch(offer("b", "3.00")))
+    assert history(engine, "a")[-1][3] == gone  # delisted: the open row closes
+    with session_scope(engine) as s:
+        assert load_stated(s) == {}
+
+
+def test_a_malformed_term_is_not_said():
+    assert stated_terms({COST_TERMS: {"egress_usd_per_gb": "-1", "download_mbps": "fast"}}) is None
+    assert stated_terms({COST_TERMS: {"stopped_bills": "yes", "egress_usd_per_gb": "0.01"}}) == {
+        "billing_increment_s": None, "billing_minimum_s": None, "included_disk_gb": None,
+        "disk_usd_per_gb_month": None, "egress_usd_per_gb": Decimal("0.010000"), "ingress_usd_per_gb": None,
+        "stopped_bills": None, "download_mbps": None,
+    }  # fmt: skip
+
+
+def test_real_vast_bundles_state_disk_transfer_and_bandwidth():
+    result = parse({"offers": real_payload("vastai/vast-cli_11ecdfa_search_trimmed.json")})
+    stated = [o.attributes.get(COST_TERMS) for o in result.offers]
+    assert stated and all(stated)
+    first = stated[0]
+    # vast-cli's capture, first bundle: storage_cost 0.2 $/GB-month, storage_total_cost 0.00138889 $/h
+    # (5 GB in dph_total), inet_down_cost 0.0026 and inet_up_cost 0.0039 $/GB, inet_down 718.1 Mbit/s.
+    assert Decimal(first["disk_usd_per_gb_month"]) == Decimal("0.19999999999999998")
+    assert Decimal(first["included_disk_gb"]) == Decimal("5.000")
+    assert Decimal(first["ingress_usd_per_gb"]) == Decimal("0.0026041666666666665")
+    assert Decimal(first["egress_usd_per_gb"]) == Decimal("0.00390625")
+    assert Decimal(first["download_mbps"]) == Decimal("718.1")
+    # Hosts price transfer very differently: the reason it belongs in the cost of a run.
+    egress = sorted(Decimal(s["egress_usd_per_gb"]) for s in stated if "egress_usd_per_gb" in s)
+    assert egress[-1] > 10 * egress[len(egress) // 2] > 0

@@ -1,0 +1,96 @@
+"""Exchange rates in the pipeline, on both backends: fetched and stored (offline from the bundled cassette),
+a failed fetch keeps the stored rates, the worker fetches once a day, and a demo scrape on an empty store
+loads the recorded rates before its offers are converted."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import date, timedelta
+from decimal import Decimal
+
+import httpx
+from sqlalchemy import func, select
+
+from providers.adapters.reference import ReferenceRates
+from providers.cassette import Cassette, Interaction
+from tracker.pipeline.rates import rates_due, update_rates, update_rates_sync
+from tracker.pipeline.scraping import ScrapeJob, run_scrape
+from tracker.pipeline.worker import Worker
+from tracker.storage.engine import session_scope
+from tracker.storage.tables import FxRate
+
+ECB_DAY = date(2026, 3, 13)  # the bundled cassette's day
+
+
+def stored(engine) -> dict[str, Decimal]:
+    with session_scope(engine) as s:
+        return dict(s.execute(select(FxRate.currency, FxRate.usd_per_unit)).all())
+
+
+def answering(text: str, status: int = 200) -> Cassette:
+    url = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
+    return Cassette("fx_ecb", [Interaction("GET", url, None, status, {"content-type": "text/xml"}, text=text)])
+
+
+def test_demo_update_stores_the_recorded_day_and_a_refetch_changes_nothing(engine, settings, clock):
+    first = update_rates_sync(engine, settings, mode="demo", clock=clock)
+    assert (first.status, first.as_dict()["days"], first.as_dict()["inserted"]) == ("ok", [ECB_DAY.isoformat()], 29)
+    rates = stored(engine)
+    assert rates["EUR"] == Decimal("1.1476") and len(rates) == 29
+    again = update_rates_sync(engine, settings, mode="demo", clock=clock)
+    assert (again.as_dict()["inserted"], again.as_dict()["unchanged"]) == (0, 29)
+    assert stored(engine) == rates
+
+
+def test_a_failed_fetch_stores_nothing_and_keeps_the_previous_rates(engine, settings, clock):
+    update_rates_sync(engine, settings, mode="demo", clock=clock)
+    before = stored(engine)
+    zero = (
+        "<Envelope xmlns='http://www.ecb.int/vocabulary/2002-08-01/eurofxref'><Cube><Cube time='2026-03-16'>"
+        "<Cube currency='USD' rate='1.15'/><Cube currency='JPY' rate='0'/></Cube></Cube></Envelope>"
+    )
+    for cassette, why in ((answering(zero), "JPY rate '0' is not positive"), (answering("oops", 500), "HTTP 500")):
+        report = asyncio.run(update_rates(engine, settings, mode="replay", cassette=cassette, clock=clock))
+        assert report.status == "failed" and why in (report.error or "")
+        assert report.as_dict()["inserted"] == 0
+    assert stored(engine) == before
+    with session_scope(engine) as s:
+        assert s.scalar(select(func.max(FxRate.rate_date))) == ECB_DAY
+
+
+def test_rates_are_due_once_a_day(engine, settings, clock):
+    assert rates_due(engine, clock())
+    update_rates_sync(engine, settings, mode="demo", clock=clock)
+    assert not rates_due(engine, clock())
+    clock.advance(days=1)
+    assert rates_due(engine, clock())
+
+
+def test_the_worker_cycle_fetches_rates_first_and_only_when_due(engine, settings, clock):
+    worker = Worker(engine, settings, clock=clock, source="demo", providers=["reference"])
+    report = worker.run_once().as_dict()
+    assert report["rates"]["status"] == "ok" and report["rates"]["inserted"] == 29
+    clock.advance(hours=1)
+    assert worker.run_once().as_dict()["rates"] is None  # today's are in
+
+
+def test_the_worker_job_never_raises(engine, settings, clock, monkeypatch):
+    worker = Worker(engine, settings, clock=clock, source="demo", providers=["reference"])
+
+    def broken(*args, **kwargs):
+        raise httpx.ConnectError("no route")
+
+    monkeypatch.setattr("tracker.pipeline.worker.update_rates_sync", broken)
+    assert worker.update_rates() is None
+
+
+def test_a_demo_scrape_loads_the_recorded_rates_when_none_are_stored(engine, settings, clock):
+    asyncio.run(run_scrape([ScrapeJob(ReferenceRates, "demo")], engine, settings, clock=clock, dry_run=True))
+    assert stored(engine) == {}  # a dry run stores nothing, rates included
+    asyncio.run(run_scrape([ScrapeJob(ReferenceRates, "demo")], engine, settings, clock=clock))
+    assert stored(engine)["EUR"] == Decimal("1.1476")
+    with session_scope(engine) as s:  # present already: not loaded again
+        s.execute(FxRate.__table__.update().values(fetched_at=clock() - timedelta(days=3)))
+    asyncio.run(run_scrape([ScrapeJob(ReferenceRates, "demo")], engine, settings, clock=clock))
+    with session_scope(engine) as s:
+        assert s.scalar(select(func.max(FxRate.fetched_at))) == clock() - timedelta(days=3)
