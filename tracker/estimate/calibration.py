@@ -6,7 +6,21 @@ rows, one achievable bandwidth fraction, one per-step overhead, and one non-GEMM
 stack with rows — by damped Gauss-Newton on log(estimated / measured tokens/s) over every row, each
 under its own stack, with a weak pull towards the priors of stacks.toml (so a parameter whose rows
 are all held out falls back to its prior instead of drifting). Never one knob per row. The report
-gives each row's leave-one-source-out error: its error when the fit saw no row from its source.
+gives each row's leave-one-source-out error: its error when the fit saw no row from its source,
+and every same-source pair of rows whose job differs only by the card as a measured vs estimated
+speed ratio (`card_ratios`: llm-foundry's MPT-7B runs on A100 and H100 pin the Hopper GEMM fraction).
+The leave-one-source-out errors are also what the uncertainty bands are made of (uncertainty.py).
+
+VRAM rows are either measured peaks or budgets (`vram_kind = "budget"`: the card size a run just fits
+into, Unsloth's "longest context for this VRAM" table). A budget is not a peak, it is a bound: the
+run's peak at the stated context is at most the budget, and a longer context would not fit. It is
+compared as estimate / (budget × budget_fill) − 1 in the row's scope, where `budget_fill` is the
+share of the budget the peak is expected to reach (1.0 for the Unsloth table, which is an exact
+straight line through measured points evaluated at card sizes: see calibration.toml), so it counts in
+the VRAM errors like a peak. Beside it, never instead of it, each budget row also reports the model's
+own longest context that fits the budget against the stated context (`budget_context_error`: the
+question the table answers), and the old reading of the figure as a decimal-GB device peak
+(`vram_error_as_published`); the summary gives both medians and the peak-only / budget-only split.
 
 Legacy efficiency fit (kept for sets that still declare `efficiency.fit`):
 
@@ -80,6 +94,20 @@ class MeasuredRow:
     exclude_vram: str | None
     note: str | None
     precision: str | None = None
+    grad_accum: int = 1
+    budget_fill: float = 1.0  # budget rows: expected peak / budget at the stated context
+    vram_figure: float | None = None  # the memory number as printed, whatever its unit
+
+    @property
+    def is_budget(self) -> bool:
+        return self.vram_kind == "budget"
+
+    @property
+    def vram_target_gb(self) -> float | None:
+        """What an estimate of this row's VRAM is compared with: the peak, or budget × fill."""
+        if self.vram_gb is None:
+            return None
+        return self.vram_gb * self.budget_fill if self.is_budget else self.vram_gb
 
     @property
     def uses_tps(self) -> bool:
@@ -107,7 +135,7 @@ class MeasuredRow:
             offload_activations=self.offload_activations, enforce_max_seq_len=not self.long_context,
             stack=self.stack if self.stack in stack_names() else None,
             parallel=self.parallelism if self.parallelism in ("ddp", "fsdp") else None,
-            precision=self.precision,
+            precision=self.precision, grad_accum=self.grad_accum,
         )  # fmt: skip
 
 
@@ -131,7 +159,8 @@ def load_rows() -> tuple[MeasuredRow, ...]:
             vram_gb=vram_gb, vram_published=None if vram is None else f"{vram} {unit}",
             vram_kind=r.get("vram_kind", "peak"), vram_scope=r.get("vram_scope", "device"), exclude=r.get("exclude"),
             exclude_tokens_per_second=r.get("exclude_tokens_per_second"), exclude_vram=r.get("exclude_vram"),
-            note=r.get("note"), precision=r.get("precision"),
+            note=r.get("note"), precision=r.get("precision"), grad_accum=int(r.get("grad_accum", 1)),
+            budget_fill=float(r.get("budget_fill", 1.0)), vram_figure=None if vram is None else float(vram),
         ))
     return tuple(rows)
 
@@ -221,8 +250,12 @@ class RowResult:
     estimated_vram_gb: float | None
     tps_error: float | None  # (estimate - measured) / measured
     tps_error_loo: float | None  # same, with the efficiency fitted without this row
-    vram_error: float | None
+    vram_error: float | None  # peaks: estimate / peak - 1; budgets: estimate / (budget × fill) - 1
     problem: str | None  # why nothing could be estimated (unknown GPU id ...)
+    # Budget rows only, reported beside vram_error (see the module docstring):
+    vram_error_as_published: float | None = None  # the figure read as a decimal-GB device peak
+    budget_context: int | None = None  # the model's longest context whose estimate fits budget × fill
+    budget_context_error: float | None = None  # budget_context / stated context - 1
 
     def as_dict(self) -> dict[str, Any]:
         r = self.row
@@ -245,8 +278,13 @@ class RowResult:
             "measured_vram_gb": _round(r.vram_gb, 2),
             "measured_vram": r.vram_published,
             "vram_kind": r.vram_kind,
+            "vram_scope": r.vram_scope,
+            "budget_fill": r.budget_fill if r.is_budget else None,
             "estimated_vram_gb": _round(self.estimated_vram_gb, 2),
             "vram_error": _round(self.vram_error, 4),
+            "vram_error_as_published": _round(self.vram_error_as_published, 4),
+            "budget_context": self.budget_context,
+            "budget_context_error": _round(self.budget_context_error, 4),
             "excluded": r.exclude,
             "excluded_tokens_per_second": r.exclude_tokens_per_second,
             "excluded_vram": r.exclude_vram,
@@ -294,10 +332,37 @@ class CalibrationReport:
                 "tokens_per_second_mdape_loso": med["tps_error_loo"][0],
                 "vram_rows": med["vram_error"][1],
                 "vram_mdape": med["vram_error"][0],
-            }
+                # Nothing of the memory model is fitted: its leave-one-source-out error is its error.
+                "vram_mdape_loso": med["vram_error"][0],
+            } | _vram_split(rows)
+        return out
+
+    def card_ratios(self) -> list[dict[str, Any]]:
+        """Every pair of rows of one source whose job differs only by the card: measured and estimated
+        speed ratio (faster card / slower card), in-sample and with the source held out."""
+        out = []
+        rows = [r for r in self.rows if r.in_set and r.estimated_tps and r.row.uses_tps]
+        for i, first in enumerate(rows):
+            for second in rows[i + 1:]:
+                if first.row.gpu == second.row.gpu or _same_job(first.row) != _same_job(second.row):
+                    continue
+                # The faster card first: ratios read "H100 / A100 = 2.3".
+                a, b = sorted((first, second), key=lambda r: -(r.row.tokens_per_second or 0.0))
+                measured = (a.row.tokens_per_second or 0.0) / (b.row.tokens_per_second or 1.0)
+                est = (a.estimated_tps or 0.0) / (b.estimated_tps or 1.0)
+                loo = None
+                if a.tps_error_loo is not None and b.tps_error_loo is not None:
+                    loo = measured * (1 + a.tps_error_loo) / (1 + b.tps_error_loo)
+                out.append({
+                    "rows": [a.row.id, b.row.id], "cards": [a.row.gpu, b.row.gpu], "stack": a.row.stack,
+                    "measured": round(measured, 3), "estimated": round(est, 3),
+                    "error": round(est / measured - 1, 4), "estimated_loso": _round(loo, 3),
+                    "error_loso": _round(None if loo is None else loo / measured - 1, 4),
+                })  # fmt: skip
         return out
 
     def summary(self) -> dict[str, Any]:
+        split = _vram_split([r for r in self.rows if r.in_set])
         return {
             "assumptions": self.assumptions.name,
             "fitted": self.assumptions.fitted,
@@ -307,8 +372,10 @@ class CalibrationReport:
             "median_abs_tokens_per_second_error": _round(self.median_abs_tps_error, 4),
             "median_abs_tokens_per_second_error_loo": _round(self.median_abs_tps_error_loo, 4),
             "median_abs_vram_error": _round(self.median_abs_vram_error, 4),
+            "vram": split,
             "leave_one_out": "leave-one-source-out" if self.assumptions.step_model else "leave-one-row-out",
             "per_stack": self.per_stack(),
+            "card_ratios": self.card_ratios(),
             "excluded_rows": [{"id": r.row.id, "why": r.row.exclude} for r in self.rows if r.row.exclude],
         }
 
@@ -321,6 +388,33 @@ class CalibrationReport:
             "efficiency_source": dict(self.assumptions.efficiency.source),
             "rows": [r.as_dict() for r in self.rows],
         }
+
+
+def _mdape(values: Iterable[float | None]) -> float | None:
+    errs = [abs(v) for v in values if v is not None]
+    return _round(statistics.median(errs), 4) if errs else None
+
+
+def _vram_split(rows: Sequence[RowResult]) -> dict[str, Any]:
+    """VRAM MdAPE of the peak rows and of the budget rows apart, and the budget rows' other readings."""
+    peaks = [r for r in rows if r.vram_error is not None and not r.row.is_budget]
+    budgets = [r for r in rows if r.vram_error is not None and r.row.is_budget]
+    old = [r.vram_error if not r.row.is_budget else r.vram_error_as_published
+           for r in peaks + budgets]  # fmt: skip
+    return {
+        "vram_peak_rows": len(peaks),
+        "vram_mdape_peak": _mdape(r.vram_error for r in peaks),
+        "vram_budget_rows": len(budgets),
+        "vram_mdape_budget": _mdape(r.vram_error for r in budgets),
+        "budget_context_mdape": _mdape(r.budget_context_error for r in budgets),
+        # Every VRAM row as the earlier report read it (budgets as decimal-GB device peaks).
+        "vram_mdape_as_published": _mdape(old),
+    }
+
+
+def _same_job(r: MeasuredRow) -> tuple[Any, ...]:
+    return (r.group, r.stack, r.model, r.method, r.rank, r.lora_targets, r.seq_len, r.batch,
+            r.grad_checkpointing, r.gpus, r.parallelism, r.precision)  # fmt: skip
 
 
 def _round(value: float | None, places: int) -> float | None:
@@ -356,13 +450,16 @@ def _evaluate(row: MeasuredRow, aset: AssumptionSet, in_set: bool) -> RowResult:
     n = _placed_gpus(row, aset)
     est = prepare(job, aset).on(gpu, n)
     tps = est.tokens_per_second / n
-    vram = est.vram_gb
-    if row.vram_scope == "allocator":
-        # PyTorch's memory counters never see the CUDA context or the allocator's slack.
-        vram -= est.vram_breakdown["runtime_overhead"]
+    vram = _scoped_vram(row, est.vram_gb, est.vram_breakdown)
     measured_tps = row.tokens_per_second if row.uses_tps else None
     tps_err = tps / measured_tps - 1 if measured_tps else None
-    vram_err = vram / row.vram_gb - 1 if row.uses_vram and row.vram_gb else None
+    target = row.vram_target_gb
+    vram_err = vram / target - 1 if row.uses_vram and target else None
+    as_published = context = context_err = None
+    if row.is_budget and row.uses_vram and row.vram_figure:
+        as_published = est.vram_gb / row.vram_figure - 1  # decimal GB, whole device, as if a peak
+        context = budget_context(row, aset, gpu, n)
+        context_err = context / row.seq_len - 1
     loo = None
     if measured_tps and aset.step_model and in_set:
         held_out = replace(aset, step_params=loso_step_params(row.group))
@@ -371,7 +468,40 @@ def _evaluate(row: MeasuredRow, aset: AssumptionSet, in_set: bool) -> RowResult:
         others = [r for r in load_rows() if r.id != row.id]
         held_out = replace(aset, efficiency=fit_efficiency(aset, others))
         loo = prepare(job, held_out).on(gpu, n).tokens_per_second / n / measured_tps - 1
-    return RowResult(row, in_set, tps, vram, tps_err, loo, vram_err, None)
+    return RowResult(row, in_set, tps, vram, tps_err, loo, vram_err, None, as_published, context, context_err)
+
+
+def _scoped_vram(row: MeasuredRow, vram_gb: float, breakdown: dict[str, float]) -> float:
+    if row.vram_scope == "allocator":
+        # PyTorch's memory counters never see the CUDA context or the allocator's slack.
+        return vram_gb - breakdown["runtime_overhead"]
+    return vram_gb
+
+
+def budget_context(row: MeasuredRow, aset: AssumptionSet, gpu: GpuSpec, n: int) -> int:
+    """The longest context (tokens, to 1 %) whose estimated peak fits the row's budget × fill, in its scope.
+
+    The estimate grows monotonically with the sequence length, so a bisection in log space finds it;
+    0 when not even 64 tokens fit. This is the question a budget table answers, asked of the model."""
+    target = row.vram_target_gb
+    assert target is not None
+
+    def fits(seq: int) -> bool:
+        job = replace(row, seq_len=seq, long_context=True).job()
+        est = prepare(job, aset).on(gpu, n)
+        return _scoped_vram(row, est.vram_gb, est.vram_breakdown) <= target
+
+    lo, hi = 64, 64
+    if not fits(lo):
+        return 0
+    while fits(hi):
+        lo, hi = hi, hi * 2
+        if hi > 1 << 24:  # 16 M tokens: nothing of the memory model bounds it
+            return lo
+    while hi > lo * 1.01 + 1:
+        mid = int(math.sqrt(lo * hi))
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
 
 
 # --- step-time model fit ---------------------------------------------------------------------------
@@ -501,7 +631,7 @@ def fitted_step_params() -> StepParams:
     The fit is deterministic in its inputs and takes ~0.1 s, which every command-line call would pay:
     it is kept in the user's cache directory under a digest of everything it depends on (the data files
     and the model's own code), so a changed row, prior or formula refits, and nothing else ever does."""
-    path = _fit_cache_path()
+    path = fit_cache_path()
     if path is not None:
         try:
             return StepParams(**json.loads(path.read_text()))
@@ -519,7 +649,7 @@ def fitted_step_params() -> StepParams:
     return params
 
 
-def _fit_cache_path() -> Path | None:
+def fit_cache_path() -> Path | None:
     here = Path(__file__).resolve().parent
     inputs = [*sorted(DATA_DIR.glob("*.toml")), *sorted(here.glob("*.py")), here.parent / "catalog" / "gpus.toml"]
     digest = hashlib.sha256()
@@ -533,6 +663,9 @@ def _fit_cache_path() -> Path | None:
     except (RuntimeError, KeyError):  # no home directory (a bare container user): just fit
         return None
     return Path(base) / "gpu-price-tracker" / f"step-fit-{digest.hexdigest()[:16]}.json"
+
+
+_fit_cache_path = fit_cache_path  # the earlier private name
 
 
 @cache

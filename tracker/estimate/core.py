@@ -24,6 +24,7 @@ from tracker.estimate.stacks import Stack, get_stack
 from tracker.estimate.step import RawStep, raw_step, step_terms
 from tracker.estimate.step import tokens_per_second as step_tokens_per_second
 from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
+from tracker.estimate.uncertainty import Band
 from tracker.money import to_money
 
 
@@ -179,6 +180,96 @@ class Estimate:
         per_hour = self.price_per_hour
         return None if per_hour is None else money.per_million_tokens(per_hour, self.tokens_per_second)
 
+    # --- uncertainty (tracker/estimate/uncertainty.py): step-time sets only, None for the seed -------
+
+    @property
+    def band(self) -> Band | None:
+        """The tokens/s band of this job's stack on this card's class (hours and cost follow it)."""
+        stack = self.prepared.stack
+        if stack is None:
+            return None
+        from tracker.estimate.uncertainty import tokens_band  # reads the calibration: never at import
+
+        return tokens_band(stack.name, efficiency_class(self.gpu.architecture, self.gpu.form_factor))
+
+    @property
+    def vram_band(self) -> Band | None:
+        stack = self.prepared.stack
+        if stack is None:
+            return None
+        from tracker.estimate.uncertainty import vram_band
+
+        return vram_band(stack.name, self.prepared.job.method)
+
+    @property
+    def tokens_per_second_low(self) -> float | None:
+        band = self.band
+        return None if band is None else self.tokens_per_second * band.low
+
+    @property
+    def tokens_per_second_high(self) -> float | None:
+        band = self.band
+        return None if band is None else self.tokens_per_second * band.high
+
+    @property
+    def hours_low(self) -> float | None:
+        high = self.tokens_per_second_high
+        return None if high is None else hours_for(self.prepared.job.tokens, high)
+
+    @property
+    def hours_high(self) -> float | None:
+        low = self.tokens_per_second_low
+        return None if low is None else hours_for(self.prepared.job.tokens, low)
+
+    def _cost(self, hours: float | None) -> Decimal | None:
+        per_hour = self.price_per_hour
+        return None if per_hour is None or hours is None else money.cost(per_hour, hours)
+
+    @property
+    def cost_per_run_low(self) -> Decimal | None:
+        return self._cost(self.hours_low)
+
+    @property
+    def cost_per_run_high(self) -> Decimal | None:
+        return self._cost(self.hours_high)
+
+    @property
+    def vram_gb_low(self) -> float | None:
+        band = self.vram_band
+        return None if band is None else self.vram_gb * band.low
+
+    @property
+    def vram_gb_high(self) -> float | None:
+        band = self.vram_band
+        return None if band is None else self.vram_gb * band.high
+
+    def band_dict(self) -> dict[str, Any]:
+        """The band fields of `as_dict` (also what the ranking shows per offer)."""
+        band, vband = self.band, self.vram_band
+        if band is None or vband is None:
+            return {"band": None}
+        per_hour = self.price_per_hour
+        lo, hi = self.tokens_per_second_low, self.tokens_per_second_high
+        assert lo is not None and hi is not None
+        fits = self.memory_gb
+        return {
+            "tokens_per_second_low": round(lo, 1),
+            "tokens_per_second_high": round(hi, 1),
+            "hours_low": _round4(self.hours_low),
+            "hours_high": _round4(self.hours_high),
+            "cost_per_run_low": self.cost_per_run_low,
+            "cost_per_run_high": self.cost_per_run_high,
+            "usd_per_mtok_low": None if per_hour is None else money.per_million_tokens(per_hour, hi),
+            "usd_per_mtok_high": None if per_hour is None else money.per_million_tokens(per_hour, lo),
+            "vram_gb_low": round(self.vram_gb * vband.low, 2),
+            "vram_gb_high": round(self.vram_gb * vband.high, 2),
+            # "yes": fits even at the top of the VRAM band; "maybe": only the estimate or less fits.
+            "fits_band": "yes" if self.vram_gb * vband.high <= fits
+            else "maybe" if self.vram_gb * vband.low <= fits else "no",
+            "band": {"tokens_per_second": band.describe(), "vram": vband.describe(),
+                     "efficiency_class": efficiency_class(self.gpu.architecture, self.gpu.form_factor)},
+        }  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
         job = self.prepared.job
         a = self.prepared.assumptions
@@ -222,7 +313,11 @@ class Estimate:
             else {k: round(v, 6) for k, v in self.step_time_breakdown.items()},
             "tokens_per_step": None if self.raw_step is None
             else self.raw_step.useful_tokens * self.raw_step.replicas,
-        }  # fmt: skip
+        } | self.band_dict()  # fmt: skip
+
+
+def _round4(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def prepare(job: JobSpec, assumptions: AssumptionSet | str | None = None) -> PreparedJob:

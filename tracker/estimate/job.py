@@ -14,14 +14,29 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
 from tracker.estimate.stacks import PRECISIONS, get_stack
 
+if TYPE_CHECKING:
+    from tracker.estimate.serving.job import ServingSpec
+
+Kind = Literal["fine-tune", "inference"]
+# Which JobInput fields belong to which kind: one given (not at its default) on the other kind is refused.
+FINE_TUNE_ONLY: tuple[str, ...] = (
+    "method", "rank", "lora_targets", "seq_len", "batch", "grad_checkpointing", "offload_activations", "tokens",
+    "examples", "tokens_per_example", "epochs", "assumptions", "stack", "packing", "pad_fraction", "parallel",
+    "grad_accum",
+)  # fmt: skip
+INFERENCE_ONLY: tuple[str, ...] = (
+    "prompt_tokens", "output_tokens", "concurrency", "tensor_parallel", "engine", "kv_precision", "tokens_per_month",
+    "requests_per_second", "target_tokens_per_user", "max_ttft_s",
+)  # fmt: skip
+SERVING_PRECISIONS = frozenset({"fp8", "int8", "int4"})
 Method = Literal["full", "lora", "qlora"]
 METHODS: tuple[str, ...] = ("full", "lora", "qlora")
 Parallel = Literal["ddp", "fsdp", "tp-fsdp"]
@@ -68,6 +83,7 @@ class JobSpec:
     packing: bool = True
     pad_fraction: float = 0.0  # share of processed tokens that are padding (0 when packed)
     parallel: str | None = None  # multi-GPU layout; None: fsdp (shard over the machine's GPUs)
+    grad_accum: int = 1  # micro-batches per optimizer step (the update is paid once per step)
 
     @property
     def trains_adapters(self) -> bool:
@@ -94,6 +110,7 @@ class JobSpec:
             "packing": self.packing,
             "pad_fraction": self.pad_fraction,
             "parallel": self.parallel,
+            "grad_accum": self.grad_accum,
             "tokens": self.tokens,
             "params": self.model.params.total,
             "trainable_params": self.lora_params() if self.trains_adapters else self.model.params.total,
@@ -119,6 +136,7 @@ def make_job(
     packing: bool = True,
     pad_fraction: float | None = None,
     parallel: str | None = None,
+    grad_accum: int = 1,
     enforce_max_seq_len: bool = True,
     allow_model_files: bool = False,
 ) -> JobSpec:
@@ -152,6 +170,8 @@ def make_job(
         raise InvalidJob(f"parallel must be one of {', '.join(PARALLELS)}, got {parallel!r}", field="parallel")
     parallel_key = str(parallel).strip().lower() if parallel is not None else None
     pad = _pad_fraction(packing, pad_fraction, tokens_per_example, seq_len)
+    if isinstance(grad_accum, bool) or not isinstance(grad_accum, int) or grad_accum <= 0:
+        raise InvalidJob(f"grad_accum must be a positive integer, got {grad_accum!r}", field="grad_accum")
 
     per_run = _training_tokens(tokens, examples, tokens_per_example, epochs)
     _check_compute(arch, targets if method_key != "full" else (), rank, seq_len, per_run)
@@ -170,6 +190,7 @@ def make_job(
         packing=bool(packing),
         pad_fraction=pad,
         parallel=parallel_key,
+        grad_accum=grad_accum,
     )
 
 
@@ -252,6 +273,8 @@ class JobInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), frozen=True)
 
+    # First, so the field validators below see it: it decides which of the other fields apply.
+    kind: Kind = Field("fine-tune", description="fine-tune | inference (serving: tracker.estimate.serving).")
     model: str | None = Field(
         None, min_length=1, max_length=200,
         description="Catalog id (llama-3.1-8b), HF repo id, or a size like 7B (the CLI also takes a config.json path).",
@@ -280,16 +303,30 @@ class JobInput(BaseModel):
     )  # fmt: skip
     stack: str | None = Field(
         None, max_length=50,
-        description="Training stack: hf, hf-liger, unsloth, torchtune, torchtune-compile, nemo (default: the set's).",
+        description="Training stack: hf, hf-liger, unsloth, torchtune, torchtune-compile, nemo, composer "
+        "(default: the set's).",
     )  # fmt: skip
-    precision: Literal["bf16", "mixed"] | None = Field(
-        None, description="Full fine-tuning: bf16 (pure bf16 AdamW) or mixed (fp32 master); default: the stack's."
-    )
+    precision: Literal["bf16", "mixed", "fp8", "int8", "int4"] | None = Field(
+        None, description="Full fine-tuning: bf16 (pure bf16 AdamW) or mixed (fp32 master); default: the stack's. "
+        "Inference: the weights, bf16 (default) | fp8 | int8 | int4.",
+    )  # fmt: skip
     packing: bool = Field(True, description="Sequences packed to seq_len (off: padding is processed, not trained).")
     pad_fraction: float | None = Field(
         None, ge=0, lt=1, description="With packing off: share of tokens that are padding (default from examples)."
     )
     parallel: Parallel | None = Field(None, description="Multi-GPU layout: ddp | fsdp (default) | tp-fsdp.")
+    grad_accum: int = Field(1, ge=1, le=4096, description="Micro-batches accumulated per optimizer step.")
+    # What the run costs beyond GPU hours (tracker.costs.plan): data, checkpoints, setup, interruptions.
+    # None: derived from the job and the offer (the defaults are documented in tracker.costs.plan).
+    dataset_gb: float | None = Field(None, ge=0, le=1e5, description="Training data to download, GB.")
+    checkpoint_gb: float | None = Field(None, ge=0, le=1e5, description="One checkpoint, GB (default: derived).")
+    checkpoints_kept: int = Field(2, ge=0, le=1000, description="Checkpoints kept on disk at once.")
+    output_gb: float | None = Field(None, ge=0, le=1e5, description="Result uploaded at the end, GB.")
+    image_gb: float = Field(10, ge=0, le=1e3, description="Container image to download, GB.")
+    setup_minutes: float | None = Field(None, ge=0, le=1e5, description="Setup (default: downloads at the bandwidth).")
+    checkpoint_minutes: float = Field(30, ge=1, le=1e6, description="Minutes between checkpoints.")
+    restart_minutes: float | None = Field(None, ge=0, le=1e5, description="Resuming (default: the setup again).")
+    deadline_hours: float | None = Field(None, gt=0, le=1e6, description="Finish within this many hours.")
 
     @field_validator("hf_config", mode="before")
     @classmethod
@@ -298,6 +335,62 @@ class JobInput(BaseModel):
         # serialization of the job (the rank cache key, a saved alert) with a RecursionError.
         if _depth(value, MAX_CONFIG_DEPTH) > MAX_CONFIG_DEPTH:
             raise ValueError(f"hf_config nests deeper than {MAX_CONFIG_DEPTH} levels")
+        return value
+
+    # Serving (kind inference): tracker.estimate.serving.job.make_serving_job says what each means.
+    prompt_tokens: int | None = Field(
+        None, gt=0, le=10_000_000, description="Inference: prompt tokens per request (1000)."
+    )
+    output_tokens: int | None = Field(
+        None, gt=0, le=10_000_000, description="Inference: output tokens per request (200)."
+    )
+    concurrency: int | None = Field(
+        None, gt=0, le=65536, description="Inference: requests in flight (default: the most that fit and meet targets)."
+    )
+    tensor_parallel: int | None = Field(None, gt=0, le=64, description="Inference: GPUs per model copy (default: all).")
+    engine: Literal["vllm", "sglang", "trt-llm"] | None = Field(
+        None, description="Inference: vllm (default) | sglang | trt-llm."
+    )
+    kv_precision: Literal["bf16", "fp8"] | None = Field(
+        None, description="Inference: KV cache, bf16 | fp8 (default: fp8 with fp8 weights)."
+    )
+    tokens_per_month: float | str | None = Field(
+        None, description="Inference load: output tokens per month, 10B or 1e10."
+    )
+    requests_per_second: float | None = Field(None, gt=0, le=1e7, description="Inference load: requests per second.")
+    target_tokens_per_user: float | None = Field(
+        None, gt=0, le=1e5, description="Inference: per-user output tokens/s the concurrency must keep."
+    )
+    max_ttft_s: float | None = Field(
+        None, gt=0, le=3600, description="Inference: longest time to first token, seconds."
+    )
+
+    @field_validator(*FINE_TUNE_ONLY, *INFERENCE_ONLY, mode="after")
+    @classmethod
+    def _fits_kind(cls, value: object, info: ValidationInfo) -> object:
+        # Runs only on fields the caller gave (pydantic does not validate defaults): `rank: 16` on an
+        # inference job is refused like `rank: 32`. The CLI drops options left at their default
+        # (tracker.cli.job_options.build_job); null counts as not given.
+        kind = info.data.get("kind")
+        name = str(info.field_name)
+        if kind is None or value is None:
+            return value
+        if kind == "inference" and name in FINE_TUNE_ONLY:
+            raise ValueError(f"{name} is a fine-tuning field; an inference job does not take it")
+        if kind == "fine-tune" and name in INFERENCE_ONLY:
+            raise ValueError(f"{name} is a serving field; give kind inference to use it")
+        return value
+
+    @field_validator("precision", mode="after")
+    @classmethod
+    def _precision_for_kind(cls, value: str | None, info: ValidationInfo) -> str | None:
+        kind = info.data.get("kind")
+        if value in SERVING_PRECISIONS and kind == "fine-tune":
+            raise ValueError(
+                f"precision {value} is a serving precision (kind inference); fine-tuning takes bf16 or mixed"
+            )
+        if value == "mixed" and kind == "inference":
+            raise ValueError("precision mixed is a training precision; serving takes bf16, fp8, int8 or int4")
         return value
 
     @model_validator(mode="after")
@@ -309,14 +402,31 @@ class JobInput(BaseModel):
     def spec(self, *, allow_model_files: bool = False) -> JobSpec:
         """The validated job; raises tracker.estimate errors naming the field. `allow_model_files`
         lets `model` be a path to a config.json: only for local, trusted callers (the CLI)."""
+        if self.kind == "inference":
+            raise InvalidJob("an inference job is priced by serving_spec(), not as a fine-tuning run", field="kind")
         return make_job(
             self.hf_config if self.hf_config is not None else str(self.model),
             self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len, batch=self.batch,
             grad_checkpointing=self.grad_checkpointing, offload_activations=self.offload_activations,
             stack=self.stack, precision=self.precision, packing=self.packing, pad_fraction=self.pad_fraction,
-            parallel=self.parallel,
+            parallel=self.parallel, grad_accum=self.grad_accum,
             tokens=self.tokens, examples=self.examples, tokens_per_example=self.tokens_per_example,
             epochs=self.epochs, allow_model_files=allow_model_files,
+        )  # fmt: skip
+
+    def serving_spec(self, *, allow_model_files: bool = False) -> ServingSpec:
+        """The validated inference job (kind inference); raises tracker.estimate errors naming the field."""
+        from tracker.estimate.serving.job import make_serving_job  # the serving package imports this module
+
+        if self.kind != "inference":
+            raise InvalidJob("a fine-tuning job has no serving estimate; give kind inference", field="kind")
+        return make_serving_job(
+            self.hf_config if self.hf_config is not None else str(self.model),
+            precision=self.precision, kv_precision=self.kv_precision, prompt_tokens=self.prompt_tokens,
+            output_tokens=self.output_tokens, concurrency=self.concurrency, tensor_parallel=self.tensor_parallel,
+            engine=self.engine, tokens_per_month=self.tokens_per_month, requests_per_second=self.requests_per_second,
+            target_tokens_per_user=self.target_tokens_per_user, max_ttft_s=self.max_ttft_s,
+            allow_model_files=allow_model_files,
         )  # fmt: skip
 
     def saved(self) -> dict[str, Any]:

@@ -58,6 +58,10 @@ def _sort_key(est: Estimate) -> tuple[bool, float]:
 
 def run_estimate(req: EstimateRequest, *, allow_model_files: bool = False) -> dict[str, Any]:
     """`allow_model_files`: only the CLI (a local user) may name a config.json path as the model."""
+    if req.kind == "inference":  # serving cost: tracker.estimate.serving.service, same request shape
+        from tracker.estimate.serving.service import run_serving_estimate
+
+        return run_serving_estimate(req, resolve_gpus(req.gpu), allow_model_files=allow_model_files)
     job = req.spec(allow_model_files=allow_model_files)
     aset = get_assumptions(req.assumptions)
     price = req.price

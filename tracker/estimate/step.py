@@ -8,13 +8,17 @@ A training step is not only GEMMs. Per micro-step on one GPU (T tokens of `seq_l
     logits         the loss: T·V·(bytes per stack) — materialised, chunked or fused cross-entropy
     adapters       LoRA A/B GEMMs are skinny, hence memory-bound: T·Σ(d_in + d_out)·2 B per pass
     dequant        QLoRA: NF4 read + bf16 written for every frozen linear, every pass that uses it
-    optimizer      AdamW reads and writes the trained parameters' state: 1.75 × state bytes
+    optimizer      AdamW reads and writes the trained parameters' state: 1.75 × state bytes, once per
+                   optimizer step, so divided by `grad_accum` micro-batches (as DDP's all-reduce is);
+                   launches and the data loader (`overhead`) are paid every micro-batch
     overhead       fixed seconds per step (launches, Python, data loading)
     offload        checkpoints copied to and from CPU RAM, mostly hidden behind compute
     communication  DDP all-reduce of gradients, FSDP all-gather of weights + reduce-scatter of
                    gradients (hidden behind compute up to `comm_overlap`), TP activation all-reduces
 
-Memory-bound terms are bytes / (card bandwidth × bandwidth_fraction). The stack's `non_gemm`
+Memory-bound terms are bytes / (card bandwidth × bandwidth_fraction × bandwidth_relative[class]);
+attention runs at attention_vs_gemm × attention_relative[class] of the class's GEMM rate (the class
+factors are priors: ROCm's memory-bound kernels, FlashAttention-2 on Hopper/Blackwell). The stack's `non_gemm`
 multiplier scales activations, dequantisation and overhead (what fused/compiled kernels save).
 tokens/s = useful tokens per step (padding excluded) × replicas / step time.
 
@@ -65,6 +69,10 @@ class StepParams:
     comm_overlap: float
     link_gb_s: dict[str, float]
     source: dict[str, str] = field(default_factory=dict)  # "gemm:ampere" -> "fit (12 rows)" | "prior ..."
+    # Per class: achievable bandwidth relative to the shared fraction (ROCm's elementwise kernels).
+    bandwidth_relative: dict[str, float] = field(default_factory=dict)
+    # Per class: attention rate relative to `attention_vs_gemm` (FlashAttention-2 is tuned for Ampere).
+    attention_relative: dict[str, float] = field(default_factory=dict)
 
     def gemm(self, cls: str) -> float:
         return self.gemm_fraction.get(cls, self.gemm_fraction["default"])
@@ -76,6 +84,8 @@ class StepParams:
         return {
             "gemm_fraction": {k: round(v, 4) for k, v in self.gemm_fraction.items()},
             "bandwidth_fraction": round(self.bandwidth_fraction, 4),
+            "bandwidth_relative": dict(self.bandwidth_relative),
+            "attention_relative": dict(self.attention_relative),
             "overhead_s": round(self.overhead_s, 5),
             "non_gemm": {k: round(v, 4) for k, v in self.non_gemm.items()},
             "attention_vs_gemm": self.attention_vs_gemm,
@@ -114,6 +124,8 @@ def prior_params() -> StepParams:
         comm_overlap=float(step["comm_overlap"]),
         link_gb_s={k: float(v) for k, v in step["link_gb_s"].items()},
         source=source,
+        bandwidth_relative={k: float(v["value"]) for k, v in step.get("bandwidth_relative", {}).items()},
+        attention_relative={k: float(v["value"]) for k, v in step.get("attention_relative", {}).items()},
     )
 
 
@@ -181,8 +193,9 @@ def raw_step(prepared: PreparedJob, stack: Stack, gpu: GpuSpec, gpus: float, pea
 
     comm, hidden, replicas, split, shards = 0.0, True, n, 1.0, 1.0
     ring = (n - 1) / n if n > 1 else 0.0
+    ga = float(job.grad_accum)  # the update and DDP's all-reduce happen once per optimizer step
     if parallel == "ddp":
-        comm = 2.0 * ring * grad_bytes
+        comm = 2.0 * ring * grad_bytes / ga
     elif parallel == "fsdp":
         weights = mem.components["base_weights"] + mem.components["unquantized_weights"]
         comm = ring * (2.0 * weights + grad_bytes)  # gather for forward and backward; reduce-scatter grads
@@ -201,7 +214,7 @@ def raw_step(prepared: PreparedJob, stack: Stack, gpu: GpuSpec, gpus: float, pea
         attention_flops=prepared.flops.attention * tokens,
         activation_elements=activation,
         logits_bytes=tokens * arch.vocab * stack.logits_traffic,
-        adapter_bytes=adapters, dequant_bytes=dequant, optimizer_bytes=ADAM_TRAFFIC * state,
+        adapter_bytes=adapters, dequant_bytes=dequant, optimizer_bytes=ADAM_TRAFFIC * state / ga,
         offload_bytes=offload, comm_bytes=comm, comm_hidden=hidden, interconnect=gpu.interconnect,
         slice=gpus if gpus < 1 else 1.0,
     )  # fmt: skip
@@ -210,14 +223,15 @@ def raw_step(prepared: PreparedJob, stack: Stack, gpu: GpuSpec, gpus: float, pea
 def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
     """Seconds per micro-step for each term (on the whole card; a slice runs the same step slower)."""
     g = params.gemm(cls)
-    bw = raw.bandwidth * params.bandwidth_fraction
+    bw = raw.bandwidth * params.bandwidth_fraction * params.bandwidth_relative.get(cls, 1.0)
     m = params.non_gemm.get(raw.stack, 1.0)
     k = raw.split
     act_bytes = (params.activation_elements_per_hidden * raw.activation_elements[0]
                  + params.activation_elements_per_intermediate * raw.activation_elements[1])  # fmt: skip
     terms = {
         "gemm": max(raw.gemm_flops / (raw.peak * g), raw.weight_bytes / bw) / k,
-        "attention": raw.attention_flops / (raw.peak * g * params.attention_vs_gemm) / k,
+        "attention": raw.attention_flops
+        / (raw.peak * g * params.attention_vs_gemm * params.attention_relative.get(cls, 1.0)) / k,
         "activations": act_bytes * m / bw / k,
         "logits": raw.logits_bytes / bw / k,
         "adapters": raw.adapter_bytes / bw / k,
