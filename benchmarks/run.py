@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from benchmarks import api_bench, cli_bench, history_bench, ingest_bench, memory_bench, rank_bench
+from benchmarks import api_bench, cli_bench, history_bench, ingest_bench, memory_bench, plan_bench, rank_bench
 from benchmarks.common import Figure, Report, admin_engine, machine, migrated, pg_database, section
 
 BUDGET_S = 15 * 60  # the bound on `make bench` on a 2-core machine
@@ -37,10 +37,11 @@ class Sizes:
     query_repeat: int = 5  # §2: history endpoint calls timed (median)
     api_seconds: float = 8.0  # §3: measured window per endpoint (after a 1 s warm-up)
     rank_repeat: int = 20  # §4
+    plan_repeat: int = 10  # §7
 
 
 QUICK = Sizes(offers=2_000, repeat=2, history_hours=24 * 30, verify_hours=6, query_repeat=3, api_seconds=2.0,
-              rank_repeat=5)  # fmt: skip
+              rank_repeat=5, plan_repeat=3)  # fmt: skip
 
 
 def postgres_ok(report: Report) -> bool:
@@ -62,6 +63,8 @@ def run_postgres(
         ingest_bench.run(report, "postgres", engine, work, sizes.repeat)
         section("§4 rank compute")
         rank_bench.run(report, "postgres", engine, sizes.rank_repeat)
+        section("§7 fleet plan")
+        plan_bench.run(report, "postgres", engine, sizes.plan_repeat)
         engine.dispose()
         section("§3 API under load, postgres")
         api_bench.run(report, "postgres", url, str(tmp), duration=sizes.api_seconds)
@@ -93,6 +96,8 @@ def run_sqlite(
     engine = migrated(url)
     section(f"§1 ingest, sqlite ({sizes.offers:,} offers)")
     ingest_bench.run(report, "sqlite", engine, work, sizes.repeat, sqlite_path=str(tmp / "anchor.db"))
+    section("§7 fleet plan, sqlite")
+    plan_bench.run(report, "sqlite", engine, sizes.plan_repeat)
     engine.dispose()
     section("§3 API under load, sqlite")
     api_bench.run(report, "sqlite", url, str(tmp), duration=sizes.api_seconds)

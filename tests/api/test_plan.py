@@ -1,0 +1,148 @@
+"""POST /v1/plan and /v1/plan/history: the same plan as the CLI's, YAML text or JSON, 422s naming the field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from tests.factories.api import seeded_client
+from tests.factories.offers import batch, do_ingest, offer
+from tracker.clock import utcnow
+from tracker.market.live import LIVE
+from tracker.plan.mix import load_mix
+from tracker.plan.service import options_for, plan_live
+from tracker.storage.engine import session_scope
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = (ROOT / "examples" / "mixed-fleet.yaml").read_text()
+FT = {"name": "ft", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "tokens": "10M"},
+      "volume": {"runs_per_month": 3}}  # fmt: skip
+
+
+@pytest.fixture
+def client(engine, settings, clock):
+    LIVE.clear()
+    clock.now = datetime.now(UTC)
+    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
+                                             offer("b", "0.30", gpu="RTX4090-24GB")))  # fmt: skip
+    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+        yield c
+    LIVE.clear()
+
+
+def test_plan_from_workloads_and_from_yaml_source_agree(client):
+    r = client.post("/v1/plan", json={"workloads": [FT]})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["workloads"][0]["choice"]["gpu"] == "RTX4090-24GB"
+    assert body["workloads"][0]["runner_up"]["gpu"] == "A100-SXM-80GB"
+    assert body["fleet"]["monthly_cost"] == body["workloads"][0]["choice"]["monthly_cost"]
+    source = "workloads:\n" + "".join(f"  - {json.dumps(FT)}\n")
+    r2 = client.post("/v1/plan", json={"source": source})
+    assert r2.status_code == 200, r2.text
+    assert _timeless(r2.json()) == _timeless(body)
+
+
+def _timeless(value):
+    """The answer without what moves with the clock (its as_of, price ages)."""
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("as_of", "price_age_s")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def test_power_budget_in_the_body(client):
+    r = client.post("/v1/plan", json={"workloads": [FT], "power_budget_kw": 0.55})
+    assert r.status_code == 200, r.text
+    power = r.json()["power"]
+    assert power["budget_kw"] == 0.55 and power["within_budget"] is True
+    assert r.json()["workloads"][0]["choice"]["gpu"] == "A100-SXM-80GB"  # 0.52 kW; the 4090 draws 0.585
+
+
+def test_history_answers_points(client):
+    r = client.post("/v1/plan/history", json={"workloads": [FT], "days": 7})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["days"] == 7 and body["workloads"][0]["cards"] == ["A100-SXM-80GB", "RTX4090-24GB"]
+    assert body["points"], body
+    last = body["points"][-1]
+    assert last["choices"][0]["gpu"] == "RTX4090-24GB" and last["single_card"] == "RTX4090-24GB"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"workloads": [{**FT, "volume": {"runs_per_month": -1}}]}, "runs_per_month"),
+        ({"workloads": [{**FT, "kind": "train"}]}, "kind"),
+        ({"workloads": [{**FT, "job": {"model": "no-such-model", "tokens": "1M"}}]}, "body.workloads[0].job.model"),
+        ({"source": "workloads:\n  - name: x\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
+                    "    volume: {runs_per_month: 0}\n"}, "source.workloads[0].volume.runs_per_month"),
+        ({"source": "workloads: ["}, "source.mix"),
+        ({}, "body"),
+        ({"workloads": [FT], "source": "x"}, "body"),
+        ({"workloads": [FT], "power_budget_kw": 0}, "power_budget_kw"),
+    ],
+)  # fmt: skip
+def test_bad_mixes_are_422_naming_the_field(client, body, field):
+    r = client.post("/v1/plan", json=body)
+    assert r.status_code == 422, r.text
+    assert field in json.dumps(r.json())
+
+
+def test_demo_market_plan_matches_the_cli_path(engine, settings):
+    with seeded_client(engine, settings) as c:
+        r = c.post("/v1/plan", json={"source": EXAMPLE})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        mix = load_mix(EXAMPLE)
+        with session_scope(engine) as session:
+            direct = plan_live(engine, session, settings, utcnow(), mix, options_for(mix))
+    assert [w["status"] for w in body["workloads"]] == [w["status"] for w in direct["workloads"]]
+    assert body["fleet"]["monthly_cost"] == float(direct["fleet"]["monthly_cost"])
+    assert Decimal(str(body["fleet"]["monthly_cost"])) == direct["fleet"]["monthly_cost"]
+    assert body["single_card"]["best"] is None or body["single_card"]["saving"] >= 0
+
+
+def _paths(value, where=()):
+    """Every key path of a JSON body (objects and list items), leaves included."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield (*where, k)
+            yield from _paths(v, (*where, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield (*where, i)
+            yield from _paths(v, (*where, i))
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_hostile_values_in_any_field_never_5xx_and_answer_fast(client):
+    import time
+
+    from tests.api.test_fuzz import BODY_VALUES
+
+    marker = "\x00fuzz\x00"
+    base = {"workloads": [{**FT, "constraints": {"deadline_hours": 100, "providers": ["vastai"]}}],
+            "power_budget_kw": 5}  # fmt: skip
+    failures = []
+    for path in ("/v1/plan", "/v1/plan/history"):
+        for where in [*_paths(base), ("source",)]:
+            for literal in BODY_VALUES:
+                body = json.loads(json.dumps(base))
+                node = body
+                for key in where[:-1]:
+                    node = node[key]
+                node[where[-1]] = marker
+                raw = json.dumps(body).replace(json.dumps(marker), literal)
+                t0 = time.monotonic()
+                r = client.post(path, content=raw, headers={"content-type": "application/json"})
+                if r.status_code >= 500 or time.monotonic() - t0 >= 2.0:
+                    failures.append(f"{path} {where} {literal[:30]}: {r.status_code}")
+    assert failures == []

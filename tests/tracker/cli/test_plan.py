@@ -1,0 +1,94 @@
+"""`gpu-tracker plan`: the demo market planned end to end, JSON, the schema, and bad files in one line."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.factories.offers import batch, do_ingest, offer
+from tracker.market.live import LIVE
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "mixed-fleet.yaml"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    LIVE.clear()
+    yield
+    LIVE.clear()
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_demo_data_plan_prints_assignment_fleet_single_card_and_power(cli):
+    scraped = cli("scrape", "--demo")
+    assert scraped.exit_code == 0, scraped.output
+    result = cli("plan", str(EXAMPLE), "--power-budget-kw", "500")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    for heading in ("Assignments", "Fleet", "Single card type:", "Power:", "tokens/s per kW"):
+        assert heading in out, out
+    assert "small-finetune" in out and "big-training" in out
+    assert "the mixed fleet saves" in out and "within the 500 kW budget" in out
+
+    as_json = cli("plan", str(EXAMPLE), "--json")
+    assert as_json.exit_code == 0, as_json.output
+    plan = json.loads(as_json.output)
+    assert {"workloads", "fleet", "single_card", "power"} <= set(plan)
+    planned = [w for w in plan["workloads"] if w["status"] == "ok"]
+    assert {w["name"] for w in planned} >= {"small-finetune", "research-lora", "big-training", "nightly-batch"}
+    assert plan["fleet"]["monthly_cost"] == pytest.approx(sum(w["choice"]["monthly_cost"] for w in planned))
+    assert plan["single_card"]["saving"] >= 0
+    assert plan["power"]["power_kw"] > 0
+    # Every workload is accounted for: planned, or named with its reason.
+    assert {w["name"] for w in plan["workloads"]} == {
+        "small-finetune", "research-lora", "big-training", "nightly-batch", "small-serving", "big-serving"}  # fmt: skip
+    assert all(w["reason"] for w in plan["workloads"] if w["status"] != "ok")
+
+
+def test_plan_json_on_a_small_market(cli, engine, settings, clock, tmp_path):
+    clock.now = datetime.now(UTC)  # the command plans at the real "now": the offer must be live then
+    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB")))
+    mix = tmp_path / "mix.json"
+    mix.write_text(json.dumps({"workloads": [{"name": "ft", "kind": "fine-tune", "volume": {"runs_per_month": 3},
+                                              "job": {"model": "llama-3.1-8b", "tokens": "10M"}}]}))  # fmt: skip
+    result = cli("plan", str(mix), "--json", "--history", "30")
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert plan["workloads"][0]["choice"]["gpu"] == "A100-SXM-80GB"
+    assert plan["history"]["days"] == 30 and plan["history"]["statistic"] == "median"
+
+
+def test_schema_flag_prints_json_schema(cli):
+    result = cli("plan", "--schema")
+    assert result.exit_code == 0
+    assert json.loads(result.output)["title"] == "gpu-tracker workload mix"
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("workloads:\n  - name: a\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
+         "    volume: {runs_per_month: 0}\n", "workload 'a' (workloads[0].volume.runs_per_month)"),
+        ("workloads:\n  - name: a\n    kind: nope\n    job: {}\n    volume: {runs_per_month: 1}\n",
+         "workload 'a' (workloads[0].kind)"),
+        ("workloads: [", "not valid YAML"),
+    ],
+)  # fmt: skip
+def test_bad_files_fail_in_one_line(cli, tmp_path, text, words):
+    path = tmp_path / "mix.yaml"
+    path.write_text(text)
+    result = cli("plan", str(path))
+    assert result.exit_code != 0
+    assert words in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+def test_missing_file_and_no_file(cli, tmp_path):
+    missing = cli("plan", str(tmp_path / "nope.yaml"))
+    assert missing.exit_code != 0 and "cannot read" in missing.output
+    none = cli("plan")
+    assert none.exit_code != 0 and "--schema" in none.output

@@ -1,0 +1,56 @@
+"""The plan over time: today's placements repriced at each day's statistic, checked by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from tests.factories.offers import batch, do_ingest, offer
+from tests.tracker.plan.test_planner import SMALL, _hours
+from tracker import money
+from tracker.market.live import LIVE
+from tracker.plan.mix import validate_mix
+from tracker.plan.service import options_for, plan_history
+from tracker.storage.engine import session_scope
+
+DAY0 = datetime(2026, 11, 1, tzinfo=UTC)
+DAY1 = DAY0 + timedelta(days=1)
+NOW = DAY1 + timedelta(hours=1)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    LIVE.clear()
+    yield
+    LIVE.clear()
+
+
+def test_each_day_reprices_the_placements_and_picks_that_days_cheapest_card(engine, settings, clock):
+    clock.now = DAY0
+    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
+                                             offer("r", "0.30", gpu="RTX4090-24GB")))  # fmt: skip
+    clock.now = DAY1  # the 4090 triples: on day 1 the A100 runs the month cheaper
+    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
+                                             offer("r", "0.90", gpu="RTX4090-24GB")))  # fmt: skip
+    mix = validate_mix({"workloads": [SMALL]})
+    with session_scope(engine) as session:
+        result = plan_history(engine, session, settings, NOW, mix, options_for(mix), days=2)
+    runs = SMALL["volume"]["runs_per_month"]
+    gpu_hours = {g: runs * _hours(SMALL["job"], g) for g in ("A100-SXM-80GB", "RTX4090-24GB")}
+    prices = {DAY0: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.30"},
+              DAY1: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.90"}}  # fmt: skip
+    points = {datetime.fromisoformat(str(p["day"])) if isinstance(p["day"], str) else p["day"]: p
+              for p in result["points"]}  # fmt: skip
+    assert set(points) == {DAY0, DAY1}
+    for day, by_card in prices.items():
+        costs = {g: money.cost(Decimal(price), gpu_hours[g]) for g, price in by_card.items()}
+        best = min(costs, key=lambda g: costs[g])
+        p = points[day]
+        assert p["choices"] == [{"workload": "small", "gpu": best, "monthly_cost": costs[best]}]
+        assert p["monthly_cost"] == costs[best]
+        assert p["single_card"] == best and p["saving"] == 0  # one workload: mixed and single agree
+    assert points[DAY0]["choices"][0]["gpu"] == "RTX4090-24GB"
+    assert points[DAY1]["choices"][0]["gpu"] == "A100-SXM-80GB"
+    assert result["summary"] == {"days_with_saving": 0, "days_compared": 2, "min_saving": 0, "max_saving": 0}

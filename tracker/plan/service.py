@@ -1,0 +1,138 @@
+"""What the CLI and the API serve about a workload mix: the plan on live offers, and the plan over time.
+
+Both read the cached live frame (`tracker.market.live`) and judge freshness by the one rule. The plan over
+time reprices each workload's placements (today's cheapest feasible node of each card: GPUs per node,
+pricing type, billed GPU-hours) at a daily market statistic of that card's $/GPU-hour over the last days
+(`tracker.market.statistics.history`), the way `/v1/rank/history` reprices a job. It therefore shows
+whether the mixed fleet's advantage holds across the period, not which single offer was cheapest on a
+past day (per-card statistics, not per-offer; provider and region constraints shape the placements,
+not the past prices).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from tracker import money
+from tracker.config import Settings
+from tracker.market import statistics
+from tracker.market.live import LIVE, fresh_mask
+from tracker.plan.mix import TRAINING_KINDS, WorkloadMix
+from tracker.plan.planner import PlanOptions, evaluate, plan
+from tracker.plan.serving import serving_estimator
+
+STATISTICS = ("min", "p25", "median")
+
+
+def options_for(mix: WorkloadMix, power_budget_kw: float | None = None, overhead: float | None = None) -> PlanOptions:
+    """The mix's own power budget and overhead unless the caller (a CLI flag, an API field) overrides them."""
+    return PlanOptions(
+        power_budget_kw=power_budget_kw if power_budget_kw is not None else mix.power_budget_kw,
+        overhead_factor=overhead if overhead is not None else mix.overhead_factor,
+    )
+
+
+def plan_live(
+    engine: Engine, session: Session, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
+) -> dict[str, Any]:
+    _, frame = LIVE.frame(engine, session)
+    fresh = fresh_mask(frame, now, settings)
+    return plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
+
+
+def plan_history(
+    engine: Engine,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    mix: WorkloadMix,
+    options: PlanOptions,
+    *,
+    days: int = 90,
+    statistic: str = "median",
+) -> dict[str, Any]:
+    """Per day: the mixed fleet's monthly cost, each workload's card, and the best single-card fleet."""
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
+    _, frame = LIVE.frame(engine, session)
+    fresh = fresh_mask(frame, now, settings)
+    evaluated = [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
+    start, end = now - timedelta(days=days), now
+    prices: dict[tuple[str, str], dict[datetime, Decimal]] = {}
+    for ev in evaluated:
+        for gid, o in ev.by_card.items():
+            key = (gid, o.pricing)
+            if key not in prices:
+                include_reference = ev.workload.constraints.include_reference
+                buckets = statistics.history(
+                    session, gpu_ids=[gid], pricing=o.pricing, interval="1d", start=start, end=end, now=now,
+                    settings=settings, include_reference=include_reference,
+                )  # fmt: skip
+                prices[key] = {b["bucket"]: b[statistic] for b in buckets}
+    days_seen = sorted({d for series in prices.values() for d in series})
+    points: list[dict[str, Any]] = []
+    for day in days_seen:
+        per_workload: list[dict[str, Any]] = []
+        by_card_total: dict[str, Decimal] = {}
+        complete_cards: set[str] | None = None
+        mixed: Decimal | None = Decimal(0)
+        for ev in evaluated:
+            costs = {}
+            for gid, o in ev.by_card.items():
+                price = prices[(gid, o.pricing)].get(day)
+                if price is not None:
+                    # Billed GPU-hours of today's placement on this card × that day's $/GPU-hour.
+                    costs[gid] = money.cost(price, o.billed_node_hours * o.combo.gpus)
+            for gid, c in costs.items():
+                by_card_total[gid] = by_card_total.get(gid, Decimal(0)) + c
+            complete_cards = set(costs) if complete_cards is None else complete_cards & set(costs)
+            if not costs:
+                per_workload.append({"workload": ev.workload.name, "gpu": None, "monthly_cost": None})
+                mixed = None
+                continue
+            gid = min(costs, key=lambda g: (costs[g], g))
+            per_workload.append({"workload": ev.workload.name, "gpu": gid, "monthly_cost": costs[gid]})
+            if mixed is not None:
+                mixed += costs[gid]
+        singles = {g: by_card_total[g] for g in complete_cards or set()}
+        single = min(singles, key=lambda g: (singles[g], g)) if singles else None
+        points.append({
+            "day": day,
+            "monthly_cost": None if mixed is None else money.to_money(mixed),
+            "single_card": single,
+            "single_card_monthly_cost": None if single is None else money.to_money(singles[single]),
+            "saving": None if mixed is None or single is None else money.to_money(singles[single] - mixed),
+            "choices": per_workload,
+        })  # fmt: skip
+    savings: list[Decimal] = [p["saving"] for p in points if p["saving"] is not None]
+    return {
+        "as_of": now,
+        "days": days,
+        "statistic": statistic,
+        "workloads": [
+            {
+                "name": ev.workload.name,
+                "kind": ev.workload.kind,
+                "training": ev.workload.kind in TRAINING_KINDS,
+                "cards": sorted(ev.by_card),
+            }
+            for ev in evaluated
+        ],
+        "unplanned": [w.name for w in mix.workloads if w.name not in {ev.workload.name for ev in evaluated}],
+        "points": points,
+        "summary": {
+            "days_with_saving": sum(1 for s in savings if s > 0),
+            "days_compared": len(savings),
+            "min_saving": min(savings) if savings else None,
+            "max_saving": max(savings) if savings else None,
+        },
+        "method": "today's placements repriced at the daily " + statistic + " $/GPU-hour of each card",
+    }
+
+
+__all__ = ["STATISTICS", "options_for", "plan_history", "plan_live"]
