@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     max_connections: int = 16  # across all providers scraping concurrently
     scrape_timeout_s: float = 300.0
     stale_after: timedelta = timedelta(hours=6)
+    # A price-page sheet read this many days ago or more is stale (tracker.market.freshness.sheet_ages):
+    # the market and the dashboard say so. Its prices still count: a dated published price is data.
+    sheet_max_age_days: int = Field(45, ge=1)
 
     api_token: SecretStr | None = None  # bearer token for mutating endpoints and alert reads
 

@@ -15,9 +15,10 @@ def all_routers() -> list[APIRouter]:
         metrics,
         offers,
         overview,
+        plan,
         providers,
         rank,
     )
 
-    modules = (alerts, availability, dashboard, estimate, market, metrics, offers, overview, providers, rank)
+    modules = (alerts, availability, dashboard, estimate, market, metrics, offers, overview, plan, providers, rank)
     return [m.router for m in modules]

@@ -44,8 +44,13 @@ async def get_market(
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
     max_age_hours: Annotated[float | None, Query(gt=0, le=24 * 365)] = None,
+    aggregated: Annotated[
+        Literal["include", "exclude", "dedupe"],
+        Query(description="Offers resold by aggregators: count them, leave them out, or count each machine once"),
+    ] = "include",
 ) -> Any:
-    """Per card × pricing type: min, p25, median, p75, max, offers, providers, freshness."""
+    """Per card × pricing type (× reservation term): min, p25, median, p75, max, offers, providers,
+    freshness; `sheets` gives each rate sheet's age, and a card names the stale ones it counts."""
     now = utcnow()
     engine, settings = request.app.state.engine, request.app.state.settings
     gpu_ids = gpu_ids_for(gpu) if gpu else None  # unknown names are a 404 with suggestions, never cached
@@ -55,12 +60,13 @@ async def get_market(
     def compute() -> dict[str, Any]:
         with session_scope(engine) as session:
             snapshot = market_snapshot(engine, session, settings, now, gpu_ids=gpu_ids, pricing=kinds,
-                                       include_reference=include_reference, max_age=max_age)  # fmt: skip
+                                       include_reference=include_reference, max_age=max_age,
+                                       aggregated=aggregated)  # fmt: skip
         del snapshot["as_of"]  # the request's own, added below
         return snapshot
 
-    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, freshness.signature(settings),
-           minute(now))  # fmt: skip
+    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, aggregated,
+           freshness.signature(settings), minute(now))  # fmt: skip
     return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=True))
 
 

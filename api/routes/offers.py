@@ -39,6 +39,10 @@ async def list_offers(
     min_reliability: Annotated[float | None, Query(ge=0, le=1, description="Host reliability score, 0-1")] = None,
     cloud: Annotated[Literal["secure", "community"] | None, Query(description="RunPod-style cloud tier")] = None,
     include_reference: bool = True,
+    aggregated: Annotated[
+        Literal["include", "exclude", "dedupe"],
+        Query(description="Offers resold by aggregators: count them, leave them out, or count each machine once"),
+    ] = "include",
     sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
@@ -56,6 +60,7 @@ async def list_offers(
             min_reliability=min_reliability,
             cloud=cloud,
             include_reference=include_reference,
+            aggregated=aggregated,
             sort=sort,
             limit=limit,
             offset=offset,
@@ -71,5 +76,6 @@ async def list_offers(
         return {"offers": rows, "count": len(rows), "limit": limit, "offset": offset}
 
     key = ("offers", gpu_ids, tuple(provider or ()), tuple(filters.pricing or ()), tuple(region or ()), min_gpus,
-           available, verified, datacenter, min_reliability, cloud, include_reference, sort, limit, offset)  # fmt: skip
+           available, verified, datacenter, min_reliability, cloud, include_reference, aggregated, sort, limit,
+           offset)  # fmt: skip
     return json_response(await cached_body(request, key, compute))

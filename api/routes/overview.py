@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
@@ -21,10 +21,13 @@ def get_market_overview(
     session: Annotated[Session, Depends(db_session)],
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
+    aggregated: Annotated[
+        Literal["include", "exclude", "dedupe"], Query(description="Resold offers: count, leave out, or once")
+    ] = "include",
 ) -> Any:
     """Per card × pricing type: live min/p25/median/p75, offers, providers, demo flag, change over 7 and
     30 days (against the daily median of that day) and a 30-day sparkline of daily median and min."""
     return market_overview(
         request.app.state.engine, session, request.app.state.settings, utcnow(),
-        pricing=[p.value for p in pricing or []], include_reference=include_reference,
+        pricing=[p.value for p in pricing or []], include_reference=include_reference, aggregated=aggregated,
     )  # fmt: skip

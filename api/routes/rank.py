@@ -15,7 +15,9 @@ from api.cached import cached_body, json_response, minute, with_field
 from providers.contract import Pricing
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
-from tracker.estimate import JobInput, prepare
+from tracker.costs import RunPlan, plan_for
+from tracker.estimate import JobInput, PreparedJob, prepare
+from tracker.estimate.serving import PreparedServing, prepare_serving
 from tracker.market import freshness
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
@@ -34,6 +36,9 @@ class RankBody(JobInput):
     max_gpus: float | None = Field(None, gt=0, le=1024)
     max_hours: float | None = Field(None, gt=0)
     include_reference: bool = True
+    aggregated: Literal["include", "exclude", "dedupe"] = Field(
+        "include", description="Offers resold by aggregators: count them, leave them out, or each machine once."
+    )
     available_only: bool = Field(False, description="Only offers the provider says are available.")
     # Quality filters; offers that do not state an attribute: see tracker.market.quality.
     verified_only: bool = Field(False, description="Only verified machines (stated, or a cloud's own).")
@@ -45,6 +50,7 @@ class RankBody(JobInput):
     include_unfit: bool = Field(False, description="List offers the job does not fit, with the reason.")
     best_per_card: bool = Field(False, description="Only the best offer of each card.")
     limit: int = Field(50, ge=1, le=1000)
+    gpu_only: bool = Field(False, description="cost_per_run is GPU time alone (no disk, transfer, interruptions).")
 
     @model_validator(mode="after")
     def _gpu_range(self) -> RankBody:
@@ -59,6 +65,16 @@ class RankHistoryBody(JobInput):
     statistic: Literal["min", "p25", "median"] = "median"
     days: int = Field(90, ge=1, le=3650)
     include_reference: bool = True
+    gpu_only: bool = Field(False, description="cost_per_run is GPU time alone, not the whole run.")
+
+
+def _job(body: JobInput) -> tuple[PreparedJob | PreparedServing, RunPlan | None]:
+    """The prepared job and its run's extras. An inference job (kind inference) is priced on GPU time
+    alone: serving traffic has no dataset, checkpoints or finish line."""
+    if body.kind == "inference":
+        return prepare_serving(body.serving_spec()), None
+    spec = body.spec()
+    return prepare(spec, body.assumptions), plan_for(body, spec)
 
 
 def _filters(body: RankBody) -> RankFilters:
@@ -67,7 +83,7 @@ def _filters(body: RankBody) -> RankFilters:
         gpu_ids=gpu_ids_for(body.gpu) if body.gpu else None, min_gpus=body.min_gpus, max_gpus=body.max_gpus,
         max_hours=body.max_hours, include_reference=body.include_reference, available_only=body.available_only,
         verified_only=body.verified_only, datacenter_only=body.datacenter_only, min_reliability=body.min_reliability,
-        cloud=body.cloud,
+        cloud=body.cloud, aggregated=body.aggregated,
     )  # fmt: skip
 
 
@@ -79,13 +95,13 @@ async def post_rank(body: RankBody, request: Request) -> Any:
 
     def compute() -> dict[str, Any]:
         # Errors (unknown model, GPU, bad job) propagate in the order they always did and are never cached.
-        prepared = prepare(body.spec(), body.assumptions)
+        prepared, plan = _job(body)
         filters = _filters(body)
         options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit,
-                              best_per_card=body.best_per_card, limit=body.limit)  # fmt: skip
+                              best_per_card=body.best_per_card, limit=body.limit, gpu_only=body.gpu_only)  # fmt: skip
         max_age = timedelta(hours=body.max_age_hours) if body.max_age_hours else None
         with session_scope(engine) as session:
-            result = rank_offers(engine, session, settings, now, prepared, filters, options, max_age)
+            result = rank_offers(engine, session, settings, now, prepared, filters, options, max_age, plan)
         del result["as_of"]  # the request's own, added below
         return result
 
@@ -100,13 +116,13 @@ async def post_rank_history(body: RankHistoryBody, request: Request) -> Any:
     engine, settings = request.app.state.engine, request.app.state.settings
 
     def compute() -> dict[str, Any]:
-        prepared = prepare(body.spec(), body.assumptions)
+        prepared, plan = _job(body)
         ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
         with session_scope(engine) as session:
             result = rank_history(
                 session, settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
                 statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
-                include_reference=body.include_reference,
+                include_reference=body.include_reference, plan=plan, gpu_only=body.gpu_only,
             )  # fmt: skip
         if not body.gpu:  # all cards: keep those with data, so the answer stays small
             result["series"] = [s for s in result["series"] if s["points"]]

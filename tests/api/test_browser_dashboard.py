@@ -256,6 +256,19 @@ def test_provider_health_and_alerts_degrade_gracefully(browser, server):
     assert console_errors(browser) == []
 
 
+def widest(browser) -> list[str]:
+    """The visible elements reaching past the window's right edge outside any scrolling box (what to fix)."""
+    return browser.execute_script(
+        "const w = window.innerWidth;"
+        "const clipped = e => { for (let p = e.parentElement; p; p = p.parentElement) {"
+        "  if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return true; } return false; };"
+        "return [...document.querySelectorAll('body *')]"
+        ".filter(e => e.offsetParent !== null && e.getBoundingClientRect().right > w + 0.5 && !clipped(e))"
+        ".slice(-5).map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + '.' + e.className"
+        " + ' in #' + (e.closest('[id]') || {}).id + ' ' + Math.round(e.getBoundingClientRect().right))"
+    )
+
+
 VIEWS = [("market", "market", "market"), ("history", "history/H100-SXM-80GB/1y", "history"),
          ("job", "job", "job"), ("health", "health", "health")]  # fmt: skip
 
@@ -275,7 +288,7 @@ def test_screenshots_and_layout(browser, server, width, height, device):
                 WebDriverWait(browser, 30).until(lambda d: d.execute_script("return !!window.dashboard.charts.job"))
             # Nothing wider than the screen: wide tables scroll inside their own box.
             overflow = browser.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
-            assert overflow <= 0, f"{name} at {width}px overflows by {overflow}px"
+            assert overflow <= 0, f"{name} at {width}px overflows by {overflow}px: {widest(browser)}"
             full = browser.execute_script("return document.documentElement.scrollHeight")
             browser.set_window_size(width, min(max(full + 140, height), 6000))
             time.sleep(0.3)  # let charts follow the resize

@@ -24,10 +24,11 @@ from api.cached import data_version, encode, with_field
 from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.catalog.gpus import get_catalog
-from tracker.estimate import make_job, prepare
+from tracker.costs import plan_for
+from tracker.estimate import JobInput, make_job, prepare
 from tracker.market.live import LIVE, fresh_mask
 from tracker.market.offers import OfferFilters, current_offers, offer_row
-from tracker.market.rank import RankFilters, RankOptions, _row, filter_mask, rank
+from tracker.market.rank import RankFilters, RankOptions, _mark_within_band, _row, filter_mask, rank
 from tracker.market.service import market_history, market_snapshot, rank_history, rank_offers
 from tracker.storage.engine import session_scope
 
@@ -167,12 +168,15 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
         filters = OfferFilters(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
         rows = [offer_row(o) for o in current_offers(s, filters)]
         prepared = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
-        ranked = rank_offers(engine, s, settings, now, prepared, RankFilters(), RankOptions(include_unfit=True))
+        plan = plan_for(JobInput(**JOB_70B), prepared.job)  # the whole run's cost, as the API ranks (tracker.costs)
+        ranked = rank_offers(engine, s, settings, now, prepared, RankFilters(), RankOptions(include_unfit=True),
+                             plan=plan)  # fmt: skip
         prepared_8b = prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed")
         history = market_history(s, settings, now, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h",
                                  start=now - timedelta(days=1), end=now)  # fmt: skip
         trend = rank_history(s, settings, now, prepared_8b, gpu_ids=["A100-SXM-80GB"], pricing="on_demand",
-                             statistic="median", start=now - timedelta(days=7), end=now)  # fmt: skip
+                             statistic="median", start=now - timedelta(days=7), end=now,
+                             plan=plan_for(JobInput(**JOB), prepared_8b.job))  # fmt: skip
     LIVE.clear()
     got = client.get("/v1/market", params={"gpu": "H100", "pricing": ["on_demand", "spot"]})
     assert got.content == _json_bytes(market)
@@ -214,8 +218,10 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     for gpu_id, gpus, slice_gb in combos.itertuples(index=False):
         e = prepared.on(get_catalog().get(gpu_id), gpus, memory_gb=None if pd.isna(slice_gb) else float(slice_gb))
         est_rows.append((e.tokens_per_second, e.hours, e.vram_gb, e.memory_gb, e.fits, e.efficiency,
-                         e.multi_gpu_efficiency))  # fmt: skip
-    cols = ["tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency", "multi_gpu_efficiency"]
+                         e.multi_gpu_efficiency, e.band.low if e.band else None,
+                         e.band.high if e.band else None))  # fmt: skip
+    cols = ["tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency", "multi_gpu_efficiency",
+            "band_low", "band_high"]
     combos = pd.concat([combos, pd.DataFrame(est_rows, columns=cols)], axis=1)
     joined = offers.assign(slice_gb=slice_mem).merge(
         combos, left_on=["gpu_id", "gpu_count_f", "slice_gb"], right_on=["gpu_id", "gpus", "slice_gb"], how="left"
@@ -235,6 +241,7 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     top = ranked.head(options.limit).astype(object)
     top = top.where(top.notna(), None)
     rows = [_row(r._asdict() | {"last_seen": r.last_seen.to_pydatetime()}) for r in top.itertuples(index=False)]
+    _mark_within_band(rows, options.sort_by)
     return {"considered": len(offers), "fitting": int(joined["fits"].sum()), "rows": rows}
 
 

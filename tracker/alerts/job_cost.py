@@ -56,6 +56,10 @@ class EstimateCostModel:
         try:
             # Never `allow_model_files`: rules come from the API, and a path would read the server's disk.
             gpu = get_catalog().get(gpu_id)
+            if spec.kind == "inference":  # serving: $ per million output tokens of the saved traffic
+                from tracker.estimate.serving import prepare_serving
+
+                return prepare_serving(spec.serving_spec()).on(gpu, float(gpus), price_per_gpu_hour=price)
             return est.estimate(spec.spec(), gpu, float(gpus), spec.assumptions, price_per_gpu_hour=price)
         except est.EstimateError as exc:
             raise CostError(str(exc), f"job.{exc.field}" if getattr(exc, "field", None) else "job") from None
@@ -65,8 +69,8 @@ class EstimateCostModel:
     def check(self, job: dict[str, Any], gpu_id: str, gpus: Decimal) -> None:
         result = self._estimate(job, gpu_id, gpus, None)
         if not result.fits:
-            raise CostError(f"the job does not fit in {gpus:g} × {gpu_id} memory ({result.vram_gb:.1f} GB needed)",
-                            "job_gpus")
+            why = getattr(result, "reason", None) or f"{result.vram_gb:.1f} GB needed"
+            raise CostError(f"the job does not fit in {gpus:g} × {gpu_id} memory ({why})", "job_gpus")
 
     def value(
         self, metric: str, job: dict[str, Any], gpu_id: str, gpus: Decimal, price_per_gpu_hour: Decimal
@@ -75,6 +79,15 @@ class EstimateCostModel:
         amount = result.cost_per_run if metric == "cost_per_run" else result.usd_per_mtok
         if amount is None:
             raise CostError(f"the estimate gives no {metric} for this job")
+        if metric == "cost_per_run" and job.get("kind") != "inference":
+            # The whole run (tracker.costs), as /v1/rank/history prices a card: a card's price statistic
+            # has no one provider, so the default cost terms apply.
+            from tracker import costs, estimate
+
+            saved = estimate.JobInput.model_validate(job)
+            plan = costs.plan_for(saved, saved.spec())
+            price = Decimal(price_per_gpu_hour) * gpus
+            return costs.run_cost(price, result.hours, costs.resolve("", "on_demand"), plan).total
         return Decimal(amount)
 
 

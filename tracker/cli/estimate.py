@@ -27,7 +27,12 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 def estimate_cmd(
     job: JobInput,
     gpu: str | None = typer.Option(None, "--gpu", help='Card or family, e.g. "H100 SXM", "4090". Default: every card.'),
-    gpus: float = typer.Option(1, "--gpus", help="GPUs in the offer (one machine); below 1 is a slice of a card."),
+    gpus: float | None = typer.Option(
+        None,
+        "--gpus",
+        help="GPUs in the offer (one machine); below 1 is a slice of a card. Default: 1 "
+        "(inference: the smallest machine the job fits on).",
+    ),
     memory_gb: float | None = typer.Option(
         None, "--memory-gb", help="Memory per GPU, required for a slice (--gpus < 1)."
     ),
@@ -41,8 +46,8 @@ def estimate_cmd(
 
 
     try:
-        req = EstimateRequest(**job.model_dump(exclude_unset=True), gpu=gpu, gpus=gpus, memory_gb=memory_gb,
-                              price=price)  # fmt: skip
+        req = EstimateRequest(**job.model_dump(exclude_unset=True), gpu=gpu, memory_gb=memory_gb, price=price,
+                              **({} if gpus is None else {"gpus": gpus}))  # fmt: skip
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         fail(f"--{str(error['loc'][0]).replace('_', '-')}: {error['msg']}")
@@ -54,7 +59,39 @@ def estimate_cmd(
     if json_out:
         emit_json(result)
         return
+    if result.get("kind") == "inference":
+        _print_serving(result)
+        return
     _print_estimate(result)
+
+
+def _print_serving(result: dict[str, Any]) -> None:
+    """An inference job (`--kind inference`): throughput, latency and $/Mtok per card, then the terms."""
+    job = result["job"]
+    load = f" · {job['tokens_per_month']:.3g} tokens/month" if job["tokens_per_month"] else ""
+    console.print(f"[bold]job:[/] {job['model_name']} · {job['precision']} weights, {job['kv_precision']} KV · "
+                  f"{job['prompt_tokens']:,} in / {job['output_tokens']:,} out · {job['engine']}{load}")  # fmt: skip
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="users: in flight / most that fit; $/Mtok: the whole "
+                  "price over output tokens; in: the prefill share over input tokens; band: 10-90 %")  # fmt: skip
+    for col in ("gpu", "n", "GB/GPU", "fits", "users", "tok/s", "band", "/user", "TTFT", "$/Mtok", "in", "GPUs",
+                "$/month"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("gpu", "fits") else "right", no_wrap=col == "gpu")
+    for r in result["rows"]:
+        low, high = r["band"]["tokens_per_second"]
+        table.add_row(
+            r["gpu"], f"{r['gpus']:g}", f"{r['vram_gb']:.1f}", "[green]yes[/]" if r["fits"] else "[red]no[/]",
+            f"{r['concurrency']}/{r['max_concurrency']}", f"{r['tokens_per_second']:,.0f}",
+            f"{low:,.0f}–{high:,.0f}", f"{r['per_user_tokens_per_second']:,.1f}", f"{r['ttft_s']:.2f}",
+            _money(r["usd_per_mtok"], 3), _money(r["usd_per_mtok_input"], 3),
+            "–" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}", _money(r["monthly_cost"], 0),
+        )  # fmt: skip
+    console.print(table)
+    for r in result["rows"][:1]:
+        console.print(f"[bold]{r['gpu']} × {r['gpus']:g}[/] memory GB/GPU: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in r["vram_breakdown"].items()))  # fmt: skip
+        terms = ", ".join(f"{k} {v:.5f}" for k, v in r["step_time_breakdown"].items())
+        reason = f" · [red]{r['reason']}[/]" if r["reason"] else ""
+        console.print(f"decode step s: {terms} · prefill {r['prefill_seconds']:.4f} s{reason}")
 
 
 def _money(value: Any, places: int) -> str:
@@ -79,16 +116,23 @@ def _print_estimate(result: dict[str, Any]) -> None:
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {result['assumptions']['name']}")
     for col, right in (("gpu", False), ("n", True), ("VRAM/GPU", True), ("fits", False), ("tok/s", True),
-                       ("hours", True), ("$/run", True), ("$/1M tok", True), ("eff.", True)):
+                       ("tok/s 90% band", True), ("hours", True), ("$/run", True), ("$/run band", True),
+                       ("$/1M tok", True), ("eff.", True)):
         table.add_column(col, justify="right" if right else "left", no_wrap=col == "gpu")
     for r in rows:
         table.add_row(
             r["gpu"], f"{r['gpus']:g}", f"{r['vram_gb']:.1f} GB",
             "[green]yes[/]" if r["fits"] else "[red]no[/]", f"{r['tokens_per_second']:,.0f}",
-            f"{r['hours']:,.2f}", _money(r["cost_per_run"], 2), _money(r["usd_per_mtok"], 3),
+            _band(r.get("tokens_per_second_low"), r.get("tokens_per_second_high"), lambda v: f"{v:,.0f}"),
+            f"{r['hours']:,.2f}", _money(r["cost_per_run"], 2),
+            _band(r.get("cost_per_run_low"), r.get("cost_per_run_high"), lambda v: _money(v, 2)),
+            _money(r["usd_per_mtok"], 3),
             f"{r['efficiency']:.2f}",
         )
     console.print(table)
+    bands = {(r["band"]["efficiency_class"], r["band"]["tokens_per_second"]["basis"]) for r in rows if r.get("band")}
+    for cls, basis in sorted(bands):
+        console.print(f"[dim]band on {cls}: {basis}[/]")
 
     # Memory depends on the GPU count, not the card: one breakdown per distinct count.
     shown: set[float] = set()
@@ -171,6 +215,14 @@ def calibrate_cmd(
         console.print("[bold]step model:[/] " + "; ".join(
             f"{k}: {v}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")))
         console.print("[dim]" + "; ".join(f"{k}: {v}" for k, v in step["source"].items()) + "[/]")
+        if s["card_ratios"]:
+            ratios = Table(title="card speed ratios (same source, same job)", box=box.SIMPLE_HEAD, pad_edge=False)
+            for col in ("rows", "cards", "measured", "est.", "err", "LOSO err"):
+                ratios.add_column(col, justify="right" if col in ("measured", "est.", "err", "LOSO err") else "left")
+            for q in s["card_ratios"]:
+                ratios.add_row(" / ".join(q["rows"]), " / ".join(q["cards"]), f"{q['measured']:.2f}",
+                               f"{q['estimated']:.2f}", _pct(q["error"]), _pct(q["error_loso"]))  # fmt: skip
+            console.print(ratios)
         return
     eff = Table(title="efficiency (fraction of dense BF16 peak)", box=box.SIMPLE_HEAD, pad_edge=False)
     eff.add_column("architecture")
@@ -181,6 +233,10 @@ def calibrate_cmd(
     console.print(eff)
     if aset.fitted:
         console.print("[dim]" + "; ".join(f"{k}: {v}" for k, v in aset.efficiency.source.items()) + "[/]")
+
+
+def _band(low: Any, high: Any, fmt: Any) -> str:
+    return "–" if low is None or high is None else f"{fmt(float(low))}–{fmt(float(high))}"
 
 
 def _num(value: float | None, places: int) -> str:

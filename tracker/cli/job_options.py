@@ -69,8 +69,11 @@ def build_job(values: dict[str, Any]) -> JobInput:
     naming the option."""
     from pydantic import ValidationError
 
+    # An option left at its default was not given: the schema refuses a given fine-tuning field on an
+    # inference job (and the reverse), and an alert saves only what the user set.
+    given = {k: v for k, v in values.items() if v != JobInput.model_fields[k].default}
     try:
-        return JobInput(**values)
+        return JobInput(**given)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         where = error["loc"][0] if error["loc"] else None

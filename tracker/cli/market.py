@@ -37,6 +37,9 @@ def cheapest(
     region: list[str] = typer.Option(None, "--region", help="Region or prefix (repeatable)."),
     max_hours: float | None = typer.Option(None, "--max-hours", min=0),
     no_reference: bool = typer.Option(False, "--no-reference", help="Leave out static reference sheets."),
+    aggregated: str = typer.Option(
+        "include", "--aggregated", help="Offers resold by aggregators: include | exclude | dedupe (each machine once)."
+    ),
     available: bool = typer.Option(False, "--available", help="Only offers the provider says are available."),
     verified: bool = typer.Option(False, "--verified", help="Only verified machines (stated, or a cloud's own)."),
     datacenter: bool = typer.Option(False, "--datacenter", help="Only datacenter machines (stated, or a cloud's own)."),
@@ -48,13 +51,17 @@ def cheapest(
     show_unfit: bool = typer.Option(False, "--show-unfit", help="Also list offers the job does not fit."),
     best_per_card: bool = typer.Option(False, "--best-per-card"),
     top: int = typer.Option(20, "--top", min=1, max=1000),
+    gpu_only: bool = typer.Option(False, "--gpu-only", help="Rank on GPU time alone (no disk, transfer, spot loss)."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Live offers ranked by what this fine-tuning run would cost on them."""
+    """Live offers ranked by what this fine-tuning run would cost on them (the whole run: GPU time,
+    billing rounding, disk, data transfer and, on spot, expected interruptions)."""
     from tracker.catalog.gpus import GpuNameError
     from tracker.cli.context import runtime
     from tracker.clock import utcnow
-    from tracker.estimate import EstimateError, prepare
+    from tracker.costs import RunPlan, plan_for
+    from tracker.estimate import EstimateError, PreparedJob, prepare
+    from tracker.estimate.serving import PreparedServing, prepare_serving
     from tracker.market.offers import gpu_ids_for
     from tracker.market.rank import RankFilters, RankOptions
     from tracker.market.service import rank_offers
@@ -63,21 +70,29 @@ def cheapest(
     if sort_by not in ("cost_per_run", "hours", "usd_per_mtok"):
         fail("--sort must be cost_per_run, hours or usd_per_mtok")
     try:
-        prepared = prepare(job.spec(allow_model_files=True), job.assumptions)
+        prepared: PreparedJob | PreparedServing
+        plan: RunPlan | None = None  # an inference job is priced on GPU time alone
+        if job.kind == "inference":
+            prepared = prepare_serving(job.serving_spec(allow_model_files=True))
+        else:
+            spec = job.spec(allow_model_files=True)
+            prepared = prepare(spec, job.assumptions)
+            plan = plan_for(job, spec)
         filters = RankFilters(
             providers=provider or None, pricing=_pricing(pricing), regions=region or None,
             gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours, include_reference=not no_reference,
             available_only=available, verified_only=verified, datacenter_only=datacenter,
-            min_reliability=min_reliability, cloud=cloud,
+            min_reliability=min_reliability, cloud=cloud, aggregated=aggregated,
         )  # fmt: skip
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
-    except ValueError as exc:  # a filter out of range (tracker.market.quality)
+    except ValueError as exc:  # a filter out of range (tracker.market.quality, tracker.market.aggregated)
         fail(str(exc))
-    options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top)  # type: ignore[arg-type]
+    options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top,  # type: ignore[arg-type]
+                          gpu_only=gpu_only)  # fmt: skip
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:
-        result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, filters, options)
+        result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, filters, options, plan=plan)
     if json_out:
         emit_json(result["rows"])
         return
@@ -92,22 +107,52 @@ def _print_rank(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     job = result["job"]
-    console.print(
-        f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
-        f" · {job['tokens'] / 1e6:,.2f}M tokens   ({result['fitting']} of {result['considered']} live offers fit)"
-    )
+    fitting = f"({result['fitting']} of {result['considered']} live offers fit)"
+    if job.get("kind") == "inference":  # serving: hours and $/run are for the month's load (else 1M output tokens)
+        users = job["concurrency"] or "most that fit"
+        console.print(f"[bold]job:[/] {job['model_name']} · {job['precision']} · {job['prompt_tokens']:,} in / "
+                      f"{job['output_tokens']:,} out · {users} users · {job['engine']}   {fitting}")  # fmt: skip
+    else:
+        console.print(
+            f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
+            f" · {job['tokens'] / 1e6:,.2f}M tokens   {fitting}"
+        )
     table = Table()
-    for col in ("provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$/1M tok", "age"):
-        table.add_column(col, justify="right" if col not in ("provider", "gpu", "pricing", "region") else "left")
-    for r in result["rows"]:
+    cols = ("#", "provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$ GPU", "$/1M tok",
+            "age")  # fmt: skip
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region") else "right")
+    for i, r in enumerate(result["rows"], 1):
         label = r["provider"] + (" (ref)" if r["reference"] else "") + (" (demo)" if r["demo"] else "")
+        label += f" via {r['via']}" if r.get("via") else ""
         age = f"{r['price_age_s'] / 3600:.1f}h"
         table.add_row(
-            label, r["gpu"] + ("" if r["fits"] else " [red](does not fit)[/]"), f"{r['gpus']:g}", r["pricing"],
+            str(i), label, r["gpu"] + ("" if r["fits"] else " [red](does not fit)[/]"), f"{r['gpus']:g}", r["pricing"],
             r["region"] or "-", f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
-            _amount(r["cost_per_run"], 2), _amount(r["usd_per_mtok"], 4), age,
+            _amount(r["cost_per_run"], 2), _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),
+            _amount(r["usd_per_mtok"], 4), age,
         )  # fmt: skip
     console.print(table)
+    if result.get("plan") is not None:
+        for i, r in enumerate(result["rows"], 1):
+            if (why := _beyond(r.get("cost"))) != "-":
+                console.print(f"  {i}. beyond GPU time: {why}")
+        console.print("beyond GPU time: components over 1¢ (* a default, not the provider's figure); spot: the range"
+                      " from no interruption to the 95th percentile.  --gpu-only ranks on GPU time alone.")  # fmt: skip
+
+
+def _beyond(cost: dict[str, Any] | None) -> str:
+    """The components past GPU time worth a cent, each starred where its terms were defaulted."""
+    if not cost:
+        return "-"
+    parts = [
+        f"{name} {value:.2f}{'*' if cost['known'][name] == 'default' else ''}"
+        for name, value in cost["components"].items()
+        if name != "gpu_time" and value >= 0.01
+    ]
+    if cost.get("spot"):
+        parts.append(f"range {cost['spot']['range']['low']:.2f}-{cost['spot']['range']['high']:.2f}")
+    return ", ".join(parts) or "-"
 
 
 @commands.command("history")

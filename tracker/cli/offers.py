@@ -31,6 +31,9 @@ def offers(
         None, "--min-reliability", min=0, max=1, help="Host reliability score, 0-1."
     ),
     cloud: str | None = typer.Option(None, "--cloud", help="secure | community (RunPod's cloud tiers)."),
+    aggregated: str = typer.Option(
+        "include", "--aggregated", help="Offers resold by aggregators: include | exclude | dedupe (each machine once)."
+    ),
     limit: int = typer.Option(50, "--limit", min=1),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -48,6 +51,7 @@ def offers(
             datacenter_only=datacenter,
             min_reliability=min_reliability,
             cloud=cloud,
+            aggregated=aggregated,
             limit=limit,
         )
     except ValueError as exc:
@@ -69,12 +73,13 @@ def offers(
             r["provider"]
             + (" [dim](reference)[/]" if r["reference"] else "")
             + (" [dim](demo)[/]" if r["demo"] else "")
+            + (f" [dim]via {r['via']}[/]" if r.get("via") else "")
         )
         table.add_row(
             label,
             r["gpu"],
             f"{r['gpu_count']:g}",
-            r["pricing"],
+            r["pricing"] + (f" {r['reserved_term']}" if r.get("reserved_term") else ""),
             r["region"] or "-",
             f"{r['price_per_gpu_hour']:.4f}",
             f"{r['price_per_hour']:.4f}",

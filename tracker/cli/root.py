@@ -27,11 +27,13 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "cheapest": ("market", "commands", False),
     "history": ("market", "commands", False),
     "availability": ("availability", "commands", False),
+    "plan": ("plan", "commands", False),
     "alerts": ("alerts", "alerts_app", True),
     "worker": ("worker", "commands", False),
     "api": ("api_server", "commands", False),
     "up": ("serve", "commands", False),
     "db": ("db", "db_app", True),
+    "fx": ("fx", "fx_app", True),
     "doctor": ("doctor", "commands", False),
 }
 

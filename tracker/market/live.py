@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 
 from providers.registry import reference_providers
 from tracker.config import Settings
-from tracker.market import freshness, quality
+from tracker.market import aggregated, freshness, quality
 from tracker.storage.tables import DataVersion, Offer
 
 if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command-line call tens of ms
@@ -110,7 +110,8 @@ def _load(session: Session) -> OfferTable:
     # Quality values (verification, hosting, cloud, reliability) come out of the attributes JSON by the
     # same SQL the offer queries filter with (tracker.market.quality), so a ranking and an offer list
     # cannot disagree on which offers are verified.
-    extracted = quality.columns()
+    # So do an aggregator's `via` and `upstream` (tracker.market.aggregated).
+    extracted = quality.columns() | aggregated.columns()
     selected = [*COLUMNS, *extracted]
     stmt = select(*[getattr(Offer, c) for c in COLUMNS], *extracted.values()).where(Offer.delisted_at.is_(None))
     rows = session.execute(stmt).all()

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from providers.contract import Pricing, ProviderKind
 from providers.registry import all_providers, reference_providers
 from tracker.catalog.gpus import get_catalog
-from tracker.market import quality
+from tracker.market import aggregated, quality
 from tracker.storage.tables import Offer, OfferPrice
 
 SORTS = {
@@ -42,6 +42,7 @@ class OfferFilters:
     min_reliability: float | None = None
     cloud: str | None = None
     include_reference: bool = True
+    aggregated: str = "include"  # include | exclude | dedupe resales (tracker.market.aggregated)
     sort: str = "price_per_gpu_hour"
     limit: int | None = None
     offset: int = 0
@@ -52,6 +53,7 @@ class OfferFilters:
         for p in self.pricing or []:
             Pricing(p)  # raises ValueError naming the bad value
         quality.check(self)
+        aggregated.check(self.aggregated)
 
 
 def region_matches(region: object, wanted: Sequence[str]) -> bool:
@@ -85,6 +87,8 @@ def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
         stmt = stmt.where(*quality.conditions(filters))
     if not filters.include_reference and (refs := reference_providers()):
         stmt = stmt.where(Offer.provider.not_in(refs))
+    if filters.aggregated != "include":
+        stmt = stmt.where(*aggregated.conditions(filters.aggregated))
     stmt = stmt.order_by(*SORTS[filters.sort])
     if filters.offset:
         stmt = stmt.offset(filters.offset)
@@ -119,10 +123,34 @@ def offer_row(offer: Offer) -> dict[str, Any]:
         "region": offer.region,
         "instance_type": offer.instance_type,
         "available": offer.available,
+        # An aggregator's resale: which aggregator it reaches us through, and whose machine it is.
+        "via": (offer.attributes or {}).get("via"),
+        "upstream": (offer.attributes or {}).get("upstream"),
         "price_per_hour": offer.price_per_hour,
         "price_per_gpu_hour": offer.price_per_gpu_hour,
+        # The price as the provider quoted it and the rate the USD figures were converted at (None: USD).
+        **native_price(offer),
         "first_seen": offer.first_seen,
         "last_seen": offer.last_seen,
+    }
+
+
+def native_price(offer: Offer) -> dict[str, Any]:
+    """The quote behind an offer's USD figures: amount, currency, and the rate with its day and source.
+
+    A row written by something other than ingest may lack the native amounts; it was quoted in USD."""
+    usd = offer.currency == "USD"
+    return {
+        "currency": offer.currency,
+        "price_native_per_hour": offer.price_native_per_hour
+        if offer.price_native_per_hour is not None or not usd
+        else offer.price_per_hour,
+        "price_native_per_gpu_hour": offer.price_native_per_gpu_hour
+        if offer.price_native_per_gpu_hour is not None or not usd
+        else offer.price_per_gpu_hour,
+        "fx_rate": offer.fx_rate,
+        "fx_date": offer.fx_date,
+        "fx_source": offer.fx_source,
     }
 
 

@@ -8,6 +8,12 @@ different cards). On top of the live statistics of `tracker.market.service.marke
   so they are the same numbers the history chart and its CSV show;
 * `change_7d` / `change_30d`: the live median minus the daily median of the UTC day 7 (30) days before
   today, with the percentage. A day with no offers gives null, never an interpolated guess.
+
+Reserved rows come one per term (`reserved_term`); their sparkline and change are those of every
+reserved price of the card (the history is kept per pricing type, not per term). `aggregated` chooses
+how resales count (tracker.market.aggregated); the live statistics honour it, the sparkline counts
+every listed offer. `sheets` gives every rate sheet's age, and each row names its `stale_sheets`
+(tracker.market.freshness.sheet_ages), so the dashboard can say which reference prices are old.
 """
 
 from __future__ import annotations
@@ -57,13 +63,15 @@ def market_overview(
     *,
     pricing: Sequence[str] | None = None,
     include_reference: bool = True,
+    aggregated: str = "include",
 ) -> dict[str, Any]:
-    snapshot = market_snapshot(engine, session, settings, now, pricing=pricing, include_reference=include_reference)
+    snapshot = market_snapshot(engine, session, settings, now, pricing=pricing, include_reference=include_reference,
+                               aggregated=aggregated)  # fmt: skip
     version = snapshot["data_version"]
     _, frame = LIVE.frame(engine, session)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=SPARK_DAYS)
-    params = ("overview", tuple(pricing or ()), include_reference, freshness.signature(settings),
+    params = ("overview", tuple(pricing or ()), include_reference, aggregated, freshness.signature(settings),
               now.replace(second=0, microsecond=0))  # fmt: skip
 
     def compute() -> list[dict[str, Any]]:
@@ -92,7 +100,8 @@ def market_overview(
         return rows
 
     rows = LIVE.memo(engine, version, params, compute)
-    return {"as_of": now, "data_version": version, "sparkline_days": SPARK_DAYS, "cards": rows}
+    return {"as_of": now, "data_version": version, "sparkline_days": SPARK_DAYS, "cards": rows,
+            "sheets": snapshot["sheets"], "aggregated": aggregated}  # fmt: skip
 
 
 __all__ = ["CHANGE_DAYS", "SPARK_DAYS", "market_overview"]

@@ -17,8 +17,10 @@ import numpy as np
 
 from tracker import money
 from tracker.catalog.gpus import get_catalog
+from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
-from tracker.market import quality
+from tracker.estimate.serving import PreparedServing
+from tracker.market import aggregated, quality
 from tracker.market.live import OfferTable, epoch_us, factorize
 from tracker.market.offers import region_matches
 
@@ -28,13 +30,14 @@ SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 @dataclass
 class RankFilters:
     providers: Sequence[str] | None = None
-    pricing: Sequence[str] | None = None
+    pricing: Sequence[str] | None = None  # None: on-demand and spot (reserved only when named)
     regions: Sequence[str] | None = None  # exact, or a prefix such as "us"
     gpu_ids: Sequence[str] | None = None
     min_gpus: float | None = None
     max_gpus: float | None = None
     max_hours: float | None = None
     include_reference: bool = True
+    aggregated: str = "include"  # include | exclude | dedupe resales (tracker.market.aggregated)
     # Availability and quality: what they mean, for offers without the attribute too, is tracker.market.quality.
     available_only: bool = False
     verified_only: bool = False
@@ -44,6 +47,7 @@ class RankFilters:
 
     def __post_init__(self) -> None:
         quality.check(self)
+        aggregated.check(self.aggregated)
 
 
 @dataclass
@@ -52,6 +56,7 @@ class RankOptions:
     include_unfit: bool = False
     best_per_card: bool = False
     limit: int = 50
+    gpu_only: bool = False  # cost_per_run is $/hour × hours alone, not the whole run (tracker.costs)
 
 
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
@@ -75,6 +80,10 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
         mask &= _member(table["provider"], f.providers)
     if f.pricing:
         mask &= _member(table["pricing"], f.pricing)
+    else:
+        # A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price
+        # for the same run as on-demand, so it competes only when asked for (pricing=["reserved"]).
+        mask &= _member(table["pricing"], ("on_demand", "spot"))
     if f.regions:
         mask &= _region_mask(table["region"], f.regions)
     if f.gpu_ids:
@@ -87,12 +96,14 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
         mask &= ~table["reference"]
     if quality.active(f):
         mask &= quality.mask(table, f)
+    if f.aggregated != "include" and "via" in table:  # last: a machine counts once among the offers kept
+        mask = aggregated.mask(table, mask, f.aggregated)
     return mask
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).
 ESTIMATE_FIELDS = ("tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency",
-                   "multi_gpu_efficiency")  # fmt: skip
+                   "multi_gpu_efficiency", "band_low", "band_high")  # fmt: skip
 ComboKey = tuple[str, float, float | None]
 
 
@@ -109,15 +120,16 @@ def _combo_codes(cards: np.ndarray, gpus: np.ndarray, slice_gb: np.ndarray) -> t
     return codes, first
 
 
-def _estimate(prepared: PreparedJob, key: ComboKey) -> tuple[Any, ...]:
+def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[Any, ...]:
     gpu_id, gpus, slice_gb = key
     est = prepared.on(get_catalog().get(gpu_id), gpus, memory_gb=slice_gb)
+    band = est.band  # tokens/s factors of the uncertainty band; NaN for sets without one (seed)
     return (est.tokens_per_second, est.hours, est.vram_gb, est.memory_gb, est.fits, est.efficiency,
-            est.multi_gpu_efficiency)  # fmt: skip
+            est.multi_gpu_efficiency, band.low if band else math.nan, band.high if band else math.nan)  # fmt: skip
 
 
 def _estimate_combos(
-    prepared: PreparedJob,
+    prepared: PreparedJob | PreparedServing,
     gpu_id: Callable[[int], str],
     cards: np.ndarray,
     gpus: np.ndarray,
@@ -150,12 +162,14 @@ def _estimate_combos(
 def rank(
     frame: OfferTable,
     fresh: Mask,
-    prepared: PreparedJob,
+    prepared: PreparedJob | PreparedServing,
     filters: RankFilters,
     options: RankOptions,
     now: datetime,
     *,
     estimates: dict[ComboKey, tuple[Any, ...]] | None = None,
+    plan: RunPlan | None = None,
+    terms: TermColumns | None = None,
 ) -> dict[str, Any]:
     """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
@@ -176,6 +190,11 @@ def rank(
     fits = est["fits"][codes]
     with np.errstate(divide="ignore", invalid="ignore"):
         derived = {"cost_per_run": price_h * hours, "hours": hours, "usd_per_mtok": price_h / (tps * 3600.0 / 1e6)}
+    whole = plan is not None and terms is not None
+    if whole and not options.gpu_only:  # the whole run's cost orders the offers (tracker.costs.run)
+        assert plan is not None and terms is not None
+        cols = {name: values[idx] for name, values in terms.values.items()}
+        derived["cost_per_run"] = vector_totals(price_h, hours, cols, plan)
     fitting = int(fits.sum())
     keep = fits | options.include_unfit
     if filters.max_hours is not None:
@@ -196,13 +215,58 @@ def rank(
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
     columns["reliability_f"] = _column(frame["reliability_f"][rows], True)
+    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream") if c in frame}
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
     columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
     columns["last_seen"] = frame.last_seen(rows)
     columns["age_s"] = ((epoch_us(now) - frame["last_seen_us"][rows]) / 1e6).tolist()
     names = list(columns)
     out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
+    if plan is not None and terms is not None:
+        _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only)
+    _mark_within_band(out, options.sort_by)
     return {"considered": considered, "fitting": fitting, "rows": out}
+
+
+def _factors(r: dict[str, Any]) -> tuple[float, float] | None:
+    lo, hi, tps = r.get("tokens_per_second_low"), r.get("tokens_per_second_high"), r["tokens_per_second"]
+    return None if lo is None or hi is None or not tps else (lo / tps, hi / tps)
+
+
+def _mark_within_band(rows: list[dict[str, Any]], sort_by: SortKey) -> None:
+    """`within_band_of_best`: the row's band of the sort key overlaps the first (best) row's band.
+
+    Hours, cost and $ per token all scale as 1 / tokens/s, so a key's band is key / band_high ..
+    key / band_low. The same card in the same count shares its model error with the best row: only
+    the price differs, which is exact, so such a row is within the band only when it costs the same."""
+    bands = [_factors(r) for r in rows]
+    best = next((i for i, r in enumerate(rows) if r["fits"] and r[sort_by] is not None and bands[i]), None)
+    for r, band in zip(rows, bands, strict=True):
+        if best is None or band is None or r[sort_by] is None or not r["fits"]:
+            r["within_band_of_best"] = None
+            continue
+        b, best_band = rows[best], bands[best]
+        assert best_band is not None
+        key, best_key = float(r[sort_by]), float(b[sort_by])
+        if (r["gpu"], r["gpus"]) == (b["gpu"], b["gpus"]):
+            r["within_band_of_best"] = key <= best_key
+        else:
+            r["within_band_of_best"] = key / band[1] <= best_key / best_band[0]
+
+
+def _whole_costs(
+    out: list[dict[str, Any]], rows: np.ndarray, hours: list[float], plan: RunPlan, terms: TermColumns, gpu_only: bool
+) -> None:
+    """Each row's whole-run cost, by component (tracker.costs.run): `cost`, and `cost_per_run` its total
+    unless `gpu_only`; `gpu_cost_per_run` is always $/hour × hours."""
+    for r, i, h in zip(out, rows.tolist(), hours, strict=True):
+        r["gpu_cost_per_run"] = r["cost_per_run"]
+        if r["cost_per_run"] is None:
+            r["cost"] = None
+            continue
+        r["cost"] = run_cost(r["price_per_hour"], h, terms.terms_at(i), plan).as_dict()
+        if not gpu_only:
+            r["cost_per_run"] = r["cost"]["total"]
 
 
 def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
@@ -242,6 +306,21 @@ def _column(values: np.ndarray, maybe_missing: bool) -> list[Any]:
     return out
 
 
+def _band_fields(r: dict[str, Any], price: Any, hours: float, tps: float, priced: bool) -> dict[str, Any]:
+    """The estimate's uncertainty band (tracker.estimate.uncertainty) carried to the offer."""
+    lo, hi = (math.nan if r.get(k) is None else float(r[k]) for k in ("band_low", "band_high"))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return {"tokens_per_second_low": None, "tokens_per_second_high": None, "hours_low": None,
+                "hours_high": None, "cost_per_run_low": None, "cost_per_run_high": None}  # fmt: skip
+    h_lo, h_hi = hours / hi, hours / lo
+    return {
+        "tokens_per_second_low": round(tps * lo, 1), "tokens_per_second_high": round(tps * hi, 1),
+        "hours_low": round(h_lo, 3), "hours_high": round(h_hi, 3),
+        "cost_per_run_low": money.cost(price, h_lo) if priced else None,
+        "cost_per_run_high": money.cost(price, h_hi) if priced else None,
+    }  # fmt: skip
+
+
 def _row(r: dict[str, Any]) -> dict[str, Any]:
     fits = bool(r["fits"])
     price, hours, tps = r["price_per_hour"], float(r["hours"]), float(r["tokens_per_second"])
@@ -260,6 +339,8 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "region": r["region"],
         "instance_type": r["instance_type"],
         "available": r["available"],
+        "via": r.get("via"),  # the aggregator a resale reaches us through (tracker.market.aggregated)
+        "upstream": r.get("upstream"),
         # Effective quality (stated, or vouched for by the provider's kind: tracker.market.quality).
         "verification": r["verification"],
         "hosting": r["hosting"],
@@ -278,6 +359,7 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "usd_per_mtok": money.per_million_tokens(price, tps) if priced else None,
         "efficiency": round(float(r["efficiency"]), 4),
         "multi_gpu_efficiency": round(float(r["multi_gpu_efficiency"]), 4),
+        **_band_fields(r, price, hours, tps, priced),
         "last_seen": r["last_seen"],
         "price_age_s": round(float(r["age_s"]), 1),
     }

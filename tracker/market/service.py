@@ -16,7 +16,9 @@ from sqlalchemy.orm import Session
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
+from tracker.costs import RunPlan, load_stated, resolve, run_cost, term_columns
 from tracker.estimate import PreparedJob
+from tracker.estimate.serving import PreparedServing
 from tracker.market import freshness
 from tracker.market import statistics as market
 from tracker.market.live import LIVE, fresh_mask
@@ -36,19 +38,25 @@ def market_snapshot(
     pricing: Sequence[str] | None = None,
     include_reference: bool = True,
     max_age: timedelta | None = None,
+    aggregated: str = "include",
 ) -> dict[str, Any]:
     version, frame = LIVE.frame(engine, session)
-    params = ("market", tuple(gpu_ids or ()), tuple(pricing or ()), include_reference, max_age,
+    params = ("market", tuple(gpu_ids or ()), tuple(pricing or ()), include_reference, max_age, aggregated,
               freshness.signature(settings), now.replace(second=0, microsecond=0))  # fmt: skip
+    sheets = freshness.sheet_ages(now, settings)
 
     def compute() -> list[dict[str, Any]]:
         fresh = fresh_mask(frame, now, settings, max_age)
+        stale = frozenset(name for name, age in sheets.items() if age.stale)
         stats = market.snapshot(frame.frame, fresh=fresh, gpu_ids=gpu_ids, pricing=pricing,
-                                include_reference=include_reference)  # fmt: skip
+                                include_reference=include_reference, aggregated=aggregated,
+                                stale_sheets=stale)  # fmt: skip
         return [s.as_dict() | {"age_s": (now - s.freshest).total_seconds()} for s in stats]
 
     rows = LIVE.memo(engine, version, params, compute)
-    return {"as_of": now, "data_version": version, "cards": rows}
+    # Every rate sheet's age, stale or not: a client shows which reference prices are old (the dashboard).
+    listed = [age.as_dict() for age in sheets.values()] if include_reference else []
+    return {"as_of": now, "data_version": version, "cards": rows, "sheets": listed}
 
 
 def market_history(
@@ -74,22 +82,29 @@ def rank_offers(
     session: Session,
     settings: Settings,
     now: datetime,
-    prepared: PreparedJob,
+    prepared: PreparedJob | PreparedServing,
     filters: RankFilters,
     options: RankOptions,
     max_age: timedelta | None = None,
+    plan: RunPlan | None = None,
 ) -> dict[str, Any]:
+    """`plan` (the job's extras, tracker.costs.plan_for): rank on the whole run's cost; None: GPU time only."""
     version, frame = LIVE.frame(engine, session)
     fresh = fresh_mask(frame, now, settings, max_age)
+    terms = None
+    if plan is not None:  # every live offer's cost terms, once per data version
+        columns = (frame["id"], frame["provider"], frame["pricing"], frame["reliability_f"])
+        terms = LIVE.memo(engine, version, ("cost-terms",), lambda: term_columns(*columns, load_stated(session)))
     # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
     a = prepared.assumptions
     held, estimates = LIVE.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
     shared = estimates if held is a or held == a else None
-    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared)
-    return result | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
+    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms)
+    extras = {"plan": plan.describe() if plan is not None else None, "gpu_only": plan is None or options.gpu_only}
+    return result | extras | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
 
 
-def cheapest_machine(prepared: PreparedJob, gpu_id: str) -> tuple[int, Any] | None:
+def cheapest_machine(prepared: PreparedJob | PreparedServing, gpu_id: str) -> tuple[int, Any] | None:
     """The smallest machine of this card (1, 2, 4 or 8 GPUs) the job fits on, with its estimate."""
     card = get_catalog().get(gpu_id)
     for n in MACHINE_SIZES:
@@ -103,7 +118,7 @@ def rank_history(
     session: Session,
     settings: Settings,
     now: datetime,
-    prepared: PreparedJob,
+    prepared: PreparedJob | PreparedServing,
     *,
     gpu_ids: Sequence[str],
     pricing: str,
@@ -111,8 +126,12 @@ def rank_history(
     start: datetime,
     end: datetime,
     include_reference: bool = True,
+    plan: RunPlan | None = None,
+    gpu_only: bool = False,
 ) -> dict[str, Any]:
-    """Cost per run per card per day, from a daily market statistic of $/GPU-hour."""
+    """Cost per run per card per day, from a daily market statistic of $/GPU-hour. With `plan` (and not
+    `gpu_only`) the cost is the whole run's under the default cost terms of `pricing` (a statistic over
+    providers has no one provider's terms: tracker.costs.terms.DEFAULTS); `gpu_cost_per_run` is GPU time."""
     series = []
     for gpu_id in gpu_ids:
         machine = cheapest_machine(prepared, gpu_id)
@@ -126,9 +145,17 @@ def rank_history(
         )  # fmt: skip
         points = [
             {"day": b["bucket"], "price_per_gpu_hour": b[statistic],
-             "cost_per_run": money.cost(b[statistic] * gpus, est.hours), "offers": b["offers"]}
+             "cost_per_run": money.cost(b[statistic] * gpus, est.hours), "offers": b["offers"],
+             # Serving's figure (and fine-tuning's $/Mtok): the machine's price over its tokens/s.
+             "usd_per_mtok": money.per_million_tokens(b[statistic] * gpus, est.tokens_per_second)}
             for b in buckets
         ]  # fmt: skip
+        if plan is not None:
+            defaults = resolve("", pricing)
+            for p in points:
+                p["gpu_cost_per_run"] = p["cost_per_run"]
+                if not gpu_only:
+                    p["cost_per_run"] = run_cost(p["price_per_gpu_hour"] * gpus, est.hours, defaults, plan).total
         series.append(
             {"gpu": gpu_id, "fits": True, "gpus": gpus, "hours": round(est.hours, 3),
              "tokens_per_second": round(est.tokens_per_second, 1), "points": points}

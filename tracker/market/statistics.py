@@ -1,6 +1,12 @@
 """Market statistics of $/GPU-hour: the distribution now, and over time, per card and pricing type.
 
-Never blended: every statistic is for one card (SXM and PCIe apart) and one pricing type.
+Never blended: every statistic is for one card (SXM and PCIe apart) and one pricing type, and a reserved
+price for one term (a 1-year and a 3-year rate are different prices; on-demand and spot have none).
+
+Aggregators (tracker.market.aggregated): `aggregated="include"` counts every listed offer, "exclude"
+only direct ones, "dedupe" each machine once (its direct price preferred). `aggregated_offers` says how
+many of the counted offers are resales. Rate sheets whose prices are older than the sheet age limit
+(tracker.market.freshness.sheet_ages) are named in `stale_sheets` of every statistic they count in.
 
 Percentiles are weighted and use the inverted-CDF definition (the smallest price whose cumulative
 weight reaches q of the total), so every reported value is a price someone actually listed. Now, each
@@ -14,7 +20,7 @@ beyond "now": a provider that stopped answering does not keep its old prices ali
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -25,6 +31,7 @@ from sqlalchemy.orm import Session
 
 from providers.registry import reference_providers
 from tracker.config import Settings
+from tracker.market import aggregated as resales
 from tracker.market import freshness
 from tracker.money import to_money
 from tracker.storage.sql import epoch_us
@@ -65,6 +72,9 @@ class MarketStat:
     reference_only: bool
     freshest: datetime
     stalest: datetime
+    reserved_term: str | None = None  # the commitment of a reserved price ("1y", "3mo"); None otherwise
+    aggregated_offers: int = 0  # counted offers that reach us through an aggregator
+    stale_sheets: list[str] = field(default_factory=list)  # counted rate sheets past the age limit
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -77,8 +87,11 @@ def snapshot(
     gpu_ids: Sequence[str] | None = None,
     pricing: Sequence[str] | None = None,
     include_reference: bool = True,
+    aggregated: str = "include",
+    stale_sheets: frozenset[str] = frozenset(),
 ) -> list[MarketStat]:
-    """Distribution of current $/GPU-hour per card × pricing type over the fresh offers of the live frame."""
+    """Distribution of current $/GPU-hour per card × pricing type (× reservation term) over the fresh
+    offers of the live frame."""
     mask = fresh.copy()
     if gpu_ids:
         mask &= frame["gpu_id"].isin(list(gpu_ids)).to_numpy()
@@ -86,11 +99,18 @@ def snapshot(
         mask &= frame["pricing"].isin(list(pricing)).to_numpy()
     if not include_reference:
         mask &= ~frame["reference"].to_numpy()
+    if "via" in frame:  # last: a machine counts once among the offers the other filters kept
+        mask = resales.mask(frame, mask, aggregated)
     df = frame[mask]
+    # A term only where the price is reserved: a stray term on an on-demand row must not split its group.
+    terms = df["reserved_term"].where(df["pricing"] == "reserved", None) if len(df) else df["reserved_term"]
+    df = df.assign(term=terms.fillna("").astype(str))
     out = []
-    for (gpu, family, kind), g in df.groupby(["gpu_id", "gpu_family", "pricing"], sort=True):
+    for (gpu, family, kind, term), g in df.groupby(["gpu_id", "gpu_family", "pricing", "term"], sort=True):
         prices = g["price_per_gpu_hour_f"].to_numpy()
         q = weighted_quantiles(prices, np.ones_like(prices))
+        counted = set(g["provider"])
+        via = g.get("via", ())
         out.append(
             MarketStat(
                 gpu=str(gpu),
@@ -106,6 +126,9 @@ def snapshot(
                 reference_only=bool(g["reference"].all()),
                 freshest=g["last_seen"].max().to_pydatetime(),
                 stalest=g["last_seen"].min().to_pydatetime(),
+                reserved_term=str(term) or None,
+                aggregated_offers=sum(1 for v in via if isinstance(v, str) and v),
+                stale_sheets=sorted(counted & stale_sheets),
             )
         )
     return out

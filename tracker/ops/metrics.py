@@ -151,7 +151,10 @@ class DatabaseCollector(Collector):
         with session_scope(self.engine) as session:
             cards = market_snapshot(self.engine, session, self.settings, now)["cards"]
         for card in cards:
-            values = [card["gpu"], card["gpu_family"], card["pricing"]]
+            # The market has a row per reservation term: each term its own series ("reserved_1y"), or
+            # two rows would expose one series twice.
+            term = card.get("reserved_term")
+            values = [card["gpu"], card["gpu_family"], card["pricing"] + (f"_{term}" if term else "")]
             low.add_metric(values, float(card["min"]))
             median.add_metric(values, float(card["median"]))
             count.add_metric(values, card["offers"])

@@ -5,6 +5,7 @@ import { markDemo } from "./banner.js";
 import { destroyChart, emptyChart, mountChart, timeValue, usdTicks, usdValue } from "./charts.js";
 import { badge, el, showError, table } from "./dom.js";
 import { PRICING, PRICING_LABEL, SERIES_COLORS, age, gpus, hours, seconds, usd } from "./format.js";
+import { costCell } from "./costs.js";
 
 const MAX_CHART_CARDS = 6;
 const section = document.getElementById("view-job");
@@ -82,17 +83,39 @@ function mtok(tokens) {
   return tokens ? `${(Number(tokens) / 1e6).toLocaleString("en-US", { maximumFractionDigits: 2 })}M tokens` : "";
 }
 
+// The estimate's uncertainty band (90 %, from the calibration's leave-one-source-out errors of the
+// job's stack on that card's class; wider for a class with no measured run): "$4.10–$7.90".
+function range(low, high, fmt) {
+  return low === null || low === undefined || high === null || high === undefined ? null : `${fmt(low)}–${fmt(high)}`;
+}
+
+function bandCell(r, first) {
+  const band = range(r.cost_per_run_low, r.cost_per_run_high, usd);
+  if (!band) return "—";
+  const title = `90 % band of the estimate; hours ${range(r.hours_low, r.hours_high, hours)}`;
+  const near = r.within_band_of_best && r !== first
+    ? [" ", badge("near", "≈ best", "cost band overlaps the cheapest offer's: their order is within the model's error")]
+    : null;
+  return [el("span", { title }, band), near];
+}
+
 function render(result) {
   $("job-result").hidden = false;
   $("job-summary").textContent =
     `${result.job?.model_name || lastJob.model}, ${result.job?.method || lastJob.method}, ${mtok(result.job?.tokens)}: ` +
     `${result.fitting} of ${result.considered} live offers fit` +
-    ` · assumptions "${result.assumptions}" · ${result.rows.length ? "cheapest first" : "no offer fits"}`;
+    ` · assumptions "${result.assumptions}" · ${result.rows.length ? "cheapest first" : "no offer fits"}` +
+    (result.rows.some((r) => r.cost_per_run_low !== null && r.cost_per_run_low !== undefined)
+      ? " · ranges are the estimate's 90 % band; ≈ best: within the cheapest offer's band"
+      : "");
+  const first = result.rows.find((r) => r.fits && r.cost_per_run !== null) || null;
   table($("job-table"), [
     // The answer (cost per run) sits next to the card, so a phone shows it without scrolling sideways.
     { label: "#", cell: (r) => String(result.rows.indexOf(r) + 1), num: true },
     { label: "GPUs × card", cell: (r) => `${gpus(r.gpus)} ${r.gpu}` },
     { label: "Cost / run", cell: (r) => el("strong", {}, usd(r.cost_per_run)), num: true },
+    { label: "Cost band", cell: (r) => bandCell(r, first), num: true, opt: true },
+    { label: "Breakdown", cell: costCell, opt: true, wrap: true }, // costs.js: the whole run, by component
     { label: "Hours", cell: (r) => hours(r.hours), num: true },
     { label: "$ / Mtoken", cell: (r) => usd(r.usd_per_mtok, 3), num: true, opt: true },
     { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },

@@ -1,10 +1,12 @@
-// The dashboard's entry point: hash routing between the four views.
+// The dashboard's entry point: hash routing between the views.
 import * as health from "./health.js";
 import * as history from "./history.js";
 import * as job from "./job.js";
 import * as market from "./market.js";
+import * as plan from "./plan.js";
+import * as serving from "./serving.js";
 
-const VIEWS = { market, history, job, health };
+const VIEWS = { market, history, job, plan, health };
 
 function route() {
   const [name, ...args] = (location.hash.slice(1) || "market").split("/");
@@ -13,6 +15,7 @@ function route() {
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("active", a.dataset.view === view);
   document.title = `${document.querySelector(`#nav a[data-view=${view}]`).textContent} · GPU price tracker`;
   VIEWS[view].show(args.map(decodeURIComponent)).catch((error) => console.error(error));
+  if (view === "job") serving.show().catch((error) => console.error(error)); // the serving form shares the view
 }
 
 window.addEventListener("hashchange", route);

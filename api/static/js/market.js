@@ -1,4 +1,6 @@
-// Market view: one tile per card, one row per pricing type (never blended), with 7d/30d change and a sparkline.
+// Market view: one tile per card, one row per pricing type (and reservation term: never blended), with 7d/30d
+// change and a sparkline. Rate sheets past their age limit are named on the rows they count in and in the
+// summary; resold offers (via an aggregator) can be counted, left out, or counted once per machine.
 import { getJSON } from "./api.js";
 import { markDemo } from "./banner.js";
 import { sparkline } from "./charts.js";
@@ -10,6 +12,11 @@ const tiles = document.getElementById("market-cards");
 const filter = document.getElementById("market-filter");
 const reference = document.getElementById("market-reference");
 const pricingBox = document.getElementById("market-pricing");
+// Built here rather than in index.html: the toolbar gains it without the page changing shape.
+const aggregatedBox = el("select", { id: "market-aggregated", "aria-label": "Resold offers" },
+  el("option", { value: "include" }, "Resold offers: all"),
+  el("option", { value: "dedupe" }, "Resold offers: each machine once"),
+  el("option", { value: "exclude" }, "Resold offers: none"));
 let overview = null;
 let started = false;
 
@@ -20,6 +27,8 @@ function init() {
   }
   filter.addEventListener("input", render);
   reference.addEventListener("change", load);
+  reference.closest("label").after(aggregatedBox);
+  aggregatedBox.addEventListener("change", load);
 }
 
 export async function show() {
@@ -33,7 +42,8 @@ export async function show() {
 async function load() {
   section.dataset.state = "loading";
   try {
-    overview = await getJSON("/v1/market/overview", { include_reference: reference.checked });
+    overview = await getJSON("/v1/market/overview",
+      { include_reference: reference.checked, aggregated: aggregatedBox.value });
     showError(document.getElementById("market-error"), null);
     render();
   } catch (error) {
@@ -53,17 +63,28 @@ function delta(label, change, pctValue, then) {
   }, `${label} ${then == null ? "—" : pct(pctValue)}`);
 }
 
+function staleNote(names) {
+  const ages = new Map((overview.sheets || []).map((a) => [a.provider, a]));
+  return names.map((n) => (ages.has(n) ? `${n} (read ${ages.get(n).as_of}, ${ages.get(n).age_days} days ago)` : n))
+    .join(", ");
+}
+
 function pricingRow(c) {
+  const stale = c.stale_sheets || [];
   return el("div", { class: "prow", dataset: { pricing: c.pricing } },
     el("div", { class: "kind" }, PRICING_LABEL[c.pricing] || c.pricing,
+      c.reserved_term ? ` ${c.reserved_term}` : null,
       c.reference_only ? badge("ref", "reference", "only static reference sheets list this card") : null,
+      stale.length ? badge("ref stale", "stale sheet", `counts prices read long ago: ${staleNote(stale)}`) : null,
       c.demo ? badge("demo", "demo", "includes replayed demo data") : null),
     el("div", { class: "price" },
       el("strong", { title: `max ${usd(c.max)}` }, usd(c.median)), el("span", { class: "note" }, " median"),
       el("div", { class: "sub" }, el("span", {}, `min ${usd(c.min)}`), " · ",
         el("span", { title: "interquartile range" }, `p25–p75 ${usd(c.p25)}–${usd(c.p75)}`))),
     el("div", { class: "stats" },
-      el("span", {}, `${plural(c.offers, "offer")} · ${plural(c.providers, "provider")}`), " · ",
+      el("span", {}, `${plural(c.offers, "offer")} · ${plural(c.providers, "provider")}`),
+      c.aggregated_offers ? el("span", { title: "offers reaching us through an aggregator (Prime Intellect, Shadeform, …)" },
+        ` (${count(c.aggregated_offers)} resold)`) : null, " · ",
       delta("7d", c.change_7d, c.change_7d_pct, c.median_7d_ago), " · ",
       delta("30d", c.change_30d, c.change_30d_pct, c.median_30d_ago),
       el("span", { class: "age" }, ` · ${age(c.age_s)}`)),
@@ -87,7 +108,8 @@ function render() {
     b[1].reduce((n, c) => n + c.offers, 0) - a[1].reduce((n, c) => n + c.offers, 0) || a[0].localeCompare(b[0]));
   clear(tiles);
   for (const [gpu, rows] of ordered) {
-    rows.sort((a, b) => PRICING.indexOf(a.pricing) - PRICING.indexOf(b.pricing));
+    rows.sort((a, b) => PRICING.indexOf(a.pricing) - PRICING.indexOf(b.pricing)
+      || (a.reserved_term || "").localeCompare(b.reserved_term || ""));
     const first = rows[0];
     const refOnly = rows.every((r) => r.reference_only);
     const open = () => { location.hash = `#history/${encodeURIComponent(gpu)}`; };
@@ -104,8 +126,10 @@ function render() {
   }
   const all = overview.cards;
   const offers = all.reduce((n, c) => n + c.offers, 0);
+  const staleSheets = (overview.sheets || []).filter((a) => a.stale).map((a) => a.provider);
   document.getElementById("market-summary").textContent =
-    `${cards.size} of ${new Set(all.map((c) => c.gpu)).size} cards · ${count(offers)} live offers · as of ${new Date(overview.as_of).toUTCString()}`;
+    `${cards.size} of ${new Set(all.map((c) => c.gpu)).size} cards · ${count(offers)} live offers · as of ${new Date(overview.as_of).toUTCString()}`
+    + (staleSheets.length ? ` · stale reference sheets: ${staleNote(staleSheets)}` : "");
   if (cards.size === 0) tiles.append(el("p", { class: "note" }, all.length ? "No card matches the filter." : "No live prices yet: run a scrape (or `gpu-tracker up --demo`)."));
   markDemo("market", all.some((c) => c.demo));
   section.dataset.state = cards.size ? "ready" : "empty";

@@ -1,0 +1,117 @@
+// "Cheapest for my job", serving: an inference job → the best offer per card by $ per million output
+// tokens (POST /v1/rank, kind inference), and each top card's $/Mtok-vs-concurrency curve from the
+// serving estimate on its machine at its offer's price (POST /v1/estimate, rows[0].curve): the
+// trade-off people pick a batch size by — more users in flight cost less per token, each user waits longer.
+import { postJSON } from "./api.js";
+import { destroyChart, emptyChart, mountChart } from "./charts.js";
+import { el, showError, table } from "./dom.js";
+import { SERIES_COLORS, gpus, usd } from "./format.js";
+
+const MAX_CURVES = 6;
+const $ = (id) => document.getElementById(id);
+let started = false;
+let runToken = 0;
+
+export async function show() {
+  if (started) return;
+  started = true;
+  const form = $("serving-form");
+  form.addEventListener("submit", (e) => { e.preventDefault(); run(); });
+  $("serving-section").dataset.state = "ready-form";
+}
+
+function job() {
+  const body = {
+    kind: "inference",
+    model: $("serving-model").value.trim(),
+    precision: $("serving-precision").value,
+    engine: $("serving-engine").value,
+    prompt_tokens: Number($("serving-prompt").value),
+    output_tokens: Number($("serving-output").value),
+  };
+  const users = $("serving-concurrency").value.trim();
+  if (users) body.concurrency = Number(users);
+  const load = $("serving-load").value.trim();
+  if (load) body.tokens_per_month = load;
+  return body;
+}
+
+async function run() {
+  const token = ++runToken;
+  const section = $("serving-section");
+  section.dataset.state = "loading";
+  $("serving-submit").disabled = true;
+  const body = job();
+  try {
+    const ranked = await postJSON("/v1/rank", {
+      ...body, sort_by: "usd_per_mtok", best_per_card: true, include_reference: $("job-reference").checked, limit: 30,
+    });
+    if (token !== runToken) return;
+    showError($("serving-error"), null);
+    render(ranked);
+    const top = ranked.rows.filter((r) => r.fits && r.usd_per_mtok !== null).slice(0, MAX_CURVES);
+    await curves(body, top, token);
+    if (token === runToken) section.dataset.state = ranked.rows.length ? "ready" : "empty";
+  } catch (error) {
+    if (token !== runToken) return;
+    showError($("serving-error"), error);
+    $("serving-result").hidden = true;
+    destroyChart("serving");
+    section.dataset.state = "error";
+  } finally {
+    if (token === runToken) $("serving-submit").disabled = false;
+  }
+}
+
+function render(result) {
+  $("serving-result").hidden = false;
+  const j = result.job || {};
+  $("serving-summary").textContent =
+    `${j.model_name || ""}, ${j.precision} weights, ${j.prompt_tokens} in / ${j.output_tokens} out, ` +
+    `${j.concurrency ? `${j.concurrency} users` : "most users that fit"} on ${j.engine}: ` +
+    `${result.fitting} of ${result.considered} live offers fit · cheapest $/Mtok first (the whole price over output tokens)`;
+  table($("serving-table"), [
+    { label: "#", cell: (r) => String(result.rows.indexOf(r) + 1), num: true },
+    { label: "GPUs × card", cell: (r) => `${gpus(r.gpus)} ${r.gpu}` },
+    { label: "$ / Mtok out", cell: (r) => el("strong", {}, usd(r.usd_per_mtok, 3)), num: true },
+    { label: "Output tok/s", cell: (r) => Math.round(r.tokens_per_second).toLocaleString("en-US"), num: true },
+    { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },
+    { label: "Provider", cell: (r) => r.provider },
+    { label: "Fits", cell: (r) => (r.fits ? "✓" : r.reason), opt: true },
+  ], result.rows, (r) => ({ class: r.fits ? undefined : "unfit" }));
+}
+
+// One serving estimate per top card, on the ranked offer's machine and price: its curve's points.
+async function curves(body, top, token) {
+  const box = $("serving-chart");
+  const note = $("serving-chart-note");
+  if (!top.length) {
+    emptyChart("serving", box, "No offer fits this serving job.");
+    note.hidden = true;
+    return;
+  }
+  const answers = await Promise.all(top.map((r) => postJSON("/v1/estimate", {
+    ...body, concurrency: undefined, gpu: r.gpu, gpus: r.gpus, price: r.price_per_gpu_hour,
+  })));
+  if (token !== runToken) return;
+  const concurrencies = answers[0].curve_concurrencies;
+  const data = [concurrencies];
+  const series = [{ label: "Users in flight" }];
+  answers.forEach((answer, i) => {
+    const row = answer.rows[0];
+    const at = new Map(row.curve.map((p) => [p.concurrency, Number(p.usd_per_mtok)]));
+    data.push(concurrencies.map((c) => (at.has(c) ? at.get(c) : null)));
+    series.push({
+      label: `${top[i].gpu} ×${gpus(top[i].gpus)}`, stroke: SERIES_COLORS[i % SERIES_COLORS.length], width: 2,
+      value: (u, v) => (v == null ? "—" : usd(v, 3)), points: { show: true },
+    });
+  });
+  note.hidden = false;
+  note.textContent = "$ per million output tokens against users in flight, per card at its best offer's price; " +
+    "a line ends where the KV cache is full.";
+  mountChart("serving", box, {
+    series,
+    scales: { x: { time: false, distr: 3, log: 2 }, y: { distr: 3, log: 10 } },
+    axes: [{ label: "users in flight" }, { values: (u, vals) => vals.map((v) => (v == null ? "" : usd(v, 2))), size: 64 }],
+  }, data);
+}

@@ -1,0 +1,61 @@
+"""The serving form in headless Chromium: an inference job is ranked by $/Mtok and each top card's
+$/Mtok-vs-concurrency curve is drawn (api/static/js/serving.js). Same server and browser as the
+dashboard's browser tests; skipped the same way when Chromium is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.test_browser_dashboard import CANVAS_INK, browser, console_errors, open_view, server
+
+pytestmark = pytest.mark.browser
+__all__ = ["browser", "server"]  # fixtures, imported for pytest
+
+
+def _wait_serving(driver, state: str, timeout: float = 60) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    script = "return document.getElementById('serving-section').dataset.state"
+    WebDriverWait(driver, timeout).until(lambda d: d.execute_script(script) in (state, "error"))
+    assert driver.execute_script(script) == state, driver.find_element("id", "serving-error").text
+
+
+def _fill(driver, element_id: str, value: str) -> None:
+    field = driver.find_element("id", element_id)
+    field.clear()
+    field.send_keys(value)
+
+
+def test_serving_form_ranks_by_usd_per_mtok_and_draws_the_concurrency_curve(browser, server) -> None:
+    open_view(browser, server, "job", "job", state="ready-form")
+    _wait_serving(browser, "ready-form")
+    _fill(browser, "serving-model", "llama-3.1-8b")
+    _fill(browser, "serving-concurrency", "16")
+    browser.find_element("id", "serving-submit").click()
+    _wait_serving(browser, "ready")
+    rows = browser.find_elements("css selector", "#serving-table tbody tr")
+    assert len(rows) >= 3
+    costs = [float(r.find_elements("css selector", "td")[2].text.lstrip("$").replace(",", "")) for r in rows
+             if "unfit" not in (r.get_attribute("class") or "")]  # fmt: skip
+    assert costs == sorted(costs) and costs[0] > 0
+    assert "live offers fit" in browser.find_element("id", "serving-summary").text
+    chart = browser.execute_script(
+        "const u = window.dashboard.charts.serving; return u && {series: u.series.length, x: u.data[0],"
+        " y: u.data.slice(1).map((s) => s.filter((v) => v !== null))}"
+    )
+    assert chart["series"] >= 3  # x plus two cards or more
+    assert chart["x"][:3] == [1, 2, 4]
+    for ys in chart["y"]:
+        assert len(ys) >= 3 and ys == sorted(ys, reverse=True)  # more users in flight: cheaper tokens
+    assert browser.execute_script(CANVAS_INK, "#serving-chart") > 1000
+    assert console_errors(browser) == []
+
+
+def test_serving_form_explains_bad_input(browser, server) -> None:
+    open_view(browser, server, "job", "job", state="ready-form")
+    _wait_serving(browser, "ready-form")
+    _fill(browser, "serving-model", "no-such-model-xyz")
+    browser.find_element("id", "serving-submit").click()
+    _wait_serving(browser, "error")
+    assert "no-such-model-xyz" in browser.find_element("id", "serving-error").text
+    console_errors(browser, allowed=("/v1/rank - Failed to load resource", "/v1/alerts - Failed to load resource"))

@@ -1,0 +1,168 @@
+"""Serving jobs (kind inference) through every shell: POST /v1/estimate, POST /v1/rank, /v1/rank/history
+and the CLI's `estimate` and `cheapest`, on the seed's reference prices (providers/sheets/reference.toml)."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+import pytest
+from fastapi.testclient import TestClient
+
+from providers.sheet import load_sheet, parse_sheet
+from tests.factories.clock import FakeClock
+from tests.factories.offers import batch, do_ingest, offer
+from tracker.clock import utcnow
+from tracker.market.live import LIVE
+
+SERVING_70B = {"kind": "inference", "model": "llama-3.1-70b", "precision": "fp8", "prompt_tokens": 1000,
+               "output_tokens": 200, "concurrency": 64}  # fmt: skip
+SERVING_8B = {"kind": "inference", "model": "llama-3.1-8b", "precision": "bf16", "prompt_tokens": 1000,
+              "output_tokens": 200, "concurrency": 1}  # fmt: skip
+
+
+def _reference_rates() -> dict[str, Decimal]:
+    return {r["gpu"]: Decimal(r["price_per_gpu_hour"]) for r in load_sheet("reference")["rates"]}
+
+
+@pytest.fixture
+def machines(engine, settings):
+    """Machines of 1, 2, 4 and 8 GPUs of every reference card at the sheet's $/GPU-hour."""
+    LIVE.clear()
+    clock = FakeClock(utcnow())
+    offers = [
+        offer(f"{gpu}-{n}", str(price * n), gpu=gpu, count=n)
+        for gpu, price in _reference_rates().items()
+        for n in (1, 2, 4, 8)
+    ]
+    do_ingest(engine, settings, clock, batch(*offers))
+    yield clock
+    LIVE.clear()
+
+
+@pytest.fixture
+def reference_sheet(engine, settings):
+    LIVE.clear()
+    clock = FakeClock(utcnow())
+    do_ingest(engine, settings, clock, parse_sheet(load_sheet("reference")), provider="reference")
+    yield clock
+    LIVE.clear()
+
+
+@pytest.fixture
+def client(settings, engine):
+    from api.app import create_app
+
+    with TestClient(create_app(settings, engine)) as c:
+        yield c
+
+
+def test_estimate_returns_memory_speed_latency_money_terms_and_band(client) -> None:
+    r = client.post("/v1/estimate", json=SERVING_70B | {"gpu": "H100-SXM-80GB", "gpus": 2, "price": "2.69",
+                                                          "tokens_per_month": "10B"})  # fmt: skip
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["kind"] == "inference" and body["job"]["precision"] == "fp8"
+    (row,) = body["rows"]
+    assert row["fits"] and row["gpus"] == 2 and row["tensor_parallel"] == 2
+    assert set(row["vram_breakdown"]) == {"weights", "kv_cache", "activations", "runtime", "engine_reserve"}
+    assert set(row["step_time_breakdown"]) == set(body["step_terms"])
+    keys = ("tokens_per_second", "per_user_tokens_per_second", "ttft_s", "requests_per_second", "usd_per_mtok",
+            "usd_per_mtok_output", "usd_per_mtok_input", "gpus_needed", "monthly_cost")  # fmt: skip
+    for key in keys:
+        assert row[key] is not None and row[key] > 0, key
+    low, high = row["band"]["tokens_per_second"]
+    assert low < row["tokens_per_second"] < high
+    assert row["band"]["usd_per_mtok"][0] < row["usd_per_mtok"] < row["band"]["usd_per_mtok"][1]
+    # Money follows the one rule: the price of 2 GPUs over the aggregate output tokens/s.
+    per_hour = 2 * 2.69
+    assert row["usd_per_mtok"] == pytest.approx(per_hour / (row["tokens_per_second"] * 3600) * 1e6, rel=1e-3)
+
+
+def test_estimate_without_a_gpu_count_picks_the_smallest_machine(client) -> None:
+    rows = client.post("/v1/estimate", json=SERVING_70B | {"gpu": "H100-SXM-80GB"}).json()["rows"]
+    assert rows[0]["gpus"] == 2 and rows[0]["fits"]
+
+
+def test_fp8_on_a100_is_refused_naming_precision(client) -> None:
+    r = client.post("/v1/estimate", json=SERVING_70B | {"gpu": "A100-SXM-80GB"})
+    assert r.status_code == 422
+    assert r.json()["field"] == "precision" and "FP8" in r.json()["detail"]
+
+
+WRONG_KIND = [({"rank": 8}, "rank"), ({"tokens": "1M"}, "tokens"), ({"precision": "mixed"}, "precision"),
+              ({"engine": "tgi"}, "engine")]  # fmt: skip
+
+
+@pytest.mark.parametrize(("extra", "field"), WRONG_KIND)
+def test_wrong_kind_fields_are_4xx_naming_them(client, extra: dict[str, object], field: str) -> None:
+    r = client.post("/v1/estimate", json=SERVING_8B | extra)
+    assert 400 <= r.status_code < 500
+    assert field in json.dumps(r.json())
+
+
+def test_serving_field_on_a_fine_tune_job_is_4xx(client) -> None:
+    r = client.post("/v1/estimate", json={"model": "llama-3.1-8b", "tokens": "1M", "concurrency": 8})
+    assert 400 <= r.status_code < 500 and "concurrency" in json.dumps(r.json())
+
+
+def test_rank_70b_fp8_high_concurrency_puts_hopper_above_a100(client, machines) -> None:
+    body = SERVING_70B | {"sort_by": "usd_per_mtok", "best_per_card": True, "include_unfit": True}
+    rows = client.post("/v1/rank", json=body).json()["rows"]
+    fitting = [r["gpu"] for r in rows if r["fits"]]
+    assert fitting[:2] == ["H200-SXM-141GB", "H100-SXM-80GB"]
+    a100 = [r for r in rows if r["gpu"].startswith("A100")]
+    assert a100 and not any(r["fits"] for r in a100)  # fp8: no FP8 tensor cores on Ampere
+
+
+def test_rank_70b_bf16_on_a100_still_loses_to_fp8_hopper(client, machines) -> None:
+    fp8 = client.post("/v1/rank", json=SERVING_70B | {"sort_by": "usd_per_mtok", "best_per_card": True}).json()
+    bf16 = client.post("/v1/rank", json=SERVING_70B | {"precision": "bf16", "gpu": "A100", "sort_by": "usd_per_mtok",
+                                                        "best_per_card": True}).json()  # fmt: skip
+    best_hopper = min(r["usd_per_mtok"] for r in fp8["rows"] if r["gpu"].startswith(("H100", "H200")))
+    best_a100 = min(r["usd_per_mtok"] for r in bf16["rows"])
+    assert best_hopper < best_a100 / 2
+
+
+def test_rank_8b_one_user_ranks_a_cheap_card_first(client, reference_sheet) -> None:
+    rows = client.post("/v1/rank", json=SERVING_8B | {"sort_by": "usd_per_mtok"}).json()["rows"]
+    assert rows[0]["gpu"] == "RTX4090-24GB"
+    assert rows[0]["usd_per_mtok"] < min(r["usd_per_mtok"] for r in rows if r["gpu"].startswith(("H100", "H200")))
+
+
+def test_rank_history_prices_serving_per_day(client, reference_sheet) -> None:
+    body = SERVING_8B | {"gpu": "RTX 4090", "days": 1}
+    r = client.post("/v1/rank/history", json=body)
+    assert r.status_code == 200, r.text
+    (series,) = r.json()["series"]
+    point = series["points"][-1]
+    assert point["usd_per_mtok"] == pytest.approx(0.44 / (series["tokens_per_second"] * 3600) * 1e6, rel=2e-3)
+
+
+def test_cli_estimate_and_cheapest(cli, machines) -> None:
+    out = cli("estimate", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8", "--concurrency",
+              "64", "--gpu", "H100-SXM-80GB", "--price", "2.69", "--json")  # fmt: skip
+    assert out.exit_code == 0, out.stdout
+    (row,) = json.loads(out.stdout)["rows"]
+    assert row["gpus"] == 2 and row["fits"] and row["usd_per_mtok_input"] is not None
+    refused = cli("estimate", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8", "--gpu",
+                  "A100-SXM-80GB")  # fmt: skip
+    assert refused.exit_code != 0 and "precision fp8" in refused.output
+    ranked = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8",
+                 "--prompt-tokens", "1000", "--output-tokens", "200", "--concurrency", "64",
+                 "--tokens-per-month", "10B", "--sort", "usd_per_mtok", "--best-per-card", "--json")  # fmt: skip
+    assert ranked.exit_code == 0, ranked.output
+    assert [r["gpu"] for r in json.loads(ranked.stdout)][:2] == ["H200-SXM-141GB", "H100-SXM-80GB"]
+    table = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", "--concurrency", "1", "--top", "3")
+    assert table.exit_code == 0 and "1 users" in table.stdout
+
+
+def test_rank_with_a_tensor_parallel_degree_skips_the_offers_it_does_not_divide(client, machines) -> None:
+    # The market holds 1-GPU machines that TP 2 cannot use: they do not fit; the ranking still answers.
+    r = client.post("/v1/rank", json=SERVING_70B | {"tensor_parallel": 2, "limit": 500})
+    assert r.status_code == 200, r.text
+    rows = r.json()["rows"]
+    fitting = [row for row in rows if row["fits"]]
+    assert fitting and all(row["gpus"] % 2 == 0 for row in fitting)
+    explicit = client.post("/v1/estimate", json=SERVING_70B | {"tensor_parallel": 2, "gpu": "H100 SXM", "gpus": 1})
+    assert explicit.status_code == 422 and explicit.json()["field"] == "tensor_parallel"
