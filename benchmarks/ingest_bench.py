@@ -85,7 +85,7 @@ def _timed_ingest(engine: Engine, settings: Settings, result: ScrapeResult) -> t
 
 
 # Children first: every table ingest writes (availability and price history reference offers).
-BENCH_TABLES = ("offer_availability", "offer_prices", "offers", "unknown_gpu_names", "scrape_runs")
+BENCH_TABLES = ("offer_cost_terms", "offer_availability", "offer_prices", "offers", "unknown_gpu_names", "scrape_runs")
 
 
 def _empty(engine: Engine) -> None:

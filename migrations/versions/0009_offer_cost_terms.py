@@ -41,6 +41,7 @@ def upgrade() -> None:
         sa.Column("ingress_usd_per_gb", sa.Numeric(14, 6), nullable=True),
         sa.Column("download_mbps", sa.Numeric(14, 3), nullable=True),
         sa.Column("stopped_bills", sa.Boolean(), nullable=True),
+        sa.Column("digest", sa.String(40), nullable=False),
         sa.Column("run_id", _ID, nullable=True),
         sa.ForeignKeyConstraint(
             ["offer_id"], ["offers.id"], name=op.f("fk_offer_cost_terms_offer_id_offers"), ondelete="CASCADE"

@@ -299,4 +299,7 @@ class OfferCostTerms(Base):
     ingress_usd_per_gb: Mapped[Decimal | None] = mapped_column(Money)
     download_mbps: Mapped[Decimal | None] = mapped_column(Numeric(14, 3))
     stopped_bills: Mapped[bool | None] = mapped_column(Boolean)
+    # A digest of the terms above as ingest normalised them: an unchanged scrape compares 20,000 short
+    # strings instead of reading back and re-normalising ten numeric columns per offer.
+    digest: Mapped[str] = mapped_column(String(40))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))

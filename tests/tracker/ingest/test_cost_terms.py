@@ -13,7 +13,8 @@ from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tests.factories.real_payloads import real_payload
 from tracker.costs import load_stated
-from tracker.ingest.costs import stated_terms
+from tracker.ingest.costs import COLUMNS as TERM_COLUMNS
+from tracker.ingest.costs import stated_terms, terms_digest
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, OfferCostTerms
 
@@ -76,3 +77,16 @@ def test_real_vast_bundles_state_disk_transfer_and_bandwidth():
     # Hosts price transfer very differently: the reason it belongs in the cost of a run.
     egress = sorted(Decimal(s["egress_usd_per_gb"]) for s in stated if "egress_usd_per_gb" in s)
     assert egress[-1] > 10 * egress[len(egress) // 2] > 0
+
+
+def test_the_digest_compares_terms_by_value_and_keeps_types_apart():
+    # An unchanged scrape compares digests, so the same figure written two ways must match, and the
+    # per-combination cache must never hand a boolean's answer to a number (True == 1 in Python).
+    tenth = terms_digest({"egress_usd_per_gb": Decimal("0.1")})
+    assert tenth == terms_digest({"egress_usd_per_gb": Decimal("0.100000")})
+    assert tenth != terms_digest({"egress_usd_per_gb": Decimal("0.2")})
+    assert stated_terms({COST_TERMS: {"stopped_bills": True, "billing_minimum_s": 1}}) == {
+        **{name: None for name in TERM_COLUMNS}, "stopped_bills": True, "billing_minimum_s": Decimal("1.000")}
+    assert stated_terms({COST_TERMS: {"stopped_bills": 1, "billing_minimum_s": True}}) is None
+    assert stated_terms({COST_TERMS: {"egress_usd_per_gb": [1], "billing_minimum_s": 60}}) == {
+        **{name: None for name in TERM_COLUMNS}, "billing_minimum_s": Decimal("60.000")}
