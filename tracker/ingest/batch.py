@@ -18,6 +18,7 @@ row, counted apart (`fx_rows`), so the USD history stays exact without FX moves 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -34,7 +35,7 @@ from tracker.ingest.costs import record_cost_terms
 from tracker.ingest.fx import MAX_RATE_AGE, Conversion, CurrencyError, RateBook, convert
 from tracker.ingest.quarantine import PriceLevel, price_level_reason, quarantine_reason
 from tracker.storage.bulk import insert_rows
-from tracker.storage.sql import json_number, json_text
+from tracker.storage.sql import json_members
 from tracker.storage.tables import (
     QUALITY_ATTRIBUTES,
     DataVersion,
@@ -327,7 +328,7 @@ def ingest(
             or row.demo != demo
             # Offers are filtered on these (verified, datacenter, reliability): a stale copy would
             # keep a deverified host in a "verified only" answer. Other attributes may lag.
-            or tuple(getattr(row, f"q_{k}") for k in QUALITY_ATTRIBUTES) != _quality(v.scraped.attributes)
+            or _stored(row.quality) != _quality(v.scraped.attributes)
         )
         if reopened:  # a delisted offer's price is older than the last good run's
             level.fresh[card].append(float(v.price_per_gpu_hour))
@@ -446,11 +447,13 @@ def _availability_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | 
 
 
 def _stored_quality() -> list[Any]:
-    """SQL reading each quality attribute of the stored offer, labelled `q_<name>` (numbers as numbers)."""
-    return [
-        (json_number if k == "reliability" else json_text)(Offer.attributes, k).label(f"q_{k}")
-        for k in QUALITY_ATTRIBUTES
-    ]
+    """SQL reading the stored offer's quality attributes, as one JSON array labelled `quality`."""
+    return [json_members(Offer.attributes, QUALITY_ATTRIBUTES).label("quality")]
+
+
+def _stored(quality: str | None) -> tuple[Any, ...]:
+    # One small array per offer: decoding it costs a fraction of what six JSON lookups in SQL did.
+    return tuple(json.loads(quality)) if quality else (None,) * len(QUALITY_ATTRIBUTES)
 
 
 def _quality(attributes: dict[str, Any] | None) -> tuple[Any, ...]:
