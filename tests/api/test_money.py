@@ -76,3 +76,23 @@ def test_amounts_are_parsed_by_one_rule(bad):
     with pytest.raises(ValueError, match="amount in dollars"):
         money.parse_amount(bad)
     assert money.parse_amount(" $2.50 ") == Decimal("2.50")
+
+
+def test_a_spot_rule_costs_the_run_as_the_spot_history_does(engine, settings):
+    # A spot run's whole cost carries the default spot interruption rate (tracker.costs.terms); an alert
+    # on spot prices must price it so too, not with the on-demand terms.
+    with seeded_client(engine, settings) as c:
+        spot = [r for r in c.post("/v1/rank", json=JOB | {"pricing": ["spot"], "limit": 1000}).json()["rows"]
+                if r["fits"] and r["gpus"] == 1]  # fmt: skip
+        gpu = spot[0]["gpu"]
+        history = c.post("/v1/rank/history", json=JOB | {"gpu": gpu, "pricing": "spot", "days": 1}).json()
+    (series,) = [s for s in history["series"] if s["gpu"] == gpu]
+    point = series["points"][-1]
+    rule = add_rule(engine, settings, utcnow(), threshold="1000", condition="above", metric="cost_per_run",
+                    job=JOB, gpu=gpu, pricing="spot", job_gpus=series["gpus"], price_statistic="median",
+                    cost_model=default_cost_model())  # fmt: skip
+    with session_scope(engine) as s:
+        alert = observe(s, s.get_one(AlertRule, rule), now=utcnow(), settings=settings, cost_model=default_cost_model())
+    assert alert.ok and alert.price == Decimal(repr(point["price_per_gpu_hour"]))
+    assert point["cost_per_run"] > point["gpu_cost_per_run"]
+    assert float(alert.value) == point["cost_per_run"]

@@ -88,10 +88,18 @@ def test_history_answers_points(client):
         ({}, "body"),
         ({"workloads": [FT], "source": "x"}, "body"),
         ({"workloads": [FT], "power_budget_kw": 0}, "power_budget_kw"),
+        # Past these the month's cost overflowed the money rule's Decimal context: a 500, not a 422.
+        ({"workloads": [{**FT, "volume": {"training_tokens_per_month": "1e30"}}]}, "training_tokens_per_month"),
+        ({"workloads": [{**FT, "volume": {"training_tokens_per_month": "1e18"}}]},
+         "body.workloads[0].volume.training_tokens_per_month"),
+        ({"workloads": [{"name": "s", "kind": "inference", "job": {"model": "llama-3.1-8b"},
+                         "volume": {"tokens_per_month": "1e30"}}]}, "tokens_per_month"),
+        ({"source": "[" * 5000 + "]" * 5000}, "source.mix"),  # json's scanner hit the recursion limit
     ],
 )  # fmt: skip
-def test_bad_mixes_are_422_naming_the_field(client, body, field):
-    r = client.post("/v1/plan", json=body)
+@pytest.mark.parametrize("path", ["/v1/plan", "/v1/plan/history"])
+def test_bad_mixes_are_422_naming_the_field(client, body, field, path):
+    r = client.post(path, json=body)
     assert r.status_code == 422, r.text
     assert field in json.dumps(r.json())
 

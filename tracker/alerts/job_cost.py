@@ -29,9 +29,15 @@ class CostModel(Protocol):
         """Raise CostError if the job is invalid or cannot run on `gpus` × `gpu_id`."""
 
     def value(
-        self, metric: str, job: dict[str, Any], gpu_id: str, gpus: Decimal, price_per_gpu_hour: Decimal
+        self,
+        metric: str,
+        job: dict[str, Any],
+        gpu_id: str,
+        gpus: Decimal,
+        price_per_gpu_hour: Decimal,
+        pricing: str = "on_demand",
     ) -> Decimal:
-        """cost_per_run ($ for the whole job) or usd_per_mtok ($ per million training tokens)."""
+        """cost_per_run ($ for the whole job, under the default terms of `pricing`) or usd_per_mtok."""
 
 
 class EstimateCostModel:
@@ -73,7 +79,13 @@ class EstimateCostModel:
             raise CostError(f"the job does not fit in {gpus:g} × {gpu_id} memory ({why})", "job_gpus")
 
     def value(
-        self, metric: str, job: dict[str, Any], gpu_id: str, gpus: Decimal, price_per_gpu_hour: Decimal
+        self,
+        metric: str,
+        job: dict[str, Any],
+        gpu_id: str,
+        gpus: Decimal,
+        price_per_gpu_hour: Decimal,
+        pricing: str = "on_demand",
     ) -> Decimal:
         result = self._estimate(job, gpu_id, gpus, price_per_gpu_hour)
         amount = result.cost_per_run if metric == "cost_per_run" else result.usd_per_mtok
@@ -81,13 +93,13 @@ class EstimateCostModel:
             raise CostError(f"the estimate gives no {metric} for this job")
         if metric == "cost_per_run" and job.get("kind") != "inference":
             # The whole run (tracker.costs), as /v1/rank/history prices a card: a card's price statistic
-            # has no one provider, so the default cost terms apply.
+            # has no one provider, so the default cost terms of the rule's pricing apply (spot: interruptions).
             from tracker import costs, estimate
 
             saved = estimate.JobInput.model_validate(job)
             plan = costs.plan_for(saved, saved.spec())
             price = Decimal(price_per_gpu_hour) * gpus
-            return costs.run_cost(price, result.hours, costs.resolve("", "on_demand"), plan).total
+            return costs.run_cost(price, result.hours, costs.resolve("", pricing), plan).total
         return Decimal(amount)
 
 

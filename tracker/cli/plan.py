@@ -18,7 +18,11 @@ def plan(
     file: Path | None = typer.Argument(None, help="The workload mix, YAML or JSON (see --schema)."),
     json_out: bool = typer.Option(False, "--json", help="The whole plan as JSON."),
     power_budget_kw: float | None = typer.Option(
-        None, "--power-budget-kw", min=0.001, help="Facility power cap for the fleet, kW (overrides the file's)."
+        None,
+        "--power-budget-kw",
+        min=0.001,
+        max=1e7,  # the mix's own bound: `inf` would print Infinity
+        help="Facility power cap for the fleet, kW (overrides the file's).",
     ),
     overhead: float | None = typer.Option(
         None, "--overhead", min=1, max=5, help="PUE-like factor on the cards' TDP (overrides the file's; default 1.3)."
@@ -29,7 +33,7 @@ def plan(
     schema: bool = typer.Option(False, "--schema", help="Print the mix's JSON Schema and exit."),
 ) -> None:
     """Each workload on the live offer that runs its month cheapest; the mixed fleet against one card type."""
-    from tracker.plan.mix import MixError, load_mix, plan_schema
+    from tracker.plan.mix import MAX_SOURCE_CHARS, MixError, load_mix, plan_schema
 
     if schema:
         emit_json(plan_schema())
@@ -37,9 +41,13 @@ def plan(
     if file is None:
         fail("give the workload mix file (YAML or JSON), or --schema")
     try:
-        text = file.read_text(encoding="utf-8")
+        # At most one character past the limit: a huge file (or /dev/zero) is refused, never read whole.
+        with file.open(encoding="utf-8") as handle:
+            text = handle.read(MAX_SOURCE_CHARS + 1)
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}")
+    if len(text) > MAX_SOURCE_CHARS:
+        fail(f"{file.name}: the mix is over {MAX_SOURCE_CHARS:,} characters")
     try:
         mix = load_mix(text, file.name)
     except MixError as exc:

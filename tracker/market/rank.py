@@ -223,7 +223,8 @@ def rank(
     names = list(columns)
     out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
     if plan is not None and terms is not None:
-        _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only)
+        bands = (est["band_low"][codes[top]].tolist(), est["band_high"][codes[top]].tolist())
+        _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only, bands)
     _mark_within_band(out, options.sort_by)
     return {"considered": considered, "fitting": fitting, "rows": out}
 
@@ -255,18 +256,29 @@ def _mark_within_band(rows: list[dict[str, Any]], sort_by: SortKey) -> None:
 
 
 def _whole_costs(
-    out: list[dict[str, Any]], rows: np.ndarray, hours: list[float], plan: RunPlan, terms: TermColumns, gpu_only: bool
+    out: list[dict[str, Any]],
+    rows: np.ndarray,
+    hours: list[float],
+    plan: RunPlan,
+    terms: TermColumns,
+    gpu_only: bool,
+    bands: tuple[list[Any], list[Any]],
 ) -> None:
     """Each row's whole-run cost, by component (tracker.costs.run): `cost`, and `cost_per_run` its total
-    unless `gpu_only`; `gpu_cost_per_run` is always $/hour × hours."""
-    for r, i, h in zip(out, rows.tolist(), hours, strict=True):
+    unless `gpu_only`; `gpu_cost_per_run` is always $/hour × hours. The cost band is of the figure shown
+    in `cost_per_run`: the whole run at the band's hours, unless `gpu_only` (then GPU time alone)."""
+    for r, i, h, lo, hi in zip(out, rows.tolist(), hours, *bands, strict=True):
         r["gpu_cost_per_run"] = r["cost_per_run"]
         if r["cost_per_run"] is None:
             r["cost"] = None
             continue
-        r["cost"] = run_cost(r["price_per_hour"], h, terms.terms_at(i), plan).as_dict()
+        offer_terms = terms.terms_at(i)
+        r["cost"] = run_cost(r["price_per_hour"], h, offer_terms, plan).as_dict()
         if not gpu_only:
             r["cost_per_run"] = r["cost"]["total"]
+            if r["cost_per_run_low"] is not None:  # set by _band_fields only for a finite band
+                r["cost_per_run_low"] = run_cost(r["price_per_hour"], h / float(hi), offer_terms, plan).total
+                r["cost_per_run_high"] = run_cost(r["price_per_hour"], h / float(lo), offer_terms, plan).total
 
 
 def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:

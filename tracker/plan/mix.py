@@ -36,6 +36,10 @@ HOURS_PER_MONTH = 730.5
 DEFAULT_OVERHEAD = 1.3
 MAX_WORKLOADS = 200
 MAX_SOURCE_CHARS = 1_000_000
+# Volumes past any real cluster: beyond them a month's cost overflows the money rule's Decimal context
+# (a 500). Served tokens share the serving job's own cap; derived training runs share runs_per_month's.
+MAX_TOKENS_PER_MONTH = 1e18
+MAX_RUNS_PER_MONTH = 1e6
 
 
 class MixError(ValueError):
@@ -49,13 +53,15 @@ class MixError(ValueError):
 
 
 def _amount(value: object, field: str) -> float:
-    """A positive count written as a number or with a K/M/B/T suffix ("5B")."""
+    """A positive count up to MAX_TOKENS_PER_MONTH, written as a number or with a K/M/B/T suffix ("5B")."""
     try:
         number = parse_tokens(value)  # type: ignore[arg-type]  # anything else is refused just below
     except EstimateError:
         raise ValueError(f"cannot read {value!r} as an amount (examples: 22.5M, 5B, 1200)") from None
     if not (number > 0 and math.isfinite(number)):
         raise ValueError(f"{field} must be a positive finite number, got {value!r}")
+    if number > MAX_TOKENS_PER_MONTH:
+        raise ValueError(f"{field} must be at most {MAX_TOKENS_PER_MONTH:.0e}, got {value!r}")
     return number
 
 
@@ -69,7 +75,7 @@ class Volume(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    runs_per_month: float | None = Field(None, gt=0, le=1e6, description="Training runs per month.")
+    runs_per_month: float | None = Field(None, gt=0, le=MAX_RUNS_PER_MONTH, description="Training runs per month.")
     training_tokens_per_month: float | str | None = Field(
         None, description="Training tokens per month (e.g. 2B); runs = this ÷ the job's tokens."
     )
@@ -229,7 +235,16 @@ def validate_mix(raw: object) -> WorkloadMix:
     for i, w in enumerate(mix.workloads):
         try:
             if w.kind in TRAINING_KINDS:
-                w.job_input().spec()
+                spec = w.job_input().spec()
+                tokens = w.volume.training_tokens_per_month
+                if tokens is not None and float(tokens) / spec.tokens > MAX_RUNS_PER_MONTH:
+                    field = f"workloads[{i}].volume.training_tokens_per_month"
+                    raise MixError(
+                        f"workload {w.name!r} ({field}): {float(tokens):.3g} tokens is "
+                        f"{float(tokens) / spec.tokens:.3g} runs of {spec.tokens:.3g} tokens a month; "
+                        f"at most {MAX_RUNS_PER_MONTH:.0e}",
+                        field=field, workload=w.name,
+                    )  # fmt: skip
             else:
                 validate_serving_job(w.job_input())
         except EstimateError as exc:
@@ -246,6 +261,8 @@ def parse_source(text: str, filename: str = "") -> object:
     if filename.endswith(".json") or stripped.startswith(("{", "[")):
         try:
             return json.loads(text)
+        except RecursionError:  # "[[[[…": json's C scanner recurses per level, like YAML's parser below
+            raise MixError("the mix nests too deeply", field="mix") from None
         except json.JSONDecodeError as exc:
             if filename.endswith(".json"):
                 raise MixError(

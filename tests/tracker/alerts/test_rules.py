@@ -210,7 +210,7 @@ class TenTimesPrice:
         if job.get("model") == "too-big":
             raise CostError("does not fit", "job_gpus")
 
-    def value(self, metric, job, gpu_id, gpus, price):
+    def value(self, metric, job, gpu_id, gpus, price, pricing="on_demand"):
         return price * 10 * gpus
 
 

@@ -92,3 +92,42 @@ def test_missing_file_and_no_file(cli, tmp_path):
     assert missing.exit_code != 0 and "cannot read" in missing.output
     none = cli("plan")
     assert none.exit_code != 0 and "--schema" in none.output
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_an_infinite_power_budget_is_refused_not_printed_as_infinity(cli):
+    result = cli("plan", str(EXAMPLE), "--power-budget-kw", "inf", "--json")
+    assert result.exit_code != 0
+    assert "Infinity" not in result.output and "--power-budget-kw" in result.output
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_an_endless_file_is_refused_without_reading_it_whole(cli, tmp_path):
+    import os
+    import threading
+
+    from tracker.plan.mix import MAX_SOURCE_CHARS
+
+    fifo = tmp_path / "mix.yaml"
+    os.mkfifo(fifo)
+    closed = threading.Event()
+
+    def write() -> None:  # past the limit, then the stream stays open: a reader of the whole file waits
+        try:
+            with fifo.open("w") as out:
+                out.write("a" * (MAX_SOURCE_CHARS + 2))
+                out.flush()
+                closed.wait(5)
+        except BrokenPipeError:
+            pass
+        closed.set()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    result = cli("plan", str(fifo))
+    ended_first = not closed.is_set()
+    closed.set()
+    writer.join()
+    assert ended_first, "the CLI read the whole stream before refusing it"
+    assert result.exit_code != 0 and "over 1,000,000 characters" in result.output
+    assert len(result.output.strip().splitlines()) == 1

@@ -14,6 +14,7 @@ from providers.cost_terms import COST_TERMS, terms
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tests.factories.real_payloads import real_payload
+from tracker import money
 from tracker.clock import utcnow
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, prepare
@@ -133,3 +134,18 @@ def test_rank_api_answers_both(engine, settings, two_hosts):
     (series,) = history["series"]
     point = series["points"][-1]
     assert point["cost_per_run"] > point["gpu_cost_per_run"]
+
+
+def test_the_cost_band_is_of_the_cost_shown(engine, settings, two_hosts):
+    # The band brackets the figure in cost_per_run: the whole run at the band's hours (its transfer is the
+    # same at any speed), or GPU time alone with gpu_only; a GPU-time band beside a whole-run cost excluded it.
+    now = two_hosts()
+    for gpu_only in (False, True):
+        for r in _rank(engine, settings, now, gpu_only=gpu_only)["rows"]:
+            assert r["cost_per_run_low"] is not None, r
+            assert r["cost_per_run_low"] < r["cost_per_run"] < r["cost_per_run_high"], (gpu_only, r)
+            extras = r["cost_per_run"] - r["gpu_cost_per_run"]
+            assert (extras > 0) is not gpu_only
+            # The band's low end is the run at the band's fastest speed: the extras do not shrink with it.
+            gpu_low = money.cost(r["price_per_hour"], r["hours_low"])
+            assert float(r["cost_per_run_low"] - gpu_low) == pytest.approx(float(extras), abs=0.01)

@@ -112,3 +112,27 @@ def test_a_serving_job_states_its_load_only_in_the_volume():
     assert err.field == "workloads[1].job" and "contradicts" in err.message
     err = _bad(MINIMAL.replace("concurrency: 64", "concurrency: 64, method: full"))
     assert err.field == "workloads[1].job.method" and err.workload == "big-serving"
+
+
+def test_deeply_nested_json_is_a_mix_error():
+    err = _bad("[" * 5000 + "]" * 5000)
+    assert err.field == "mix" and "nests too deeply" in err.message
+
+
+@pytest.mark.parametrize(
+    ("volume", "field"),
+    [
+        ("{tokens_per_month: 1e30}", "workloads[1].volume.tokens_per_month"),
+        ("{tokens_per_month: 1e19}", "workloads[1].volume.tokens_per_month"),
+    ],
+)
+def test_a_served_volume_past_the_serving_cap_is_refused(volume, field):
+    err = _bad(MINIMAL.replace("{tokens_per_month: 5B}", volume))
+    assert err.field == field and "at most 1e+18" in err.message
+
+
+def test_training_tokens_that_make_more_runs_than_the_cap_are_refused():
+    text = MINIMAL.replace("{runs_per_month: 20}", "{training_tokens_per_month: 1e17}")
+    err = _bad(text)  # 22.5M tokens a run: 4.4e9 runs a month
+    assert err.field == "workloads[0].volume.training_tokens_per_month" and "at most 1e+06" in err.message
+    load_mix(MINIMAL.replace("{runs_per_month: 20}", "{training_tokens_per_month: 2.25e13}"))  # 1e6 runs: kept
