@@ -124,6 +124,7 @@ class Provider(ABC):
     credentials: ClassVar[tuple[str, ...]] = ()  # setting names, read as TRACKER_<NAME>
     # Settings that unlock more (a richer or newer API) but whose absence is no reason to skip the run.
     optional_credentials: ClassVar[tuple[str, ...]] = ()
+    # How often the worker scrapes it: set from `kind` (default_interval_for) unless an adapter says otherwise.
     default_interval: ClassVar[timedelta] = timedelta(hours=1)
     parser_version: ClassVar[str] = "1"
     demo_credentials: ClassVar[Mapping[str, str]] = {}
@@ -132,6 +133,12 @@ class Provider(ABC):
     requests_per_minute: ClassVar[float | None] = None
     # Bytes one response may hold, both as sent and once decompressed; past it the fetch fails.
     max_response_bytes: ClassVar[int] = DEFAULT_MAX_RESPONSE_BYTES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The cadence follows from the kind: one rule, not a copy of it in every adapter.
+        if "kind" in cls.__dict__ and "default_interval" not in cls.__dict__:
+            cls.default_interval = default_interval_for(cls.kind)
 
     @abstractmethod
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -37,7 +37,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, slug, to_optional_decimal
@@ -119,7 +118,6 @@ class Akash(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://akash.network/pricing/gpus/"
     credentials = ()
-    default_interval = default_interval_for(ProviderKind.marketplace)
     requests_per_minute = None  # none documented; one request per run
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -55,7 +55,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.cost_terms import COST_TERMS, terms
 from providers.http import (
@@ -367,7 +366,6 @@ class Aws(Provider):
     title = "Amazon Web Services (EC2)"
     kind = ProviderKind.cloud
     homepage = "https://aws.amazon.com/ec2/pricing/on-demand/"
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
     # Per region file. The files run to hundreds of MB and grow with every instance type AWS adds, so the
     # 64 MiB default would fail every run; they are parsed line by line, so this bounds the time and bandwidth

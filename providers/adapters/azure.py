@@ -44,7 +44,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
 from providers.parsing import as_list, to_decimal
@@ -232,7 +231,6 @@ class Azure(Provider):
     title = "Microsoft Azure"
     kind = ProviderKind.cloud
     homepage = "https://azure.microsoft.com/pricing/details/virtual-machines/linux/"
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

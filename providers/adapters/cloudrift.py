@@ -24,7 +24,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import post_json, require
 from providers.parsing import as_list, cents_to_dollars, gigabytes, slug, to_optional_decimal
@@ -105,7 +104,6 @@ class CloudRift(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.cloudrift.ai"
     credentials = ()
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

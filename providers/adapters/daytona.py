@@ -40,7 +40,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, to_decimal, to_optional_decimal
@@ -168,7 +167,6 @@ class Daytona(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.daytona.io/pricing"
     credentials = ()
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

@@ -25,7 +25,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, redacting_secrets, require, walk_pages
 from providers.parsing import as_list, region_codes, tidy_decimal, to_decimal, to_optional_decimal
@@ -135,7 +134,6 @@ class DigitalOcean(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.digitalocean.com/products/gpu-droplets"
     credentials = ("DIGITALOCEAN_TOKEN",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: region codes normalised with slug() (well formed whatever the API sends)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -25,7 +25,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, redacting_secrets, require
 from providers.parsing import memory_in_name, region_codes, to_decimal
@@ -89,7 +88,6 @@ class FluidStack(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.fluidstack.io"
     credentials = ("FLUIDSTACK_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: region codes in the one region form (slug)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

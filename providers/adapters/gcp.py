@@ -51,7 +51,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
 from providers.parsing import as_list, slug
@@ -240,7 +239,6 @@ class Gcp(Provider):
     kind = ProviderKind.cloud
     homepage = "https://cloud.google.com/compute/gpus-pricing"
     credentials = ("GCP_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: licensing and DWS SKUs skipped with reasons; SKUs without category/regions
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -34,7 +34,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import (
@@ -138,7 +137,6 @@ class HotAisle(Provider):
     homepage = "https://hotaisle.xyz/pricing/"
     credentials = ("HOTAISLE_API_KEY",)
     optional_credentials = ("HOTAISLE_TEAM_HANDLE",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     requests_per_minute = None  # none documented; one request per run
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

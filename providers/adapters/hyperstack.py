@@ -27,7 +27,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, redacting_secrets, require
 from providers.parsing import as_list, memory_in_name, to_decimal, to_optional_decimal
@@ -119,7 +118,6 @@ class Hyperstack(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.hyperstack.cloud"
     credentials = ("HYPERSTACK_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: region codes in the one region form (slug)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -37,7 +37,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, redacting_secrets, require
 from providers.parsing import as_list, slug, to_optional_decimal
@@ -140,7 +139,6 @@ class JarvisLabs(Provider):
     kind = ProviderKind.cloud
     homepage = "https://jarvislabs.ai"
     credentials = ("JARVISLABS_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: region codes normalised with slug() (well formed whatever the API sends)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -36,7 +36,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.cost_terms import COST_TERMS, terms
 from providers.http import get_json, redacting_secrets, require
@@ -175,7 +174,6 @@ class LambdaLabs(Provider):
     kind = ProviderKind.cloud
     homepage = "https://lambda.ai"
     credentials = ("LAMBDA_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: cloud.lambda.ai host; gpu_description read before description
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -40,7 +40,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, slug, tidy_decimal, to_optional_decimal
@@ -126,7 +125,6 @@ class Lium(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://lium.io"
     credentials = ()
-    default_interval = default_interval_for(ProviderKind.marketplace)
     requests_per_minute = None  # none documented; one request per run
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -39,7 +39,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, cents_to_dollars, memory_in_name, slug, to_optional_decimal
@@ -138,7 +137,6 @@ class MassedCompute(Provider):
     kind = ProviderKind.cloud
     homepage = "https://massedcompute.com/home/pricing/"
     credentials = ("MASSED_COMPUTE_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     requests_per_minute = None  # none documented; one request per run
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -39,7 +39,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import gather_bounded, get_json, require
 from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal
@@ -137,7 +136,6 @@ class Mithril(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://mithril.ai/pricing"
     credentials = (API_KEY,)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

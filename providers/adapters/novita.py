@@ -35,7 +35,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal
@@ -130,7 +129,6 @@ class Novita(Provider):
     kind = ProviderKind.cloud
     homepage = "https://novita.ai/gpus-console"
     credentials = (API_KEY,)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

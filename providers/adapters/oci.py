@@ -40,7 +40,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, to_optional_decimal
@@ -213,7 +212,6 @@ class Oci(Provider):
     title = "Oracle Cloud Infrastructure"
     kind = ProviderKind.cloud
     homepage = "https://www.oracle.com/cloud/price-list/"
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: shape names with a display suffix ("BM.GPU.GB200.4 (NVL72)"); GB300
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -44,7 +44,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
@@ -210,7 +209,6 @@ class OvhCloud(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.ovhcloud.com/en/public-cloud/prices/"
     credentials = ()
-    default_interval = default_interval_for(ProviderKind.cloud)
     requests_per_minute = None  # none documented for the public catalog; one request per subsidiary
     parser_version = "1"
 

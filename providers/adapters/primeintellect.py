@@ -37,7 +37,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, memory_in_name, to_optional_decimal, upstream_provider
@@ -172,7 +171,6 @@ class PrimeIntellect(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://www.primeintellect.ai"
     credentials = ("PRIME_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     parser_version = "2"  # 2: upstream set (via=primeintellect); the raw provider in attributes.upstream_raw
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

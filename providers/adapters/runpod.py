@@ -68,7 +68,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import gather_bounded, get_json, post_json, require
 from providers.parsing import as_list, to_optional_decimal
@@ -355,7 +354,6 @@ class RunPod(Provider):
     title = "RunPod"
     kind = ProviderKind.cloud
     homepage = "https://www.runpod.io"
-    default_interval = default_interval_for(ProviderKind.cloud)
     # Read when present, never required (see the module docstring).
     optional_credentials = (API_KEY,)
     # 2: spot offers, the id as GPU name, REST v2 with a key, "endpoint retired" errors.

@@ -39,7 +39,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, memory_in_name, to_optional_decimal
@@ -117,7 +116,6 @@ class Salad(Provider):
     homepage = "https://salad.com/pricing"
     credentials = (API_KEY,)
     optional_credentials = (ORGANIZATION,)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

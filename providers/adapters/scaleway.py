@@ -41,7 +41,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import request, require, walk_pages
 from providers.parsing import gigabytes, slug, to_optional_decimal
@@ -151,7 +150,6 @@ class Scaleway(Provider):
     homepage = "https://www.scaleway.com/en/pricing/gpu/"
     credentials = ()
     optional_credentials = ("SCW_SECRET_KEY",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     requests_per_minute = None  # none documented for the product listings
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

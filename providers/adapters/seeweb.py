@@ -38,7 +38,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, memory_in_name, slug
@@ -157,7 +156,6 @@ class Seeweb(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.seeweb.it/en/products/cloud-server-gpu"
     credentials = ("SEEWEB_API_TOKEN",)
-    default_interval = default_interval_for(ProviderKind.cloud)
     requests_per_minute = None  # none documented; one request per run
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -44,7 +44,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import gather_bounded, get_json, require
 from providers.parsing import cents_to_dollars, term_hours, tidy_decimal, to_optional_decimal
@@ -151,7 +150,6 @@ class SfCompute(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://sfcompute.com/prices"
     credentials = (API_KEY,)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

@@ -38,7 +38,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal, upstream_provider
@@ -154,7 +153,6 @@ class Shadeform(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://www.shadeform.ai"
     credentials = ("SHADEFORM_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     # 2: spot offers from availability rows with rental_type "spot"; slug() regions. 3: upstream (via=shadeform)
     parser_version = "3"
 

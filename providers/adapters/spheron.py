@@ -45,7 +45,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
 from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal, upstream_provider
@@ -152,7 +151,6 @@ class Spheron(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://www.spheron.network/pricing"
     credentials = (API_KEY,)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

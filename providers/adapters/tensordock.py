@@ -23,7 +23,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from providers.contract import FetchContext, Provider, ProviderKind, ScrapedOffer, ScrapeResult, default_interval_for
+from providers.contract import FetchContext, Provider, ProviderKind, ScrapedOffer, ScrapeResult
 from providers.http import get_json, require
 from providers.parsing import as_list, memory_in_name, slug, to_decimal, to_optional_decimal
 
@@ -93,7 +93,6 @@ class TensorDock(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://tensordock.com"
     credentials = ("TENSORDOCK_API_KEY",)
-    default_interval = default_interval_for(ProviderKind.marketplace)
     parser_version = "1"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -36,7 +36,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require
 from providers.parsing import as_list, to_optional_decimal
@@ -119,7 +118,6 @@ class ThunderCompute(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.thundercompute.com/pricing"
     optional_credentials = (API_KEY,)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

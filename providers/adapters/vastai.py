@@ -48,7 +48,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.cost_terms import COST_TERMS, terms
 from providers.http import post_json, require
@@ -234,7 +233,6 @@ class VastAi(Provider):
     title = "Vast.ai"
     kind = ProviderKind.marketplace
     homepage = "https://vast.ai"
-    default_interval = default_interval_for(ProviderKind.marketplace)
     # 2: interruptible = min_bid + storage, only when below on-demand; availability and quality fields
     # from real bundles; well-formed regions for place-less geolocations.
     parser_version = "2"

@@ -30,7 +30,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, post_json, redacting_secrets, require
 from providers.parsing import as_list, slug, tidy_decimal, to_decimal, to_optional_decimal
@@ -131,7 +130,6 @@ class Verda(Provider):
     kind = ProviderKind.cloud
     homepage = "https://verda.com"
     credentials = ("VERDA_CLIENT_ID", "VERDA_CLIENT_SECRET")
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: location codes normalised with slug() (well formed whatever the API sends)
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

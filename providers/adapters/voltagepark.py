@@ -31,7 +31,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
 from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal
@@ -103,7 +102,6 @@ class VoltagePark(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.voltagepark.com/pricing"
     credentials = (API_KEY,)
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "1"
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 

@@ -46,7 +46,6 @@ from providers.contract import (
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
-    default_interval_for,
 )
 from providers.http import get_json, require, walk_pages
 from providers.parsing import as_list, gigabytes, slug, to_optional_decimal
@@ -303,7 +302,6 @@ class Vultr(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.vultr.com/pricing/#cloud-gpu"
     credentials = ()
-    default_interval = default_interval_for(ProviderKind.cloud)
     parser_version = "2"  # 2: vdm GPU plans (gpu_brand, card from the plan id); deploy_* flags; location_cost
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

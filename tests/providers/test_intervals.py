@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from providers.contract import ProviderKind, default_interval_for
+from providers.contract import FetchContext, Provider, ProviderKind, ScrapeResult, default_interval_for
 from providers.registry import all_providers
 from tracker.config import Settings
 from tracker.market import freshness
@@ -22,6 +22,24 @@ CADENCE = {
 
 def test_the_cadence_per_kind():
     assert {kind: default_interval_for(kind) for kind in ProviderKind} == CADENCE
+
+
+def test_an_adapter_takes_its_kinds_cadence_unless_it_states_its_own():
+    class Market(Provider):
+        name, title, kind = "m", "M", ProviderKind.marketplace
+
+        async def fetch(self, ctx: FetchContext) -> ScrapeResult:
+            raise NotImplementedError
+
+    class Slow(Market):
+        default_interval = timedelta(hours=6)
+
+    class SlowCloud(Slow):
+        kind = ProviderKind.cloud  # a subclass that changes the kind takes that kind's cadence
+
+    assert Market.default_interval == timedelta(minutes=10)
+    assert Slow.default_interval == timedelta(hours=6)
+    assert SlowCloud.default_interval == timedelta(hours=1)
 
 
 @pytest.fixture
