@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 
-__all__ = ["PLACES", "QUANTUM", "cost", "parse_amount", "per_million_tokens", "to_money"]
+__all__ = ["PLACES", "QUANTUM", "cost", "machine_price", "parse_amount", "per_million_tokens", "to_money"]
 
 PLACES = 6
 QUANTUM = Decimal(1).scaleb(-PLACES)  # 0.000001 USD
@@ -35,6 +35,11 @@ def _decimal(value: Decimal | float | int | str) -> Decimal:
 def to_money(value: Decimal | float | int | str) -> Decimal:
     """`value` in USD, rounded by the rule: six places, half to even."""
     return _decimal(value).quantize(QUANTUM, rounding=ROUND_HALF_EVEN)
+
+
+def machine_price(price_per_gpu_hour: Decimal | float, gpus: float) -> Decimal:
+    """The $/hour of `gpus` GPUs at a $/GPU-hour (a fractional count for a slice)."""
+    return to_money(_decimal(price_per_gpu_hour) * _decimal(gpus))
 
 
 def cost(price_per_hour: Decimal | float, hours: float) -> Decimal:

@@ -25,7 +25,6 @@ from tracker.estimate.step import RawStep, raw_step, step_terms
 from tracker.estimate.step import tokens_per_second as step_tokens_per_second
 from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
 from tracker.estimate.uncertainty import Band
-from tracker.money import to_money
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +167,7 @@ class Estimate:
     def price_per_hour(self) -> Decimal | None:
         if self.price_per_gpu_hour is None:
             return None
-        return to_money(self.price_per_gpu_hour * Decimal(repr(self.gpus)))
+        return money.machine_price(self.price_per_gpu_hour, self.gpus)
 
     @property
     def cost_per_run(self) -> Decimal | None:

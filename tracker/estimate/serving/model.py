@@ -55,7 +55,6 @@ from tracker.estimate.serving.job import (
 )
 from tracker.estimate.serving.params import ServingParams, get_params, memory_class
 from tracker.estimate.throughput import as_price
-from tracker.money import to_money
 
 GB = 1e9
 MEMORY_COMPONENTS: tuple[str, ...] = ("weights", "kv_cache", "activations", "runtime", "engine_reserve")
@@ -442,7 +441,7 @@ class ServingEstimate:
     def price_per_hour(self) -> Decimal | None:
         if self.price_per_gpu_hour is None:
             return None
-        return to_money(self.price_per_gpu_hour * Decimal(repr(self.gpus)))
+        return money.machine_price(self.price_per_gpu_hour, self.gpus)
 
     @property
     def usd_per_mtok(self) -> Decimal | None:
