@@ -396,7 +396,9 @@ def ingest(
     )
     insert_rows(session, OfferPrice, price_rows)
     insert_rows(session, OfferAvailability, availability_rows)
-    record_cost_terms(session, provider, prepared.valid, observed_at, run.id)  # tracker.ingest.costs
+    # The offers' ids are known here already (stored ones read above, new ones just inserted).
+    offer_ids = {key: row.id for key, row in existing.items()} | (ids if new_rows else {})
+    record_cost_terms(session, provider, prepared.valid, offer_ids, observed_at, run.id)  # tracker.ingest.costs
 
     report.offers_new, report.offers_reopened = len(new_rows), reopened_count
     report.price_rows, report.fx_rows = len(price_rows) - fx_rows, fx_rows

@@ -9,7 +9,7 @@ the scraped offer, never from `offers.attributes` (which may lag: tracker.storag
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -106,10 +106,15 @@ def _canonical(value: object) -> str:
 
 
 def record_cost_terms(
-    session: Session, provider: str, valid: Iterable[_Valid], observed_at: datetime, run_id: int | None
+    session: Session,
+    provider: str,
+    valid: Iterable[_Valid],
+    ids: Mapping[str, int],
+    observed_at: datetime,
+    run_id: int | None,
 ) -> int:
-    """Write the provider's changed cost terms; returns the number of rows opened."""
-    ids = dict(session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == provider)).all())
+    """Write the provider's changed cost terms (`ids`: offer key -> stored offer id, as ingest has
+    them); returns the number of rows opened."""
     stated = {ids[v.scraped.key]: found for v in valid if (found := _stated(v.scraped.attributes)) is not None
               and v.scraped.key in ids}  # fmt: skip
     open_rows: dict[int, str] = dict(
