@@ -26,6 +26,8 @@ PG_ADMIN_URL = os.environ.get(
     "TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# Headless Chromium (`browser`) and the seeded dashboard server (`server`) for every browser test.
+pytest_plugins = ("tests.factories.browser",)
 
 
 def _postgres_available() -> str | None:

@@ -5,9 +5,6 @@ cost with its range. Skipped like the other browser tests when Chromium is missi
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -16,7 +13,8 @@ from api.app import create_app
 from providers.adapters.reference import ReferenceRates
 from providers.adapters.vastai import VastAi
 from providers.cassette import Cassette, bundled_cassette
-from tests.api.test_browser_dashboard import SHOTS, browser, console_errors, open_view, wait_state  # noqa: F401
+from tests.factories.browser import SHOTS, console_errors, open_view, wait_state
+from tests.factories.servers import serve
 from tracker.config import Settings
 from tracker.market.live import LIVE
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
@@ -28,8 +26,6 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def cost_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    import uvicorn
-
     data = tmp_path_factory.mktemp("costs")
     settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.db'}")
     engine = make_engine(settings.resolved_database_url())
@@ -37,24 +33,15 @@ def cost_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
     asyncio.run(run_scrape(jobs, engine, settings))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    uv = uvicorn.Server(uvicorn.Config(create_app(settings, engine), log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not uv.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    uv.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
-    engine.dispose()
-    LIVE.clear()
+    try:
+        with serve(create_app(settings, engine), start_timeout=30) as base:
+            yield base
+    finally:
+        engine.dispose()
+        LIVE.clear()
 
 
-def test_ranked_offers_show_their_cost_breakdown(browser, cost_server):  # noqa: F811
+def test_ranked_offers_show_their_cost_breakdown(browser, cost_server):
     open_view(browser, cost_server, "job", "job", state="ready-form")
     browser.find_element("css selector", 'input[name=amount][value="tokens"]').click()
     tokens = browser.find_element("id", "job-tokens")

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.test_browser_dashboard import CANVAS_INK, browser, console_errors, open_view, server
+from tests.factories.browser import CANVAS_INK, console_errors, open_view
 
 pytestmark = pytest.mark.browser
-__all__ = ["browser", "server"]  # fixtures, imported for pytest
 
 
 def _wait_serving(driver, state: str, timeout: float = 60) -> None:

@@ -134,7 +134,7 @@ def _paths(value, where=()):
 def test_hostile_values_in_any_field_never_5xx_and_answer_fast(client):
     import time
 
-    from tests.api.test_fuzz import BODY_VALUES
+    from tests.factories.hostile import BODY_VALUES
 
     marker = "\x00fuzz\x00"
     base = {"workloads": [{**FT, "constraints": {"deadline_hours": 100, "providers": ["vastai"]}}],

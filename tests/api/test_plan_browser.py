@@ -8,20 +8,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.test_browser_dashboard import (  # noqa: F401  (fixtures used by name)
+from tests.factories.browser import (
     CANVAS_INK,
     SHOTS,
-    browser,
     console_errors,
     open_view,
-    server,
     wait_state,
 )
 
 pytestmark = pytest.mark.browser
 
 
-def test_plan_page_plans_the_example_mix_and_draws_both_charts(browser, server):  # noqa: F811
+def test_plan_page_plans_the_example_mix_and_draws_both_charts(browser, server):
     from selenium.webdriver.support.ui import WebDriverWait
 
     open_view(browser, server, "plan", "plan", state="ready-form")
@@ -62,7 +60,7 @@ def test_plan_page_plans_the_example_mix_and_draws_both_charts(browser, server):
     assert console_errors(browser) == []
 
 
-def test_plan_page_explains_a_bad_mix(browser, server):  # noqa: F811
+def test_plan_page_explains_a_bad_mix(browser, server):
     open_view(browser, server, "plan", "plan", state="ready-form")
     source = browser.find_element("id", "plan-source")
     bad = ("workloads:\n  - name: oops\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"

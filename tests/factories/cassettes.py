@@ -7,6 +7,7 @@ import asyncio
 import copy
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -192,8 +193,12 @@ def assert_missing_credentials(provider: type[Provider], match: str, **credentia
 
 
 def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
-    """(offer key → canonical GPU id, raw name → why not) for every offer, exactly as ingest resolves them."""
-    prepared = validate_batch(result, get_catalog(), Settings(), provider)
+    """(offer key → canonical GPU id, raw name → why not) for every offer, exactly as ingest resolves them.
+
+    Names resolve whatever the quote's currency; `validate_batch` without a rate book sets every non-USD
+    offer aside (conversion is ingest's business, tested there), so resolution runs on a USD-marked copy."""
+    as_usd = ScrapeResult(offers=[replace(o, currency="USD") for o in result.offers], skipped=list(result.skipped))
+    prepared = validate_batch(as_usd, get_catalog(), Settings(), provider)
     return {v.scraped.key: v.gpu.id for v in prepared.valid}, prepared.unknown
 
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import replace
 from decimal import Decimal
 
 import pytest
 
 from providers.adapters.ovhcloud import HOURS_PER_MONTH, SUBSIDIARIES, OvhCloud, parse
 from providers.cassette import bundled_cassette
-from providers.contract import Pricing, ScrapeResult
+from providers.contract import Pricing
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -26,12 +25,6 @@ from tests.factories.cassettes import (
 result = replay_fixture(OvhCloud)
 
 
-def names_only(result: ScrapeResult) -> ScrapeResult:
-    """The result with every offer marked USD: GPU name resolution and the price invariants do not depend on
-    the currency, while `validate_batch` without a rate book sets every non-USD offer aside (FX is ingest's
-    business, tested there)."""
-    return ScrapeResult(offers=[replace(o, currency="USD") for o in result.offers], skipped=list(result.skipped))
-
 
 def _catalog(index: int = 0) -> dict:
     raw = json.loads(bundled_cassette("ovhcloud").read_text())
@@ -40,7 +33,7 @@ def _catalog(index: int = 0) -> dict:
 
 def test_integrity(result):
     resolved = assert_integrity(
-        names_only(result),
+        result,
         expected_gpus={"L40S-48GB", "L4-24GB", "A10-24GB"},
         allowed_unknown={"V100S 32GB"},  # Tesla V100S: a card the catalog does not have
         provider="ovhcloud",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from decimal import Decimal
 
 from providers.adapters.scaleway import ZONES, Scaleway, availability_url, parse_zone, servers_url
@@ -23,16 +22,10 @@ from tests.factories.cassettes import (
 result = replay_fixture(Scaleway)
 
 
-def names_only(result: ScrapeResult) -> ScrapeResult:
-    """The result with every offer marked USD: GPU name resolution and the price invariants do not depend on
-    the currency, while `validate_batch` without a rate book sets every non-USD offer aside (FX is ingest's
-    business, tested there)."""
-    return ScrapeResult(offers=[replace(o, currency="USD") for o in result.offers], skipped=list(result.skipped))
-
 
 def test_integrity(result):
     resolved = assert_integrity(
-        names_only(result),
+        result,
         expected_gpus={"RTX3070-8GB", "P100-PCIE-16GB", "L4-24GB", "L40S-48GB", "H100-PCIE-80GB", "H100-SXM-80GB"},
         provider="scaleway",
     )

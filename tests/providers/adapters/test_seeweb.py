@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from decimal import Decimal
 
 import pytest
 
 from providers.adapters.seeweb import URL, Seeweb, currency_of, number_in, parse
-from providers.contract import Pricing, ScrapeResult
+from providers.contract import Pricing
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -27,16 +26,10 @@ from tracker.pipeline.scraping import ScrapeJob, run_scrape
 result = replay_fixture(Seeweb)
 
 
-def names_only(result: ScrapeResult) -> ScrapeResult:
-    """The result with every offer marked USD: GPU name resolution and the price invariants do not depend on
-    the currency, while `validate_batch` without a rate book sets every non-USD offer aside (FX is ingest's
-    business, tested there)."""
-    return ScrapeResult(offers=[replace(o, currency="USD") for o in result.offers], skipped=list(result.skipped))
-
 
 def test_integrity(result):
     resolved = assert_integrity(
-        names_only(result),
+        result,
         expected_gpus={"L40S-48GB", "L4-24GB", "RTXA6000-48GB", "A30-24GB", "QRTX6000-24GB", "MI300X-192GB"},
         provider="seeweb",
     )

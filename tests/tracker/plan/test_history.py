@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from tests.factories.offers import batch, do_ingest, offer
-from tests.tracker.plan.test_planner import SMALL, _hours
+from tests.factories.plans import SMALL, hours_per_run
 from tracker import money
 from tracker.market.live import LIVE
 from tracker.plan.mix import validate_mix
@@ -38,7 +38,7 @@ def test_each_day_reprices_the_placements_and_picks_that_days_cheapest_card(engi
     with session_scope(engine) as session:
         result = plan_history(engine, session, settings, NOW, mix, options_for(mix), days=2)
     runs = SMALL["volume"]["runs_per_month"]
-    gpu_hours = {g: runs * _hours(SMALL["job"], g) for g in ("A100-SXM-80GB", "RTX4090-24GB")}
+    gpu_hours = {g: runs * hours_per_run(SMALL["job"], g) for g in ("A100-SXM-80GB", "RTX4090-24GB")}
     prices = {DAY0: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.30"},
               DAY1: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.90"}}  # fmt: skip
     points = {datetime.fromisoformat(str(p["day"])) if isinstance(p["day"], str) else p["day"]: p

@@ -13,19 +13,15 @@ import pytest
 
 from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
+from tests.factories.plans import BIG, SMALL, hours_per_run
 from tracker import money
 from tracker.catalog.gpus import get_catalog
-from tracker.estimate import make_job, prepare
 from tracker.market.live import LIVE
 from tracker.plan import planner as planner_module
 from tracker.plan.mix import HOURS_PER_MONTH, validate_mix
 from tracker.plan.service import options_for, plan_live
 from tracker.storage.engine import session_scope
 
-SMALL = {"name": "small", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"},
-         "volume": {"runs_per_month": 10}}  # fmt: skip
-BIG = {"name": "big", "kind": "fine-tune", "job": {"model": "llama-3.1-70b", "method": "qlora", "tokens": "10M"},
-       "volume": {"runs_per_month": 4}}  # fmt: skip
 # Three offers: the 4090 is cheap but too small for the 70B; the H100 is priced far above its speed-up.
 PRICES = {"RTX4090-24GB": "0.30", "A100-SXM-80GB": "1.00", "H100-SXM-80GB": "5.00"}
 
@@ -48,15 +44,8 @@ def _plan(engine, settings, clock, workloads, power_budget_kw=None, overhead=Non
         return plan_live(engine, session, settings, clock(), mix, options_for(mix, power_budget_kw, overhead))
 
 
-def _hours(job: dict, gpu: str, gpus: int = 1) -> float:
-    spec = make_job(job["model"], job["method"], tokens=job["tokens"])
-    est = prepare(spec).on(get_catalog().get(gpu), gpus)
-    assert est.fits
-    return est.hours
-
-
 def _cost(workload: dict, gpu: str) -> Decimal:
-    return money.cost(Decimal(PRICES[gpu]), workload["volume"]["runs_per_month"] * _hours(workload["job"], gpu))
+    return money.cost(Decimal(PRICES[gpu]), workload["volume"]["runs_per_month"] * hours_per_run(workload["job"], gpu))
 
 
 def _kw(gpu: str, gpus: int = 1, overhead: float = 1.3) -> float:
@@ -71,7 +60,7 @@ def test_two_workloads_three_offers_exact_assignment_and_cost(engine, settings, 
     assert (big["status"], big["choice"]["gpu"]) == ("ok", "A100-SXM-80GB")
     assert small["choice"]["monthly_cost"] == _cost(SMALL, "RTX4090-24GB")
     assert big["choice"]["monthly_cost"] == _cost(BIG, "A100-SXM-80GB")
-    assert small["choice"]["cost_per_run"] == money.cost(Decimal("0.30"), _hours(SMALL["job"], "RTX4090-24GB"))
+    assert small["choice"]["cost_per_run"] == money.cost(Decimal("0.30"), hours_per_run(SMALL["job"], "RTX4090-24GB"))
     # The 70B does not fit a 24 GB card: two of the three offers fit it.
     assert big["offers"] == {"considered": 3, "fitting": 2, "feasible": 2}
     # Runner-up: the cheapest offer of another card, with the difference in the explanation.
@@ -84,7 +73,7 @@ def test_two_workloads_three_offers_exact_assignment_and_cost(engine, settings, 
     assert fleet["monthly_cost"] == _cost(SMALL, "RTX4090-24GB") + _cost(BIG, "A100-SXM-80GB")
     assert {c["gpu"]: c["gpus_at_peak"] for c in fleet["cards"]} == {"RTX4090-24GB": 1, "A100-SXM-80GB": 1}
     gpu_hours = {c["gpu"]: c["gpu_hours_per_month"] for c in fleet["cards"]}
-    assert gpu_hours["A100-SXM-80GB"] == pytest.approx(4 * _hours(BIG["job"], "A100-SXM-80GB"), abs=1e-4)
+    assert gpu_hours["A100-SXM-80GB"] == pytest.approx(4 * hours_per_run(BIG["job"], "A100-SXM-80GB"), abs=1e-4)
     assert fleet["power_kw"] == pytest.approx(_kw("RTX4090-24GB") + _kw("A100-SXM-80GB"))
 
     # One card type for both: the 4090 cannot run the 70B; the A100 is the cheaper of the other two.
@@ -106,7 +95,7 @@ def test_plan_is_deterministic(engine, settings, clock):
 
 def test_an_infeasible_constraint_is_reported_per_workload_never_relaxed(engine, settings, clock):
     _market(engine, settings, clock)
-    fastest = min(_hours(BIG["job"], g) for g in ("A100-SXM-80GB", "H100-SXM-80GB"))
+    fastest = min(hours_per_run(BIG["job"], g) for g in ("A100-SXM-80GB", "H100-SXM-80GB"))
     rushed = {**BIG, "name": "rushed", "constraints": {"deadline_hours": fastest / 2}}
     elsewhere = {**SMALL, "name": "elsewhere", "constraints": {"providers": ["nobody"]}}
     result = _plan(engine, settings, clock, [SMALL, rushed, elsewhere])
@@ -177,7 +166,7 @@ def test_reserved_offers_bill_their_peak_nodes_all_month(engine, settings, clock
 
 def test_peak_to_average_sizes_the_nodes(engine, settings, clock):
     _market(engine, settings, clock)
-    hours = _hours(SMALL["job"], "RTX4090-24GB")
+    hours = hours_per_run(SMALL["job"], "RTX4090-24GB")
     runs = math.ceil(HOURS_PER_MONTH / hours * 1.5)  # 1.5 nodes busy on average
     w = {**SMALL, "volume": {"runs_per_month": runs, "peak_to_average": 2}}
     choice = _plan(engine, settings, clock, [w])["workloads"][0]["choice"]
