@@ -38,7 +38,7 @@ def test_integrity(result):
             "A40-48GB", "RTXA5000-24GB", "H100-SXM-80GB", "A100-PCIE-80GB", "L40S-48GB", "RTXA6000-48GB",
         },
         # CUDO's bare "V100" names no memory or form factor; the A800 is not in the catalog: never guessed
-        allowed_unknown={"V100", "A800 PCIe"},
+        allowed_unknown={"V100"},  # no memory or form factor stated: PCIe or SXM, 16 or 32 GB cannot be told
         provider="cudo",
     )  # fmt: skip
     assert resolved["ca-montreal-3:sapphire-rapids-h100:8"] == "H100-SXM-80GB"

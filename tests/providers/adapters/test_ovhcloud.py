@@ -35,7 +35,6 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={"L40S-48GB", "L4-24GB", "A10-24GB"},
-        allowed_unknown={"V100S 32GB"},  # Tesla V100S: a card the catalog does not have
         provider="ovhcloud",
     )
     assert resolved["fr:l40s-90:waw1"] == "L40S-48GB"

@@ -29,7 +29,6 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={"RTX4090-24GB", "RTX3090-24GB", "RTX5090-32GB", "RTX4080-16GB", "L40S-48GB", "RTX3080-10GB"},
-        allowed_unknown={"RTX 3060 (12 GB)"},  # a real card the catalog does not carry yet
     )
     assert resolved[f"{RTX4090}:batch"] == "RTX4090-24GB"
     assert len(result.offers) == 6 * 4 + 1
