@@ -197,8 +197,15 @@ def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict
 
     Names resolve whatever the quote's currency; `validate_batch` without a rate book sets every non-USD
     offer aside (conversion is ingest's business, tested there), so resolution runs on a USD-marked copy."""
-    as_usd = ScrapeResult(offers=[replace(o, currency="USD") for o in result.offers], skipped=list(result.skipped))
-    prepared = validate_batch(as_usd, get_catalog(), Settings(), provider)
+    # Validation notes an assumed variant on the offer itself (attributes["gpu_assumed"]): a copy's note is
+    # carried back, so callers see the same offers ingest would store.
+    copies = {id(o): replace(o, currency="USD") for o in result.offers if o.currency != "USD"}
+    offers = [copies.get(id(o), o) for o in result.offers]
+    prepared = validate_batch(ScrapeResult(offers=offers, skipped=list(result.skipped)), get_catalog(), Settings(),
+                              provider)  # fmt: skip
+    for original in result.offers:
+        if (copy_ := copies.get(id(original))) is not None:
+            original.attributes = copy_.attributes
     return {v.scraped.key: v.gpu.id for v in prepared.valid}, prepared.unknown
 
 
