@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: up test lint bench demo migrate clean
+.PHONY: help up test lint bench demo migrate clean
+
+## List the targets and what each does.
+help:
+	@awk '/^## /{doc=substr($$0,4); next} /^[a-z][a-z-]*:/{if(doc){split($$0,t,":"); printf "  make %-14s %s\n", t[1], doc}; doc=""}' $(MAKEFILE_LIST)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,17 +27,21 @@ test: $(STAMP)
 	$(BIN)/mypy --strict tracker providers api
 	$(BIN)/pytest -q
 
+## ruff, the layering contracts and mypy --strict, without the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict tracker providers api
 
+## Migrate the configured database (TRACKER_DATABASE_URL, default the embedded SQLite).
 migrate: $(STAMP)
 	$(BIN)/gpu-tracker db upgrade
 
+## The benchmarks (BENCHMARKS.md): speed and memory targets, SQLite and PostgreSQL.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
+## Remove the virtual environment and caches.
 clean:
 	rm -rf $(VENV) .pytest_cache
 
