@@ -10,10 +10,16 @@ against the modules.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import typer
 from typer.core import TyperGroup
+
+try:  # Typer 0.2x vendors its own click; older Typer uses click itself
+    from typer._click import exceptions as parse_errors
+except ImportError:  # pragma: no cover - depends on the installed Typer
+    from click import exceptions as parse_errors  # type: ignore[no-redef]
 
 # command name → (module in tracker.cli, its Typer object, whether that object is a named group)
 COMMANDS: dict[str, tuple[str, str, bool]] = {
@@ -57,6 +63,33 @@ class _LazyGroup(TyperGroup):
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         return load_command(cmd_name) if cmd_name in COMMANDS else None
+
+    def main(  # type: ignore[override]
+        self, args: Any = None, prog_name: str | None = None, *, standalone_mode: bool = True, **kwargs: Any
+    ) -> Any:
+        """Every CLI error is one line and a non-zero exit, the parser's own too (an unknown option, a bad
+        value, a missing argument): click would print a usage box, which the README promises not to."""
+        if not standalone_mode:
+            return super().main(args, prog_name, standalone_mode=False, **kwargs)
+        try:
+            result = super().main(args, prog_name, standalone_mode=False, **kwargs)
+        except getattr(parse_errors, "NoArgsIsHelpError", ()) as exc:
+            exc.show()  # `gpu-tracker` alone (or a group alone) prints its help, as before
+            sys.exit(exc.exit_code)
+        except parse_errors.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "gpu-tracker"
+            _one_line(f"{exc.format_message()} (see `{command} --help`)", exc.exit_code)
+        except parse_errors.ClickException as exc:
+            _one_line(exc.format_message(), exc.exit_code)
+        except typer.Abort:
+            _one_line("aborted", 1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+def _one_line(message: str, code: int) -> None:
+    text = " ".join(message.split())
+    typer.echo(f"error: {text}", err=True)
+    sys.exit(code)
 
 
 app = typer.Typer(
