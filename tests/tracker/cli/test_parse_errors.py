@@ -35,7 +35,9 @@ def test_a_parse_error_is_one_line_and_exit_2(args: list[str], says: str) -> Non
 def test_the_installed_command_says_the_same(tmp_path) -> None:
     """Through the console script's `main()`, in a real process, as a user meets it."""
     script = Path(sys.executable).with_name("gpu-tracker")  # the console script `pip install` made
-    proc = subprocess.run([str(script), "offers", "--limit", "abc"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(script), "offers", "--limit", "abc"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "error: Invalid value for '--limit': Input should be a valid integer, unable to parse string as an integer"
