@@ -56,6 +56,9 @@ def create_app(
         lifespan=_lifespan,
         responses=ERROR_RESPONSES,
         title="gpu-price-tracker",
+        # /docs is served from vendored assets by api.routes.docs (FastAPI's own page needs a CDN).
+        docs_url=None,
+        redoc_url=None,
         version=__version__,
         description=(
             "Which GPU, from which provider, is cheapest for this fine-tuning job today — and how has that changed?"

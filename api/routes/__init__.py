@@ -10,6 +10,7 @@ def all_routers() -> list[APIRouter]:
         alerts,
         availability,
         dashboard,
+        docs,
         estimate,
         market,
         metrics,
@@ -20,5 +21,18 @@ def all_routers() -> list[APIRouter]:
         rank,
     )
 
-    modules = (alerts, availability, dashboard, estimate, market, metrics, offers, overview, plan, providers, rank)
+    modules = (
+        alerts,
+        availability,
+        dashboard,
+        docs,
+        estimate,
+        market,
+        metrics,
+        offers,
+        overview,
+        plan,
+        providers,
+        rank,
+    )
     return [m.router for m in modules]
