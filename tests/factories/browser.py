@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -72,11 +73,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         LIVE.clear()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    chromium = _binary("CHROMIUM_BIN", "/usr/bin/chromium", "chromium")
+@contextmanager
+def chromium(extra_flags: tuple[str, ...] = ()) -> Iterator[object]:
+    """A headless Chromium driver with the house flags (and `extra_flags`); skips, or fails in CI, without one."""
+    chromium_bin = _binary("CHROMIUM_BIN", "/usr/bin/chromium", "chromium")
     driver_path = _binary("CHROMEDRIVER_BIN", "/usr/bin/chromedriver", "chromedriver")
-    if not (chromium and driver_path):
+    if not (chromium_bin and driver_path):
         message = "headless Chromium tests need chromium and chromium-driver (apt-get install chromium chromium-driver)"
         if IN_CI:
             pytest.fail(message)
@@ -85,8 +87,8 @@ def browser() -> Iterator[object]:
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in CHROMIUM_FLAGS:
+    options.binary_location = chromium_bin
+    for flag in (*CHROMIUM_FLAGS, *extra_flags):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
@@ -95,6 +97,12 @@ def browser() -> Iterator[object]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with chromium() as driver:
+        yield driver
 
 
 def console_errors(driver, allowed: tuple[str, ...] = EXPECTED_NETWORK_ERRORS) -> list[str]:
