@@ -14,10 +14,12 @@ import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.errors import UnknownAssumptions
+from tracker.estimate.flops import FlopsKnobs
+from tracker.estimate.stacks import MemoryKnobs, get_stack
 
 if TYPE_CHECKING:
     from tracker.estimate.step import StepParams
@@ -31,48 +33,6 @@ def efficiency_class(architecture: str, form_factor: str) -> str:
     boost clock, which they beat in practice (§0.3: "consumer cards reach ~0.55-0.6 of their
     FP32-acc spec"), so a factor measured on a 4090 must not leak onto an L40S of the same silicon."""
     return "consumer" if form_factor == "consumer" else architecture
-
-
-@dataclass(frozen=True, slots=True)
-class FlopsKnobs:
-    params: Literal["total", "matmul"]
-    full: float
-    full_recompute: float
-    lora: float
-    lora_recompute: float
-    adapter_flops: bool
-    attention: bool
-    causal_attention_factor: float = 0.5
-
-    def multiplier(self, method: str, recompute: bool) -> float:
-        if method == "full":
-            return self.full_recompute if recompute else self.full
-        return self.lora_recompute if recompute else self.lora
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryKnobs:
-    quantize_all_params: bool
-    nf4_bits: float
-    upcast_unquantized_qlora: bool
-    lora_bytes_per_param: float
-    full_weight_bytes: float
-    full_grad_bytes: float
-    full_optimizer_bytes: float
-    checkpoint_bytes_per_hidden: float
-    working_set_per_hidden: float
-    working_set_per_intermediate: float
-    no_checkpoint_per_hidden: float
-    no_checkpoint_per_kv: float
-    no_checkpoint_per_intermediate: float
-    logits_bytes_per_vocab: float
-    logits_chunk_tokens: int  # 0: the whole micro-batch's logits are materialised at once
-    dequant_buffer: bool
-    fsdp_prefetch_layers: int
-    runtime_overhead_gb: float
-    # PyTorch's caching allocator reserves more than it has allocated at the peak (fragmentation);
-    # VRAM figures are what the card shows, i.e. reserved + CUDA context. 0 in the seed's accounting.
-    allocator_reserve_fraction: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,9 +187,6 @@ def _unfitted(name: str) -> AssumptionSet:
     raw = sets[name]
     default_stack = raw.get("default_stack")
     if default_stack is not None:
-        # Imported here: stacks.py needs MemoryKnobs from this module.
-        from tracker.estimate.stacks import get_stack
-
         return AssumptionSet(
             name=name, title=raw["title"], description=raw["description"].strip(), stacks=(),
             flops=FlopsKnobs(**dict(raw["flops"])), memory=get_stack(default_stack).memory,
