@@ -179,7 +179,7 @@ def set_names() -> list[str]:
     return list(_raw()["sets"])
 
 
-def _unfitted(name: str) -> AssumptionSet:
+def unfitted(name: str) -> AssumptionSet:
     """The set as written in the TOML; a fitted set still carries its priors-only efficiency here."""
     sets = _raw()["sets"]
     if name not in sets:
@@ -223,11 +223,11 @@ def _unfitted(name: str) -> AssumptionSet:
 @cache
 def get_assumptions(name: str | None = None) -> AssumptionSet:
     """The named set (default set when None), with its efficiency fitted if the set asks for it."""
-    base = _unfitted(name or default_name())
+    base = unfitted(name or default_name())
     if not base.fitted:
         return base
     # Imported here: calibration needs the FLOPs model, which needs this module's types.
-    from tracker.estimate.calibration import fit_efficiency, fitted_step_params
+    from tracker.estimate.calibration.fit import fit_efficiency, fitted_step_params
 
     if base.step_model:
         return replace(base, step_params=fitted_step_params())

@@ -110,13 +110,14 @@ def residuals() -> tuple[Residual, ...]:
 
 def _compute() -> tuple[Residual, ...]:
     from tracker.estimate.assumptions import efficiency_class
-    from tracker.estimate.calibration import _gpu, calibrate
+    from tracker.estimate.calibration.report import calibrate
+    from tracker.estimate.calibration.rows import gpu_spec
 
     out = []
     for res in calibrate("hf-peft").rows:
         if res.problem or not res.in_set:
             continue
-        g = _gpu(res.row.gpu)
+        g = gpu_spec(res.row.gpu)
         tps = res.tps_error_loo
         vram = res.vram_error
         out.append(Residual(
@@ -129,7 +130,7 @@ def _compute() -> tuple[Residual, ...]:
 
 
 def _cache_path() -> Any:
-    from tracker.estimate.calibration import fit_cache_path
+    from tracker.estimate.calibration.fit import fit_cache_path
 
     path = fit_cache_path()
     return None if path is None else path.with_name(path.name.replace("step-fit-", "bands-"))

@@ -1,0 +1,266 @@
+"""The step-time model's fit to the measured rows (tracker/estimate/step.py, data/calibration.toml).
+
+Step-time sets (hf-peft, optimized): `fit_step` fits the few shared numbers of the step-time model
+(tracker/estimate/step.py) — the achievable GEMM fraction of peak for each GPU class with measured
+rows, one achievable bandwidth fraction, one per-step overhead, and one non-GEMM multiplier per
+stack with rows — by damped Gauss-Newton on log(estimated / measured tokens/s) over every row, each
+under its own stack, with a weak pull towards the priors of stacks.toml (so a parameter whose rows
+are all held out falls back to its prior instead of drifting). Never one knob per row. The report
+gives each row's leave-one-source-out error: its error when the fit saw no row from its source,
+and every same-source pair of rows whose job differs only by the card as a measured vs estimated
+speed ratio (`card_ratios`: llm-foundry's MPT-7B runs on A100 and H100 pin the Hopper GEMM fraction).
+The leave-one-source-out errors are also what the uncertainty bands are made of (uncertainty.py).
+
+Legacy efficiency fit (kept for sets that still declare `efficiency.fit`):
+
+The fit is deliberately small: per assumption set, one log-efficiency level per method and one
+factor per GPU class (its architecture, or "consumer" for GeForce; reference: Ampere), by least
+squares on log(measured / predicted) over the set's own rows. With a few dozen rows and at most
+five free numbers, a row cannot be matched by giving it its own knob. The report also gives each
+row's leave-one-out error (its error when the fit never saw it), the honest number for a fitted set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tracker.estimate.architectures import DATA_DIR
+from tracker.estimate.assumptions import AssumptionSet, EfficiencyModel, efficiency_class, priors, unfitted
+from tracker.estimate.calibration.rows import METHODS, MeasuredRow, gpu_spec, load_rows, rows_for
+from tracker.estimate.core import prepare
+from tracker.estimate.stacks import raw_stacks_file, stack_names
+from tracker.estimate.step import RawStep, StepParams, prior_params, raw_step, relative_classes, step_terms
+from tracker.estimate.step import tokens_per_second as step_tps
+
+
+def implied_efficiency(row: MeasuredRow, aset: AssumptionSet) -> float:
+    """The efficiency that would make this set's FLOPs model reproduce the row's tokens/s exactly."""
+    assert row.tokens_per_second is not None
+    gpu = gpu_spec(row.gpu)
+    prepared = prepare(row.job(), aset)
+    n = row.eval_gpus
+    scaling = aset.multi_gpu_efficiency(gpu.interconnect, n)
+    peak = aset.peak_flops(gpu.id, gpu.bf16_tflops)
+    return row.tokens_per_second * prepared.flops_per_token / (peak * scaling)
+
+
+def fit_efficiency(aset: AssumptionSet, rows: Sequence[MeasuredRow] | None = None) -> EfficiencyModel:
+    """Least squares in log space: log e_row = level[method] + arch[architecture of the row's GPU]."""
+    p = priors()
+    ref = p.reference_architecture
+    data = [r for r in rows_for(aset, rows) if r.uses_tps]
+    obs = []
+    for r in data:
+        g = gpu_spec(r.gpu)
+        obs.append((r.method, efficiency_class(g.architecture, g.form_factor), math.log(implied_efficiency(r, aset))))
+
+    methods = [m for m in METHODS if any(o[0] == m for o in obs)]
+    archs = sorted({o[1] for o in obs} - {ref})
+    if not methods:
+        raise ValueError(f"assumption set {aset.name!r} has no measured rows to fit")
+    # An architecture is only identifiable if its rows share a method with rows elsewhere;
+    # otherwise it is pinned to its prior and the method level absorbs nothing from it.
+    fixed_arch: dict[str, float] = {}
+    while True:
+        free_archs = [a for a in archs if a not in fixed_arch]
+        cols = methods + free_archs
+        x = np.zeros((len(obs), len(cols)))
+        y = np.zeros(len(obs))
+        for i, (m, a, le) in enumerate(obs):
+            x[i, cols.index(m)] = 1.0
+            if a in free_archs:
+                x[i, cols.index(a)] = 1.0
+            y[i] = le - (fixed_arch.get(a, p.arch_log(a)) if a != ref and a not in free_archs else 0.0)
+        if np.linalg.matrix_rank(x) == len(cols) or not free_archs:
+            break
+        # Pin the architecture with the fewest rows to its prior and try again.
+        worst = min(free_archs, key=lambda a: sum(1 for o in obs if o[1] == a))
+        fixed_arch[worst] = p.arch_log(worst)
+    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
+
+    level = {m: float(coef[cols.index(m)]) for m in methods}
+    source = {f"method:{m}": f"fit ({sum(1 for o in obs if o[0] == m)} rows)" for m in methods}
+    anchor = "lora" if "lora" in level else methods[0]
+    for m in METHODS:
+        if m not in level:
+            level[m] = level[anchor] + math.log(p.method[m].factor / p.method[anchor].factor)
+            source[f"method:{m}"] = f"prior ({p.method[m].factor:g} x {anchor})"
+    arch = {a: math.log(v.factor) for a, v in p.architecture.items() if a != "default"}
+    for a in arch:
+        source[f"arch:{a}"] = f"prior ({p.architecture[a].factor:g} x {ref})"
+    arch[ref] = 0.0
+    source[f"arch:{ref}"] = f"reference ({sum(1 for o in obs if o[1] == ref)} rows)"
+    for a in free_archs:
+        arch[a] = float(coef[cols.index(a)])
+        source[f"arch:{a}"] = f"fit ({sum(1 for o in obs if o[1] == a)} rows)"
+    return EfficiencyModel(level=level, arch=arch, default_arch=p.arch_log("default"), source=source)
+
+
+# --- step-time model fit ---------------------------------------------------------------------------
+
+PRIOR_SIGMA = math.log(3.0)  # weak: a prior counts like one row that is off by 3x
+
+
+def _step_base() -> AssumptionSet:
+    return unfitted("hf-peft")  # flops knobs shared by both step sets; the row names its stack
+
+
+@cache
+def _raw_rows() -> tuple[tuple[MeasuredRow, RawStep, str], ...]:
+    base = _step_base()
+    out = []
+    for r in load_rows():
+        if not r.uses_tps or r.stack not in stack_names():
+            continue
+        g = gpu_spec(r.gpu)
+        prepared = prepare(r.job(), base)
+        assert prepared.stack is not None
+        n = r.gpus
+        raw = raw_step(prepared, prepared.stack, g, n, base.peak_flops(g.id, g.bf16_tflops))
+        out.append((r, raw, efficiency_class(g.architecture, g.form_factor)))
+    return tuple(out)
+
+
+def _with(params: StepParams, values: dict[str, float]) -> StepParams:
+    gemm = dict(params.gemm_fraction)
+    non_gemm = dict(params.non_gemm)
+    bw, oh = params.bandwidth_fraction, params.overhead_s
+    for key, v in values.items():
+        kind, _, name = key.partition(":")
+        if kind == "gemm":
+            gemm[name] = v
+        elif kind == "non_gemm":
+            non_gemm[name] = v
+        elif key == "bandwidth_fraction":
+            bw = v
+        elif key == "overhead_s":
+            oh = v
+        elif key == "attention_vs_gemm":
+            params = replace(params, attention_vs_gemm=v)
+    for cls, rel in relative_classes().items():  # priors relative to the (fitted) Ampere fraction
+        gemm[cls] = gemm["ampere"] * rel
+    return replace(params, gemm_fraction=gemm, non_gemm=non_gemm, bandwidth_fraction=bw, overhead_s=oh)
+
+
+def _predict(params: StepParams, raw: RawStep, cls: str) -> float:
+    return step_tps(raw, step_terms(raw, cls, params)) / max(1, raw.replicas)
+
+
+def fit_step(exclude_group: str | None = None) -> StepParams:
+    """Fit the step model's free numbers to every tokens/s row (optionally without one source)."""
+    prior = prior_params()
+    data = [(r, raw, cls) for r, raw, cls in _raw_rows() if r.group != exclude_group]
+    gf = raw_stacks_step()["gemm_fraction"]
+    keys = [f"gemm:{c}" for c, v in gf.items() if v.get("fit") and any(d[2] == c for d in data)]
+    keys += ["bandwidth_fraction", "overhead_s", "attention_vs_gemm"]
+    keys += [f"non_gemm:{s}" for s in stack_names() if prior.source.get(f"non_gemm:{s}", "").startswith("fit")
+             and any(d[0].stack == s for d in data)]  # fmt: skip
+    if not data:
+        return prior
+    x0 = np.log(np.array([_value(prior, k) for k in keys]))
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        params = _with(prior, dict(zip(keys, np.exp(x).tolist(), strict=True)))
+        fit = [math.log(_predict(params, raw, cls) / (r.tokens_per_second or 1.0)) for r, raw, cls in data]
+        return np.concatenate([np.array(fit), (x - x0) / PRIOR_SIGMA])
+
+    x, lam = x0.copy(), 1e-2
+    res = residuals(x)
+    for _ in range(60):
+        jac = np.empty((len(res), len(x)))
+        for j in range(len(x)):
+            dx = np.zeros_like(x)
+            dx[j] = 1e-5
+            jac[:, j] = (residuals(x + dx) - res) / 1e-5
+        step = np.linalg.solve(jac.T @ jac + lam * np.eye(len(x)), -jac.T @ res)
+        trial = residuals(x + step)
+        if trial @ trial < res @ res:
+            x, res, lam = x + step, trial, lam * 0.3
+            if float(np.max(np.abs(step))) < 1e-7:
+                break
+        else:
+            lam *= 10.0
+    values = dict(zip(keys, np.exp(x).tolist(), strict=True))
+    params = _with(prior, values)
+    source = dict(prior.source)
+    for k in keys:
+        n = sum(1 for r, _, cls in data if (k == f"gemm:{cls}" or k == f"non_gemm:{r.stack}"
+                                            or not k.startswith(("gemm:", "non_gemm:"))))  # fmt: skip
+        source[k] = f"fit ({n} rows)" + (f", without {exclude_group}" if exclude_group else "")
+    for k, v in source.items():
+        if v.startswith("fit:"):  # declared fittable but no row constrains it here
+            source[k] = "prior (no rows): " + v[4:].strip()
+    return replace(params, source=source)
+
+
+def raw_stacks_step() -> dict[str, Any]:
+    step: dict[str, Any] = raw_stacks_file()["step"]
+    return step
+
+
+def _value(params: StepParams, key: str) -> float:
+    kind, _, name = key.partition(":")
+    if kind == "gemm":
+        return params.gemm_fraction[name]
+    if kind == "non_gemm":
+        return params.non_gemm[name]
+    return float(getattr(params, key))
+
+
+@cache
+def fitted_step_params() -> StepParams:
+    """The fit of the step model on every calibration row (what `hf-peft`/`optimized` estimate with).
+
+    The fit is deterministic in its inputs and takes ~0.1 s, which every command-line call would pay:
+    it is kept in the user's cache directory under a digest of everything it depends on (the data files
+    and the model's own code), so a changed row, prior or formula refits, and nothing else ever does."""
+    path = fit_cache_path()
+    if path is not None:
+        try:
+            return StepParams(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            pass  # absent, unreadable or from another layout: fit, and try to keep the result
+    params = fit_step()
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(asdict(params)))
+            tmp.replace(path)  # atomic: a concurrent reader sees the old file or the whole new one
+        except OSError:
+            pass  # a read-only home: the fit still stands for this process
+    return params
+
+
+def fit_cache_path() -> Path | None:
+    here = Path(__file__).resolve().parent.parent  # tracker/estimate
+    inputs = [*sorted(DATA_DIR.glob("*.toml")), *sorted(here.rglob("*.py")), here.parent / "catalog" / "gpus.toml"]
+    digest = hashlib.sha256()
+    try:
+        for f in inputs:
+            digest.update(f.name.encode() + b"\0" + f.read_bytes())
+    except OSError:
+        return None
+    try:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except (RuntimeError, KeyError):  # no home directory (a bare container user): just fit
+        return None
+    return Path(base) / "gpu-price-tracker" / f"step-fit-{digest.hexdigest()[:16]}.json"
+
+
+_fit_cache_path = fit_cache_path  # the earlier private name
+
+
+@cache
+def loso_step_params(group: str) -> StepParams:
+    return fit_step(exclude_group=group)
