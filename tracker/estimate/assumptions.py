@@ -180,7 +180,7 @@ def set_names() -> list[str]:
 
 
 def unfitted(name: str) -> AssumptionSet:
-    """The set as written in the TOML; a fitted set still carries its priors-only efficiency here."""
+    """The set as written in the TOML; a step-time set still lacks its fitted step parameters here."""
     sets = _raw()["sets"]
     if name not in sets:
         raise UnknownAssumptions(name, list(sets))
@@ -194,17 +194,9 @@ def unfitted(name: str) -> AssumptionSet:
             default_stack=default_stack,
         )  # fmt: skip
     eff = raw["efficiency"]
-    fit = bool(eff.get("fit", False))
-    if fit:
-        p = priors()
-        lora = 0.3  # placeholder level, replaced by the fit before anyone sees it
-        efficiency = EfficiencyModel(
-            level={m: math.log(lora * p.method[m].factor) for m in ("full", "lora", "qlora")},
-            arch={a: math.log(v.factor) for a, v in p.architecture.items() if a != "default"},
-            default_arch=math.log(p.architecture["default"].factor),
-        )
-    else:
-        efficiency = EfficiencyModel.constant(float(eff["constant"]))
+    if "constant" not in eff:  # the per-set efficiency fit is retired: step-time sets fit the step model
+        raise ValueError(f"assumption set {name!r}: [efficiency] needs a constant")
+    efficiency = EfficiencyModel.constant(float(eff["constant"]))
     flops = dict(raw["flops"])
     return AssumptionSet(
         name=name,
@@ -214,7 +206,7 @@ def unfitted(name: str) -> AssumptionSet:
         flops=FlopsKnobs(**flops),
         memory=MemoryKnobs(**raw["memory"]),
         efficiency=efficiency,
-        fitted=fit,
+        fitted=False,
         peak_tflops={k: float(v) for k, v in raw.get("peak_tflops", {}).items()},
         multi_gpu={k: float(v) for k, v in raw["multi_gpu"].items()},
     )
@@ -222,17 +214,14 @@ def unfitted(name: str) -> AssumptionSet:
 
 @cache
 def get_assumptions(name: str | None = None) -> AssumptionSet:
-    """The named set (default set when None), with its efficiency fitted if the set asks for it."""
+    """The named set (default set when None); a step-time set with the step model's fitted parameters."""
     base = unfitted(name or default_name())
-    if not base.fitted:
+    if not base.step_model:
         return base
     # Imported here: calibration needs the FLOPs model, which needs this module's types.
-    from tracker.estimate.calibration.fit import fit_efficiency, fitted_step_params
+    from tracker.estimate.calibration.fit import fitted_step_params
 
-    if base.step_model:
-        return replace(base, step_params=fitted_step_params())
-
-    return replace(base, efficiency=fit_efficiency(base))
+    return replace(base, step_params=fitted_step_params())
 
 
 def all_assumptions() -> list[AssumptionSet]:

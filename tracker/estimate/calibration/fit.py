@@ -10,14 +10,6 @@ gives each row's leave-one-source-out error: its error when the fit saw no row f
 and every same-source pair of rows whose job differs only by the card as a measured vs estimated
 speed ratio (`card_ratios`: llm-foundry's MPT-7B runs on A100 and H100 pin the Hopper GEMM fraction).
 The leave-one-source-out errors are also what the uncertainty bands are made of (uncertainty.py).
-
-Legacy efficiency fit (kept for sets that still declare `efficiency.fit`):
-
-The fit is deliberately small: per assumption set, one log-efficiency level per method and one
-factor per GPU class (its architecture, or "consumer" for GeForce; reference: Ampere), by least
-squares on log(measured / predicted) over the set's own rows. With a few dozen rows and at most
-five free numbers, a row cannot be matched by giving it its own knob. The report also gives each
-row's leave-one-out error (its error when the fit never saw it), the honest number for a fitted set.
 """
 
 from __future__ import annotations
@@ -26,7 +18,6 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Sequence
 from dataclasses import asdict, replace
 from functools import cache
 from pathlib import Path
@@ -35,76 +26,12 @@ from typing import Any
 import numpy as np
 
 from tracker.estimate.architectures import DATA_DIR
-from tracker.estimate.assumptions import AssumptionSet, EfficiencyModel, efficiency_class, priors, unfitted
-from tracker.estimate.calibration.rows import METHODS, MeasuredRow, gpu_spec, load_rows, rows_for
+from tracker.estimate.assumptions import AssumptionSet, efficiency_class, unfitted
+from tracker.estimate.calibration.rows import MeasuredRow, gpu_spec, load_rows
 from tracker.estimate.core import prepare
 from tracker.estimate.stacks import raw_stacks_file, stack_names
 from tracker.estimate.step import RawStep, StepParams, prior_params, raw_step, relative_classes, step_terms
 from tracker.estimate.step import tokens_per_second as step_tps
-
-
-def implied_efficiency(row: MeasuredRow, aset: AssumptionSet) -> float:
-    """The efficiency that would make this set's FLOPs model reproduce the row's tokens/s exactly."""
-    assert row.tokens_per_second is not None
-    gpu = gpu_spec(row.gpu)
-    prepared = prepare(row.job(), aset)
-    n = row.eval_gpus
-    scaling = aset.multi_gpu_efficiency(gpu.interconnect, n)
-    peak = aset.peak_flops(gpu.id, gpu.bf16_tflops)
-    return row.tokens_per_second * prepared.flops_per_token / (peak * scaling)
-
-
-def fit_efficiency(aset: AssumptionSet, rows: Sequence[MeasuredRow] | None = None) -> EfficiencyModel:
-    """Least squares in log space: log e_row = level[method] + arch[architecture of the row's GPU]."""
-    p = priors()
-    ref = p.reference_architecture
-    data = [r for r in rows_for(aset, rows) if r.uses_tps]
-    obs = []
-    for r in data:
-        g = gpu_spec(r.gpu)
-        obs.append((r.method, efficiency_class(g.architecture, g.form_factor), math.log(implied_efficiency(r, aset))))
-
-    methods = [m for m in METHODS if any(o[0] == m for o in obs)]
-    archs = sorted({o[1] for o in obs} - {ref})
-    if not methods:
-        raise ValueError(f"assumption set {aset.name!r} has no measured rows to fit")
-    # An architecture is only identifiable if its rows share a method with rows elsewhere;
-    # otherwise it is pinned to its prior and the method level absorbs nothing from it.
-    fixed_arch: dict[str, float] = {}
-    while True:
-        free_archs = [a for a in archs if a not in fixed_arch]
-        cols = methods + free_archs
-        x = np.zeros((len(obs), len(cols)))
-        y = np.zeros(len(obs))
-        for i, (m, a, le) in enumerate(obs):
-            x[i, cols.index(m)] = 1.0
-            if a in free_archs:
-                x[i, cols.index(a)] = 1.0
-            y[i] = le - (fixed_arch.get(a, p.arch_log(a)) if a != ref and a not in free_archs else 0.0)
-        if np.linalg.matrix_rank(x) == len(cols) or not free_archs:
-            break
-        # Pin the architecture with the fewest rows to its prior and try again.
-        worst = min(free_archs, key=lambda a: sum(1 for o in obs if o[1] == a))
-        fixed_arch[worst] = p.arch_log(worst)
-    coef, *_ = np.linalg.lstsq(x, y, rcond=None)
-
-    level = {m: float(coef[cols.index(m)]) for m in methods}
-    source = {f"method:{m}": f"fit ({sum(1 for o in obs if o[0] == m)} rows)" for m in methods}
-    anchor = "lora" if "lora" in level else methods[0]
-    for m in METHODS:
-        if m not in level:
-            level[m] = level[anchor] + math.log(p.method[m].factor / p.method[anchor].factor)
-            source[f"method:{m}"] = f"prior ({p.method[m].factor:g} x {anchor})"
-    arch = {a: math.log(v.factor) for a, v in p.architecture.items() if a != "default"}
-    for a in arch:
-        source[f"arch:{a}"] = f"prior ({p.architecture[a].factor:g} x {ref})"
-    arch[ref] = 0.0
-    source[f"arch:{ref}"] = f"reference ({sum(1 for o in obs if o[1] == ref)} rows)"
-    for a in free_archs:
-        arch[a] = float(coef[cols.index(a)])
-        source[f"arch:{a}"] = f"fit ({sum(1 for o in obs if o[1] == a)} rows)"
-    return EfficiencyModel(level=level, arch=arch, default_arch=p.arch_log("default"), source=source)
-
 
 # --- step-time model fit ---------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from tracker.catalog.gpus import GpuSpec
 from tracker.estimate.assumptions import AssumptionSet, get_assumptions
-from tracker.estimate.calibration.fit import fit_efficiency, loso_step_params
+from tracker.estimate.calibration.fit import loso_step_params
 from tracker.estimate.calibration.rows import MeasuredRow, gpu_spec, load_rows, rows_for
 from tracker.estimate.core import prepare
 
@@ -34,7 +34,7 @@ class RowResult:
     estimated_tps: float | None  # per GPU
     estimated_vram_gb: float | None
     tps_error: float | None  # (estimate - measured) / measured
-    tps_error_loo: float | None  # same, with the efficiency fitted without this row
+    tps_error_loo: float | None  # same, with the step model fitted without this row's source
     vram_error: float | None  # peaks: estimate / peak - 1; budgets: estimate / (budget × fill) - 1
     problem: str | None  # why nothing could be estimated (unknown GPU id ...)
     # Budget rows only, reported beside vram_error (see the module docstring):
@@ -248,10 +248,6 @@ def _evaluate(row: MeasuredRow, aset: AssumptionSet, in_set: bool) -> RowResult:
     loo = None
     if measured_tps and aset.step_model and in_set:
         held_out = replace(aset, step_params=loso_step_params(row.group))
-        loo = prepare(job, held_out).on(gpu, n).tokens_per_second / n / measured_tps - 1
-    elif measured_tps and aset.fitted and in_set:
-        others = [r for r in load_rows() if r.id != row.id]
-        held_out = replace(aset, efficiency=fit_efficiency(aset, others))
         loo = prepare(job, held_out).on(gpu, n).tokens_per_second / n / measured_tps - 1
     return RowResult(row, in_set, tps, vram, tps_err, loo, vram_err, None, as_published, context, context_err)
 
