@@ -14,15 +14,13 @@ import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.errors import UnknownAssumptions
 from tracker.estimate.flops import FlopsKnobs
 from tracker.estimate.stacks import MemoryKnobs, get_stack
-
-if TYPE_CHECKING:
-    from tracker.estimate.step import StepParams
+from tracker.estimate.step import StepParams, fitted_params
 
 DEFAULT_FILE = DATA_DIR / "assumptions.toml"
 
@@ -218,10 +216,7 @@ def get_assumptions(name: str | None = None) -> AssumptionSet:
     base = unfitted(name or default_name())
     if not base.step_model:
         return base
-    # Imported here: calibration needs the FLOPs model, which needs this module's types.
-    from tracker.estimate.calibration.fit import fitted_step_params
-
-    return replace(base, step_params=fitted_step_params())
+    return replace(base, step_params=fitted_params())
 
 
 def all_assumptions() -> list[AssumptionSet]:

@@ -23,15 +23,19 @@ multiplier scales activations, dequantisation and overhead (what fused/compiled 
 tokens/s = useful tokens per step (padding excluded) × replicas / step time.
 
 `raw_step` does the arithmetic that does not depend on fitted numbers (per job and card), so the
-fit (calibration.fit_step) re-times rows cheaply.
+fit (calibration.fit.fit_step) re-times rows cheaply. What the estimate uses is that fit as data
+(`fitted_params`, data/step_fit.toml): an estimate never fits, and a test refits and compares.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from tracker.catalog.gpus import GpuSpec
+from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.stacks import Stack, raw_stacks_file
 
 if TYPE_CHECKING:
@@ -51,6 +55,7 @@ TERMS: dict[str, str] = {
                      "activation all-reduces (TP), not hidden behind compute",
 }  # fmt: skip
 ADAM_TRAFFIC = 1.75  # reads weights, grads, m, v; writes weights, m, v: 7/4 of the state bytes
+FIT_FILE = DATA_DIR / "step_fit.toml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +132,16 @@ def prior_params() -> StepParams:
         bandwidth_relative={k: float(v["value"]) for k, v in step.get("bandwidth_relative", {}).items()},
         attention_relative={k: float(v["value"]) for k, v in step.get("attention_relative", {}).items()},
     )
+
+
+@cache
+def fitted_params() -> StepParams:
+    """The step model fitted to every calibration row (what `hf-peft` and `optimized` estimate with).
+
+    Stored, not fitted here: data/step_fit.toml is written by `python -m tracker.estimate.calibration
+    --write`, and tests/tracker/estimate/test_stored_fit.py refits and checks the file is that fit."""
+    with FIT_FILE.open("rb") as fh:
+        return StepParams(**tomllib.load(fh))
 
 
 def relative_classes() -> dict[str, float]:

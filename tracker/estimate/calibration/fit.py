@@ -14,18 +14,13 @@ The leave-one-source-out errors are also what the uncertainty bands are made of 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import os
-from dataclasses import asdict, replace
+from dataclasses import replace
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.assumptions import AssumptionSet, efficiency_class, unfitted
 from tracker.estimate.calibration.rows import MeasuredRow, gpu_spec, load_rows
 from tracker.estimate.core import prepare
@@ -142,50 +137,6 @@ def _value(params: StepParams, key: str) -> float:
     if kind == "non_gemm":
         return params.non_gemm[name]
     return float(getattr(params, key))
-
-
-@cache
-def fitted_step_params() -> StepParams:
-    """The fit of the step model on every calibration row (what `hf-peft`/`optimized` estimate with).
-
-    The fit is deterministic in its inputs and takes ~0.1 s, which every command-line call would pay:
-    it is kept in the user's cache directory under a digest of everything it depends on (the data files
-    and the model's own code), so a changed row, prior or formula refits, and nothing else ever does."""
-    path = fit_cache_path()
-    if path is not None:
-        try:
-            return StepParams(**json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            pass  # absent, unreadable or from another layout: fit, and try to keep the result
-    params = fit_step()
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(asdict(params)))
-            tmp.replace(path)  # atomic: a concurrent reader sees the old file or the whole new one
-        except OSError:
-            pass  # a read-only home: the fit still stands for this process
-    return params
-
-
-def fit_cache_path() -> Path | None:
-    here = Path(__file__).resolve().parent.parent  # tracker/estimate
-    inputs = [*sorted(DATA_DIR.glob("*.toml")), *sorted(here.rglob("*.py")), here.parent / "catalog" / "gpus.toml"]
-    digest = hashlib.sha256()
-    try:
-        for f in inputs:
-            digest.update(f.name.encode() + b"\0" + f.read_bytes())
-    except OSError:
-        return None
-    try:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    except (RuntimeError, KeyError):  # no home directory (a bare container user): just fit
-        return None
-    return Path(base) / "gpu-price-tracker" / f"step-fit-{digest.hexdigest()[:16]}.json"
-
-
-_fit_cache_path = fit_cache_path  # the earlier private name
 
 
 @cache

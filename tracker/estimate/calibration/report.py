@@ -21,10 +21,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tracker.catalog.gpus import GpuSpec
-from tracker.estimate.assumptions import AssumptionSet, get_assumptions
+from tracker.estimate.assumptions import AssumptionSet, efficiency_class, get_assumptions
 from tracker.estimate.calibration.fit import loso_step_params
 from tracker.estimate.calibration.rows import MeasuredRow, gpu_spec, load_rows, rows_for
 from tracker.estimate.core import prepare
+from tracker.estimate.uncertainty import Residual
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,3 +289,22 @@ def budget_context(row: MeasuredRow, aset: AssumptionSet, gpu: GpuSpec, n: int) 
 def _placed_gpus(row: MeasuredRow, aset: AssumptionSet) -> int:
     # The step model times DDP and FSDP explicitly; the legacy sets judged a DDP replica as one GPU.
     return row.gpus if aset.step_model else row.eval_gpus
+
+
+def residual_table() -> tuple[Residual, ...]:
+    """What the uncertainty bands are made of (data/residuals.toml): each row's log error under hf-peft,
+    tokens/s leave-one-source-out and VRAM in-sample, with the row's stack, GPU class and method."""
+    out = []
+    for res in calibrate("hf-peft").rows:
+        if res.problem or not res.in_set:
+            continue
+        g = gpu_spec(res.row.gpu)
+        tps = res.tps_error_loo
+        vram = res.vram_error
+        out.append(Residual(
+            id=res.row.id, stack=res.row.stack, cls=efficiency_class(g.architecture, g.form_factor),
+            method=res.row.method,
+            tps_log=math.log1p(tps) if tps is not None else None,
+            vram_log=math.log1p(vram) if vram is not None else None,
+        ))  # fmt: skip
+    return tuple(out)
