@@ -127,15 +127,3 @@ def cli(engine, tmp_path, monkeypatch):
 
     yield invoke
     get_settings.cache_clear()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The estimate keeps its calibration fit in the user's cache directory: tests use their own."""
-    previous = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if previous is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = previous

@@ -13,17 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
+from tracker.estimate.serving.job import ServingSpec, make_serving_job
 from tracker.estimate.stacks import PRECISIONS, get_stack
 from tracker.estimate.tokens import parse_tokens
-
-if TYPE_CHECKING:
-    from tracker.estimate.serving.job import ServingSpec
 
 Kind = Literal["fine-tune", "inference"]
 # Which JobInput fields belong to which kind: one given (not at its default) on the other kind is refused.
@@ -403,8 +401,6 @@ class JobInput(BaseModel):
 
     def serving_spec(self, *, allow_model_files: bool = False) -> ServingSpec:
         """The validated inference job (kind inference); raises tracker.estimate errors naming the field."""
-        from tracker.estimate.serving.job import make_serving_job  # the serving package imports this module
-
         if self.kind != "inference":
             raise InvalidJob("a fine-tuning job has no serving estimate; give kind inference", field="kind")
         return make_serving_job(

@@ -32,14 +32,14 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from tracker.catalog.gpus import GpuSpec
 from tracker.estimate.architectures import DATA_DIR
+from tracker.estimate.flops import FlopsBreakdown
+from tracker.estimate.job import JobSpec
+from tracker.estimate.memory import MemoryParts
 from tracker.estimate.stacks import Stack, raw_stacks_file
-
-if TYPE_CHECKING:
-    from tracker.estimate.core import PreparedJob
 
 TERMS: dict[str, str] = {
     "gemm": "dense GEMMs (and adapters' FLOPs) at the achievable fraction of peak, or the weight stream if slower",
@@ -150,6 +150,17 @@ def relative_classes() -> dict[str, float]:
     return {k: float(v["relative"]) for k, v in gf.items() if "relative" in v}
 
 
+class StepJob(Protocol):
+    """What the step model reads of a prepared job (tracker.estimate.core.PreparedJob, which imports this module)."""
+
+    @property
+    def job(self) -> JobSpec: ...
+    @property
+    def flops(self) -> FlopsBreakdown: ...
+    @property
+    def memory(self) -> MemoryParts: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RawStep:
     """Work per micro-step before any fitted number is applied."""
@@ -177,7 +188,7 @@ class RawStep:
     slice: float  # < 1: a fraction of one card
 
 
-def raw_step(prepared: PreparedJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
+def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
     job = prepared.job
     arch = job.model
     p = arch.params

@@ -18,7 +18,7 @@ The band is ±Z × spread around the estimate (≈ 90 % if the log errors were n
 
 VRAM is not fitted, so its residuals are in-sample; the band uses the rows of the job's stack and
 method (else stack, else all), the same way. A budget row (a card size the run just fits into) enters
-with the error calibration.py gives it: estimate / (budget × budget_fill) - 1, in its memory scope.
+with the error calibration/report.py gives it: estimate / (budget × budget_fill) - 1, in its memory scope.
 
 The residual table costs one refit per source, so it is stored as data (data/residuals.toml, written
 with the step fit by `python -m tracker.estimate.calibration --write`; a test recomputes and compares)
