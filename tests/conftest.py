@@ -127,3 +127,17 @@ def cli(engine, tmp_path, monkeypatch):
 
     yield invoke
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A private cache directory for the session. Nothing of ours writes one any more (the estimate's fit is
+    stored as data: tests/tracker/estimate/test_stored_fit.py), but subprocess tests still pass it on
+    (tests/tracker/cli/test_app.py): remove both together."""
+    previous = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if previous is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = previous
