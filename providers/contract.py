@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     import httpx
 
-    from providers.http import RequestPacer
+    from providers.pacing import RequestPacer
 
 
 # Every pricing listing we read is a few MB at most; 64 MiB leaves room to grow while keeping a runaway or

@@ -10,7 +10,6 @@ import codecs
 import json as jsonlib
 import random
 import re
-import time
 import zlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import aclosing, contextmanager
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from urllib.parse import quote, quote_plus, urlsplit
 
 from providers.contract import FetchContext, ProviderError
+from providers.pacing import RequestPacer
 
 # httpx is imported where a request is made, not with the module: the registry imports every adapter
 # (and so this module) for provider metadata, and a command that only reads prices needs no HTTP stack.
@@ -81,56 +81,6 @@ def _retry_after(response: httpx.Response) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None
-
-
-class RequestPacer:
-    """Spaces the requests of one fetch so they stay under a provider's documented rate limit
-    (`Provider.requests_per_minute`): each request starts at least 60 / rpm seconds after the one before,
-    retries included (a retried request counts against the limit like any other).
-
-    Spacing rather than a budget per minute: a paginated walk that bursts its first N pages and then waits
-    out the minute trips limiters that count per second as well, and even spacing costs the same time.
-
-    In replay (`real_time=False`) nothing sleeps: the schedule runs on a virtual clock, so `waited_s` still
-    says how long a live fetch would have waited and a recorded walk of many pages takes no wall time.
-    Safe for concurrent requests of one fetch (`gather_bounded`): a slot is claimed with no await between
-    reading and moving the schedule, so two requests never share one."""
-
-    def __init__(
-        self,
-        requests_per_minute: float,
-        *,
-        real_time: bool = True,
-        clock: Callable[[], float] | None = None,  # default time.monotonic, looked up when made
-        sleep: Callable[[float], Awaitable[None]] | None = None,  # default asyncio.sleep, likewise
-    ) -> None:
-        if not requests_per_minute > 0:
-            raise ValueError(f"requests_per_minute must be positive, got {requests_per_minute!r}")
-        self.interval_s = 60.0 / requests_per_minute
-        self.real_time = real_time
-        self._clock = clock or time.monotonic
-        self._sleep = sleep or asyncio.sleep
-        self._virtual = 0.0
-        self._next: float | None = None
-        self.requests = 0
-        self.waited_s = 0.0
-
-    def _now(self) -> float:
-        return self._clock() if self.real_time else self._virtual
-
-    async def wait(self) -> float:
-        """Wait for this request's slot; returns the seconds waited (virtual ones in replay)."""
-        now = self._now()
-        start = now if self._next is None else max(now, self._next)
-        self._next = start + self.interval_s
-        self.requests += 1
-        delay = start - now
-        self.waited_s += delay
-        if not self.real_time:
-            self._virtual = start
-        elif delay > 0:
-            await self._sleep(delay)
-        return delay
 
 
 async def request(

@@ -131,7 +131,9 @@ def cli(engine, tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The estimate keeps its calibration fit in the user's cache directory: tests use their own."""
+    """A private cache directory for the session. Nothing of ours writes one any more (the estimate's fit is
+    stored as data: tests/tracker/estimate/test_stored_fit.py), but subprocess tests still pass it on
+    (tests/tracker/cli/test_app.py): remove both together."""
     previous = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
     yield

@@ -106,8 +106,8 @@ def _run(
     ctx_args: dict[str, float], statuses: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[float], FakeClock]:
     clock, times = FakeClock(), []
-    monkeypatch.setattr("providers.http.time.monotonic", clock)
-    monkeypatch.setattr("providers.http.asyncio.sleep", clock.sleep)
+    monkeypatch.setattr("providers.pacing.time.monotonic", clock)
+    monkeypatch.setattr("providers.pacing.asyncio.sleep", clock.sleep)
     Paged.seen.clear()
 
     async def go() -> None:

@@ -37,8 +37,9 @@ from tracker.estimate.errors import (
     UnknownModel,
 )
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
-from tracker.estimate.job import METHODS, JobInput, JobSpec, make_job, parse_tokens
+from tracker.estimate.job import METHODS, JobInput, JobSpec, make_job
 from tracker.estimate.memory import COMPONENTS, MemoryParts, memory_parts
+from tracker.estimate.tokens import parse_tokens
 
 __all__ = [
     "COMPONENTS",

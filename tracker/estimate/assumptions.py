@@ -14,13 +14,13 @@ import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from tracker.estimate.architectures import DATA_DIR
 from tracker.estimate.errors import UnknownAssumptions
-
-if TYPE_CHECKING:
-    from tracker.estimate.step import StepParams
+from tracker.estimate.flops import FlopsKnobs
+from tracker.estimate.stacks import MemoryKnobs, get_stack
+from tracker.estimate.step import StepParams, fitted_params
 
 DEFAULT_FILE = DATA_DIR / "assumptions.toml"
 
@@ -31,48 +31,6 @@ def efficiency_class(architecture: str, form_factor: str) -> str:
     boost clock, which they beat in practice (§0.3: "consumer cards reach ~0.55-0.6 of their
     FP32-acc spec"), so a factor measured on a 4090 must not leak onto an L40S of the same silicon."""
     return "consumer" if form_factor == "consumer" else architecture
-
-
-@dataclass(frozen=True, slots=True)
-class FlopsKnobs:
-    params: Literal["total", "matmul"]
-    full: float
-    full_recompute: float
-    lora: float
-    lora_recompute: float
-    adapter_flops: bool
-    attention: bool
-    causal_attention_factor: float = 0.5
-
-    def multiplier(self, method: str, recompute: bool) -> float:
-        if method == "full":
-            return self.full_recompute if recompute else self.full
-        return self.lora_recompute if recompute else self.lora
-
-
-@dataclass(frozen=True, slots=True)
-class MemoryKnobs:
-    quantize_all_params: bool
-    nf4_bits: float
-    upcast_unquantized_qlora: bool
-    lora_bytes_per_param: float
-    full_weight_bytes: float
-    full_grad_bytes: float
-    full_optimizer_bytes: float
-    checkpoint_bytes_per_hidden: float
-    working_set_per_hidden: float
-    working_set_per_intermediate: float
-    no_checkpoint_per_hidden: float
-    no_checkpoint_per_kv: float
-    no_checkpoint_per_intermediate: float
-    logits_bytes_per_vocab: float
-    logits_chunk_tokens: int  # 0: the whole micro-batch's logits are materialised at once
-    dequant_buffer: bool
-    fsdp_prefetch_layers: int
-    runtime_overhead_gb: float
-    # PyTorch's caching allocator reserves more than it has allocated at the peak (fragmentation);
-    # VRAM figures are what the card shows, i.e. reserved + CUDA context. 0 in the seed's accounting.
-    allocator_reserve_fraction: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,17 +177,14 @@ def set_names() -> list[str]:
     return list(_raw()["sets"])
 
 
-def _unfitted(name: str) -> AssumptionSet:
-    """The set as written in the TOML; a fitted set still carries its priors-only efficiency here."""
+def unfitted(name: str) -> AssumptionSet:
+    """The set as written in the TOML; a step-time set still lacks its fitted step parameters here."""
     sets = _raw()["sets"]
     if name not in sets:
         raise UnknownAssumptions(name, list(sets))
     raw = sets[name]
     default_stack = raw.get("default_stack")
     if default_stack is not None:
-        # Imported here: stacks.py needs MemoryKnobs from this module.
-        from tracker.estimate.stacks import get_stack
-
         return AssumptionSet(
             name=name, title=raw["title"], description=raw["description"].strip(), stacks=(),
             flops=FlopsKnobs(**dict(raw["flops"])), memory=get_stack(default_stack).memory,
@@ -237,17 +192,9 @@ def _unfitted(name: str) -> AssumptionSet:
             default_stack=default_stack,
         )  # fmt: skip
     eff = raw["efficiency"]
-    fit = bool(eff.get("fit", False))
-    if fit:
-        p = priors()
-        lora = 0.3  # placeholder level, replaced by the fit before anyone sees it
-        efficiency = EfficiencyModel(
-            level={m: math.log(lora * p.method[m].factor) for m in ("full", "lora", "qlora")},
-            arch={a: math.log(v.factor) for a, v in p.architecture.items() if a != "default"},
-            default_arch=math.log(p.architecture["default"].factor),
-        )
-    else:
-        efficiency = EfficiencyModel.constant(float(eff["constant"]))
+    if "constant" not in eff:  # the per-set efficiency fit is retired: step-time sets fit the step model
+        raise ValueError(f"assumption set {name!r}: [efficiency] needs a constant")
+    efficiency = EfficiencyModel.constant(float(eff["constant"]))
     flops = dict(raw["flops"])
     return AssumptionSet(
         name=name,
@@ -257,7 +204,7 @@ def _unfitted(name: str) -> AssumptionSet:
         flops=FlopsKnobs(**flops),
         memory=MemoryKnobs(**raw["memory"]),
         efficiency=efficiency,
-        fitted=fit,
+        fitted=False,
         peak_tflops={k: float(v) for k, v in raw.get("peak_tflops", {}).items()},
         multi_gpu={k: float(v) for k, v in raw["multi_gpu"].items()},
     )
@@ -265,17 +212,11 @@ def _unfitted(name: str) -> AssumptionSet:
 
 @cache
 def get_assumptions(name: str | None = None) -> AssumptionSet:
-    """The named set (default set when None), with its efficiency fitted if the set asks for it."""
-    base = _unfitted(name or default_name())
-    if not base.fitted:
+    """The named set (default set when None); a step-time set with the step model's fitted parameters."""
+    base = unfitted(name or default_name())
+    if not base.step_model:
         return base
-    # Imported here: calibration needs the FLOPs model, which needs this module's types.
-    from tracker.estimate.calibration import fit_efficiency, fitted_step_params
-
-    if base.step_model:
-        return replace(base, step_params=fitted_step_params())
-
-    return replace(base, efficiency=fit_efficiency(base))
+    return replace(base, step_params=fitted_params())
 
 
 def all_assumptions() -> list[AssumptionSet]:

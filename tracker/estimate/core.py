@@ -24,7 +24,7 @@ from tracker.estimate.stacks import Stack, get_stack
 from tracker.estimate.step import RawStep, raw_step, step_terms
 from tracker.estimate.step import tokens_per_second as step_tokens_per_second
 from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
-from tracker.estimate.uncertainty import Band
+from tracker.estimate.uncertainty import Band, tokens_band, vram_band
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +187,6 @@ class Estimate:
         stack = self.prepared.stack
         if stack is None:
             return None
-        from tracker.estimate.uncertainty import tokens_band  # reads the calibration: never at import
-
         return tokens_band(stack.name, efficiency_class(self.gpu.architecture, self.gpu.form_factor))
 
     @property
@@ -196,8 +194,6 @@ class Estimate:
         stack = self.prepared.stack
         if stack is None:
             return None
-        from tracker.estimate.uncertainty import vram_band
-
         return vram_band(stack.name, self.prepared.job.method)
 
     @property

@@ -10,9 +10,26 @@ dequantisation is memory-bound and shows up as lower efficiency, not as FLOPs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from tracker.estimate.assumptions import FlopsKnobs
 from tracker.estimate.job import JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class FlopsKnobs:
+    params: Literal["total", "matmul"]
+    full: float
+    full_recompute: float
+    lora: float
+    lora_recompute: float
+    adapter_flops: bool
+    attention: bool
+    causal_attention_factor: float = 0.5
+
+    def multiplier(self, method: str, recompute: bool) -> float:
+        if method == "full":
+            return self.full_recompute if recompute else self.full
+        return self.lora_recompute if recompute else self.lora
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,17 @@ every shell.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from tracker.estimate.architectures import ALL_LINEAR, ModelArch, normalize_targets, resolve_model
 from tracker.estimate.errors import InvalidJob
+from tracker.estimate.serving.job import ServingSpec, make_serving_job
 from tracker.estimate.stacks import PRECISIONS, get_stack
-
-if TYPE_CHECKING:
-    from tracker.estimate.serving.job import ServingSpec
+from tracker.estimate.tokens import parse_tokens
 
 Kind = Literal["fine-tune", "inference"]
 # Which JobInput fields belong to which kind: one given (not at its default) on the other kind is refused.
@@ -45,9 +43,6 @@ PARALLELS: tuple[str, ...] = ("ddp", "fsdp", "tp-fsdp")
 # instruction data padded to the longest sequence of a batch (typical Alpaca-style length spread).
 DEFAULT_PAD_FRACTION = 0.3
 
-_TOKENS_RE = re.compile(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbt]?)\s*$", re.IGNORECASE)
-_TOKEN_SCALE = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-
 # Plausibility limits that keep every derived figure finite. The largest published pretraining runs
 # are ~1.5e13 tokens and ~5e25 FLOPs; a fine-tuning job 70x and 2000x past them is a typo or a probe
 # (tokens: 1e308 made hours infinite and the cost a Decimal no money column can hold).
@@ -55,16 +50,6 @@ MAX_TRAINING_TOKENS = 1e15
 MAX_TRAINING_FLOPS = 1e29
 # An inline config.json nests a level or two (text_config); a 900-deep one exhausted the serializer.
 MAX_CONFIG_DEPTH = 32
-
-
-def parse_tokens(value: str | float | int) -> float:
-    """'22.5M' -> 22_500_000.0; also accepts plain numbers and K/B/T suffixes."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    m = _TOKENS_RE.match(str(value))
-    if not m:
-        raise InvalidJob(f"cannot read {value!r} as a token count (examples: 22.5M, 800K, 1.2B)", field="tokens")
-    return float(m.group(1)) * _TOKEN_SCALE[m.group(2).lower()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,8 +401,6 @@ class JobInput(BaseModel):
 
     def serving_spec(self, *, allow_model_files: bool = False) -> ServingSpec:
         """The validated inference job (kind inference); raises tracker.estimate errors naming the field."""
-        from tracker.estimate.serving.job import make_serving_job  # the serving package imports this module
-
         if self.kind != "inference":
             raise InvalidJob("a fine-tuning job has no serving estimate; give kind inference", field="kind")
         return make_serving_job(

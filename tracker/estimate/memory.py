@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracker.estimate.assumptions import MemoryKnobs
 from tracker.estimate.job import JobSpec
+from tracker.estimate.stacks import MemoryKnobs
 
 GB = 1e9  # decimal, as vendors label cards ("80GB") and as the seed article reports
 

@@ -16,6 +16,7 @@ from tracker.estimate.assumptions import default_name, get_assumptions
 from tracker.estimate.core import Estimate, prepare
 from tracker.estimate.job import JobInput
 from tracker.estimate.memory import COMPONENTS
+from tracker.estimate.serving.service import run_serving_estimate
 from tracker.money import parse_amount
 
 MIN_SLICE = 1 / 1024
@@ -59,8 +60,6 @@ def _sort_key(est: Estimate) -> tuple[bool, float]:
 def run_estimate(req: EstimateRequest, *, allow_model_files: bool = False) -> dict[str, Any]:
     """`allow_model_files`: only the CLI (a local user) may name a config.json path as the model."""
     if req.kind == "inference":  # serving cost: tracker.estimate.serving.service, same request shape
-        from tracker.estimate.serving.service import run_serving_estimate
-
         return run_serving_estimate(req, resolve_gpus(req.gpu), allow_model_files=allow_model_files)
     job = req.spec(allow_model_files=allow_model_files)
     aset = get_assumptions(req.assumptions)

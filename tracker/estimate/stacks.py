@@ -17,7 +17,6 @@ from functools import cache
 from typing import Any, Literal
 
 from tracker.estimate.architectures import DATA_DIR
-from tracker.estimate.assumptions import MemoryKnobs
 from tracker.estimate.errors import InvalidJob
 
 STACKS_FILE = DATA_DIR / "stacks.toml"
@@ -28,6 +27,31 @@ PRECISIONS: tuple[str, ...] = ("bf16", "mixed")
 # bf16: pure-bf16 AdamW, everything in bf16 (2 + 2 + 2x2); LLaMA-Factory's "pure_bf16" 8 B/param.
 # mixed: bf16 working copy + fp32 master (2 + 4), fp32 gradients (4), fp32 m and v (8): §B7.
 FULL_BYTES: dict[str, tuple[float, float, float]] = {"bf16": (2.0, 2.0, 4.0), "mixed": (6.0, 4.0, 8.0)}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryKnobs:
+    quantize_all_params: bool
+    nf4_bits: float
+    upcast_unquantized_qlora: bool
+    lora_bytes_per_param: float
+    full_weight_bytes: float
+    full_grad_bytes: float
+    full_optimizer_bytes: float
+    checkpoint_bytes_per_hidden: float
+    working_set_per_hidden: float
+    working_set_per_intermediate: float
+    no_checkpoint_per_hidden: float
+    no_checkpoint_per_kv: float
+    no_checkpoint_per_intermediate: float
+    logits_bytes_per_vocab: float
+    logits_chunk_tokens: int  # 0: the whole micro-batch's logits are materialised at once
+    dequant_buffer: bool
+    fsdp_prefetch_layers: int
+    runtime_overhead_gb: float
+    # PyTorch's caching allocator reserves more than it has allocated at the peak (fragmentation);
+    # VRAM figures are what the card shows, i.e. reserved + CUDA context. 0 in the seed's accounting.
+    allocator_reserve_fraction: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,19 +23,23 @@ multiplier scales activations, dequantisation and overhead (what fused/compiled 
 tokens/s = useful tokens per step (padding excluded) × replicas / step time.
 
 `raw_step` does the arithmetic that does not depend on fitted numbers (per job and card), so the
-fit (calibration.fit_step) re-times rows cheaply.
+fit (calibration.fit.fit_step) re-times rows cheaply. What the estimate uses is that fit as data
+(`fitted_params`, data/step_fit.toml): an estimate never fits, and a test refits and compares.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from functools import cache
+from typing import Any, Protocol
 
 from tracker.catalog.gpus import GpuSpec
+from tracker.estimate.architectures import DATA_DIR
+from tracker.estimate.flops import FlopsBreakdown
+from tracker.estimate.job import JobSpec
+from tracker.estimate.memory import MemoryParts
 from tracker.estimate.stacks import Stack, raw_stacks_file
-
-if TYPE_CHECKING:
-    from tracker.estimate.core import PreparedJob
 
 TERMS: dict[str, str] = {
     "gemm": "dense GEMMs (and adapters' FLOPs) at the achievable fraction of peak, or the weight stream if slower",
@@ -51,6 +55,7 @@ TERMS: dict[str, str] = {
                      "activation all-reduces (TP), not hidden behind compute",
 }  # fmt: skip
 ADAM_TRAFFIC = 1.75  # reads weights, grads, m, v; writes weights, m, v: 7/4 of the state bytes
+FIT_FILE = DATA_DIR / "step_fit.toml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +134,31 @@ def prior_params() -> StepParams:
     )
 
 
+@cache
+def fitted_params() -> StepParams:
+    """The step model fitted to every calibration row (what `hf-peft` and `optimized` estimate with).
+
+    Stored, not fitted here: data/step_fit.toml is written by `python -m tracker.estimate.calibration
+    --write`, and tests/tracker/estimate/test_stored_fit.py refits and checks the file is that fit."""
+    with FIT_FILE.open("rb") as fh:
+        return StepParams(**tomllib.load(fh))
+
+
 def relative_classes() -> dict[str, float]:
     """Classes whose GEMM fraction is a prior relative to Ampere's (re-applied after every fit)."""
     gf = raw_stacks_file()["step"]["gemm_fraction"]
     return {k: float(v["relative"]) for k, v in gf.items() if "relative" in v}
+
+
+class StepJob(Protocol):
+    """What the step model reads of a prepared job (tracker.estimate.core.PreparedJob, which imports this module)."""
+
+    @property
+    def job(self) -> JobSpec: ...
+    @property
+    def flops(self) -> FlopsBreakdown: ...
+    @property
+    def memory(self) -> MemoryParts: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +188,7 @@ class RawStep:
     slice: float  # < 1: a fraction of one card
 
 
-def raw_step(prepared: PreparedJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
+def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
     job = prepared.job
     arch = job.model
     p = arch.params

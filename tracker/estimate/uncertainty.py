@@ -18,21 +18,24 @@ The band is ±Z × spread around the estimate (≈ 90 % if the log errors were n
 
 VRAM is not fitted, so its residuals are in-sample; the band uses the rows of the job's stack and
 method (else stack, else all), the same way. A budget row (a card size the run just fits into) enters
-with the error calibration.py gives it: estimate / (budget × budget_fill) - 1, in its memory scope.
+with the error calibration/report.py gives it: estimate / (budget × budget_fill) - 1, in its memory scope.
 
-The residual table costs one refit per source (~0.1 s each) and is kept in the user's cache beside
-the step fit (calibration.fit_cache_path), so a command-line call reads it instead.
+The residual table costs one refit per source, so it is stored as data (data/residuals.toml, written
+with the step fit by `python -m tracker.estimate.calibration --write`; a test recomputes and compares)
+and an estimate only reads it.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from dataclasses import asdict, dataclass
+import tomllib
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from tracker.estimate.architectures import DATA_DIR
+
+RESIDUALS_FILE = DATA_DIR / "residuals.toml"
 MIN_ROWS = 3
 Z = 1.645  # two-sided 90 % of a normal
 UNMEASURED_CLASS_LOG = 0.25  # ±25 % (1σ, log) for a GEMM fraction that is only a prior
@@ -89,50 +92,14 @@ def _rms(values: list[float]) -> float:
 
 @cache
 def residuals() -> tuple[Residual, ...]:
-    """Each calibration row's log error (tokens/s leave-one-source-out, VRAM in-sample)."""
-    path = _cache_path()
-    if path is not None:
-        try:
-            return tuple(Residual(**r) for r in json.loads(path.read_text()))
-        except (OSError, ValueError, TypeError):
-            pass
-    out = _compute()
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps([asdict(r) for r in out]))
-            tmp.replace(path)
-        except OSError:
-            pass
-    return out
-
-
-def _compute() -> tuple[Residual, ...]:
-    from tracker.estimate.assumptions import efficiency_class
-    from tracker.estimate.calibration import _gpu, calibrate
-
-    out = []
-    for res in calibrate("hf-peft").rows:
-        if res.problem or not res.in_set:
-            continue
-        g = _gpu(res.row.gpu)
-        tps = res.tps_error_loo
-        vram = res.vram_error
-        out.append(Residual(
-            id=res.row.id, stack=res.row.stack, cls=efficiency_class(g.architecture, g.form_factor),
-            method=res.row.method,
-            tps_log=math.log1p(tps) if tps is not None else None,
-            vram_log=math.log1p(vram) if vram is not None else None,
-        ))  # fmt: skip
-    return tuple(out)
-
-
-def _cache_path() -> Any:
-    from tracker.estimate.calibration import fit_cache_path
-
-    path = fit_cache_path()
-    return None if path is None else path.with_name(path.name.replace("step-fit-", "bands-"))
+    """Each calibration row's log error (tokens/s leave-one-source-out, VRAM in-sample), as stored."""
+    with RESIDUALS_FILE.open("rb") as fh:
+        rows = tomllib.load(fh)["row"]
+    return tuple(
+        Residual(id=r["id"], stack=r["stack"], cls=r["cls"], method=r["method"],
+                 tps_log=r.get("tps_log"), vram_log=r.get("vram_log"))  # absent: the row has no such figure
+        for r in rows
+    )  # fmt: skip
 
 
 def measured_classes() -> frozenset[str]:

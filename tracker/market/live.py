@@ -15,8 +15,7 @@ import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any
@@ -28,11 +27,11 @@ from sqlalchemy.orm import Session
 from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated, freshness, quality
+from tracker.market.table import EPOCH, OfferTable
 from tracker.storage.tables import DataVersion, Offer
 
 if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command-line call tens of ms
     import numpy.typing as npt
-    import pandas as pd
 
 COLUMNS = [
     "id", "provider", "offer_key", "gpu_id", "gpu_family", "gpu_count", "gpu_memory_gb", "pricing",
@@ -40,7 +39,6 @@ COLUMNS = [
     "first_seen", "last_seen",
 ]  # fmt: skip
 _FLOATS = ("gpu_count", "gpu_memory_gb", "price_per_hour", "price_per_gpu_hour")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
 
@@ -50,7 +48,7 @@ def data_version(session: Session) -> int:
 
 def epoch_us(moment: datetime) -> int:
     """Whole microseconds since the epoch: exact, unlike a float timestamp."""
-    return (moment - _EPOCH) // _US
+    return (moment - EPOCH) // _US
 
 
 def factorize(values: Iterable[object]) -> tuple[npt.NDArray[np.intp], list[object]]:
@@ -58,46 +56,6 @@ def factorize(values: Iterable[object]) -> tuple[npt.NDArray[np.intp], list[obje
     index: dict[object, int] = {}
     codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.intp)
     return codes, list(index)
-
-
-@dataclass(eq=False)
-class OfferTable:
-    """Live offers, one numpy array per column (all the same length)."""
-
-    columns: dict[str, npt.NDArray[Any]]
-    providers: list[str]  # provider name per `provider_code`
-    _frame: pd.DataFrame | None = field(default=None, repr=False)
-
-    def __len__(self) -> int:
-        return len(self.columns["id"])
-
-    @property
-    def empty(self) -> bool:
-        return len(self) == 0
-
-    def __getitem__(self, name: str) -> npt.NDArray[Any]:
-        return self.columns[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.columns
-
-    def without(self, *names: str) -> OfferTable:
-        return OfferTable({k: v for k, v in self.columns.items() if k not in names}, self.providers)
-
-    def last_seen(self, rows: npt.NDArray[np.intp]) -> list[datetime]:
-        return [_EPOCH + timedelta(microseconds=int(us)) for us in self.columns["last_seen_us"][rows]]
-
-    @property
-    def frame(self) -> pd.DataFrame:
-        """The same offers as a pandas DataFrame (for grouped statistics), built once per table."""
-        if self._frame is None:
-            import pandas as pd
-
-            df = pd.DataFrame({k: v for k, v in self.columns.items() if k != "last_seen_us"})
-            df["last_seen"] = pd.to_datetime(self.columns["last_seen_us"], unit="us", utc=True)
-            df.attrs["providers"] = self.providers
-            self._frame = df
-        return self._frame
 
 
 def _objects(values: Sequence[object]) -> npt.NDArray[np.object_]:

@@ -52,7 +52,7 @@ from tracker.storage.tables import Offer
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
     import numpy.typing as npt
 
-    from tracker.market.live import OfferTable
+    from tracker.market.table import OfferTable
 
     Mask: TypeAlias = npt.NDArray[np.bool_]
 

@@ -21,8 +21,9 @@ from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
 from tracker.market import aggregated, quality
-from tracker.market.live import OfferTable, epoch_us, factorize
+from tracker.market.live import epoch_us, factorize
 from tracker.market.offers import region_matches
+from tracker.market.table import OfferTable
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 

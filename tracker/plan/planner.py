@@ -45,8 +45,9 @@ import numpy as np
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import EstimateError, prepare
-from tracker.market.live import OfferTable, epoch_us
+from tracker.market.live import epoch_us
 from tracker.market.rank import RankFilters, filter_mask
+from tracker.market.table import OfferTable
 from tracker.plan.mix import HOURS_PER_MONTH, TRAINING_KINDS, Workload, WorkloadMix
 from tracker.plan.serving import UNAVAILABLE, ServingEstimator
 

@@ -186,23 +186,6 @@ def test_a_stack_without_measured_rows_gets_a_wider_band(stack):
     assert f"no measured row of {stack}" in tokens_band(stack, "ampere").basis
 
 
-def test_the_kept_residual_table_is_the_computed_one(tmp_path, monkeypatch):
-    from tracker.estimate import uncertainty
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    uncertainty.residuals.cache_clear()
-    try:
-        fresh = uncertainty.residuals()  # computes and keeps it
-        (kept,) = (tmp_path / "gpu-price-tracker").glob("bands-*.json")
-        uncertainty.residuals.cache_clear()
-        assert uncertainty.residuals() == fresh == uncertainty._compute()
-        kept.write_text("[{\"broken\": 1}]")
-        uncertainty.residuals.cache_clear()
-        assert uncertainty.residuals() == fresh  # recomputed, not trusted
-    finally:
-        uncertainty.residuals.cache_clear()
-
-
 def test_a_stack_is_never_surer_on_a_class_it_has_no_row_on():
     # hf has no H100 row (the H100 rows are llm-foundry's): its band there is at least its own spread.
     assert tokens_band("hf", "hopper").level == "class"

@@ -227,21 +227,3 @@ def test_packing_off_pays_for_padding_and_ddp_adds_gradient_all_reduce():
     comm = 2 * 0.5 * 8_030_261_248 * 2 / 10e9
     compute = sum(v for k, v in ddp.step_time_breakdown.items() if k != "communication")
     assert ddp.step_time_breakdown["communication"] == pytest.approx(max(0.0, comm - 0.8 * compute))
-
-
-def test_the_kept_fit_is_the_fit_and_a_broken_file_is_refitted(tmp_path, monkeypatch):
-    """Command-line calls read the step fit from the cache; it must be exactly what fitting gives."""
-    from tracker.estimate import calibration
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    calibration.fitted_step_params.cache_clear()
-    try:
-        fresh = calibration.fitted_step_params()  # fits and keeps it
-        (kept,) = (tmp_path / "gpu-price-tracker").glob("step-fit-*.json")
-        calibration.fitted_step_params.cache_clear()
-        assert calibration.fitted_step_params() == fresh == calibration.fit_step()
-        kept.write_text("{not json")
-        calibration.fitted_step_params.cache_clear()
-        assert calibration.fitted_step_params() == fresh  # refitted, not trusted
-    finally:
-        calibration.fitted_step_params.cache_clear()

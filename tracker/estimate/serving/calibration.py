@@ -28,7 +28,7 @@ from tracker.catalog.gpus import GpuSpec, get_catalog
 from tracker.estimate.architectures import DATA_DIR, ModelArch, resolve_model
 from tracker.estimate.serving.job import make_serving_job
 from tracker.estimate.serving.model import prepare_serving
-from tracker.estimate.serving.params import ServingParams, get_params
+from tracker.estimate.serving.params import ServingParams, get_params, memory_class
 
 CALIBRATION_FILE = DATA_DIR / "serving_calibration.toml"
 # What the fit may move, with the range it may move in (log-space search, clipped).
@@ -201,8 +201,6 @@ def fit(rows: Sequence[ServingRow], base: ServingParams | None = None) -> Servin
 
 
 def _exercised(key: str, rows: Sequence[ServingRow]) -> bool:
-    from tracker.estimate.serving.params import memory_class
-
     parts = key.split(".")
     if parts[0] == "bandwidth_fraction":
         return any(memory_class(r.gpu) == parts[1] for r in rows)

@@ -17,7 +17,7 @@ from typing import Any
 from tracker.catalog.gpus import GpuSpec
 from tracker.estimate.architectures import ModelArch, resolve_model
 from tracker.estimate.errors import InvalidJob
-from tracker.estimate.job import parse_tokens
+from tracker.estimate.tokens import parse_tokens
 
 ENGINES: tuple[str, ...] = ("vllm", "sglang", "trt-llm")
 WEIGHT_PRECISIONS: tuple[str, ...] = ("bf16", "fp8", "int8", "int4")
