@@ -22,8 +22,10 @@ from providers.adapters.fluidstack import FluidStack
 from providers.adapters.gcp import Gcp
 from providers.adapters.hotaisle import HotAisle
 from providers.adapters.hyperstack import Hyperstack
+from providers.adapters.ionet import IoNet
 from providers.adapters.jarvislabs import JarvisLabs
 from providers.adapters.lambdalabs import LambdaLabs
+from providers.adapters.linode import Linode
 from providers.adapters.lium import Lium
 from providers.adapters.massedcompute import MassedCompute
 from providers.adapters.mithril import Mithril
@@ -68,8 +70,10 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Gcp,
     HotAisle,
     Hyperstack,
+    IoNet,
     JarvisLabs,
     LambdaLabs,
+    Linode,
     Lium,
     MassedCompute,
     Mithril,
