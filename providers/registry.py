@@ -20,6 +20,7 @@ from providers.adapters.daytona import Daytona
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
 from providers.adapters.gcp import Gcp
+from providers.adapters.hivenet import Hivenet
 from providers.adapters.hotaisle import HotAisle
 from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.ionet import IoNet
@@ -31,6 +32,7 @@ from providers.adapters.massedcompute import MassedCompute
 from providers.adapters.mithril import Mithril
 from providers.adapters.modal import ModalRates
 from providers.adapters.nebius import NebiusRates
+from providers.adapters.nebulablock import NebulaBlock
 from providers.adapters.novita import Novita
 from providers.adapters.oci import Oci
 from providers.adapters.ovhcloud import OvhCloud
@@ -68,6 +70,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     DigitalOcean,
     FluidStack,
     Gcp,
+    Hivenet,
     HotAisle,
     Hyperstack,
     IoNet,
@@ -79,6 +82,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Mithril,
     ModalRates,
     NebiusRates,
+    NebulaBlock,
     Novita,
     Oci,
     OvhCloud,
