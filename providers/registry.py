@@ -42,6 +42,7 @@ from providers.adapters.primeintellect import PrimeIntellect
 from providers.adapters.reference import ReferenceRates
 from providers.adapters.replicate import ReplicateRates
 from providers.adapters.runpod import RunPod
+from providers.adapters.sakura import Sakura
 from providers.adapters.salad import Salad
 from providers.adapters.scaleway import Scaleway
 from providers.adapters.seeweb import Seeweb
@@ -92,6 +93,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     ReferenceRates,
     ReplicateRates,
     RunPod,
+    Sakura,
     Salad,
     Scaleway,
     Seeweb,

@@ -101,7 +101,9 @@ def _plan(raw: dict[str, Any], where: str) -> list[ScrapedOffer] | str | None:
         amount = to_decimal(require(regional, "hourly", here), f"{here}.hourly")
         if not region or amount <= 0:
             raise ProviderError(f"unusable region price {regional!r} at {here}")
-        extra = {"monthly_cap": str(to_decimal(regional["monthly"], f"{here}.monthly"))} if regional.get("monthly") else {}
+        extra = (
+            {"monthly_cap": str(to_decimal(regional["monthly"], f"{here}.monthly"))} if regional.get("monthly") else {}
+        )
         offers.append(
             ScrapedOffer(
                 key=f"{type_id}:{region}", price_per_hour=amount, region=region,

@@ -20,7 +20,6 @@ Rate limit: none documented; one request per run. Kind: marketplace (stock moves
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from providers.contract import (

@@ -21,7 +21,11 @@ R5090 = "11111111-1111-1111-1111-111111111111"
 
 def test_integrity(result):
     assert_integrity(result, expected_gpus={"RTX5090-32GB", "RTX4090-24GB"}, provider="hivenet")
-    assert sorted(by_key(result)) == [R5090, "22222222-2222-2222-2222-222222222222", "44444444-4444-4444-4444-444444444444"]
+    assert sorted(by_key(result)) == [
+        R5090,
+        "22222222-2222-2222-2222-222222222222",
+        "44444444-4444-4444-4444-444444444444",
+    ]
     assert Hivenet.kind == ProviderKind.cloud and Hivenet.credentials == ()
 
 
@@ -30,9 +34,20 @@ def test_node_price_stays_in_eur(result):
     assert (node.gpu_name, node.gpu_count, node.price_per_hour, node.price_per_gpu_hour) == (
         "RTX 4090", 4, Decimal("1.6"), Decimal("0.4"),
     )  # fmt: skip
-    assert (node.currency, node.pricing, node.region, node.vcpus, node.ram_gb) == ("EUR", Pricing.on_demand, "cntxt", 32, 192)
+    assert (node.currency, node.pricing, node.region, node.vcpus, node.ram_gb) == (
+        "EUR",
+        Pricing.on_demand,
+        "cntxt",
+        32,
+        192,
+    )
     one = by_key(result)[R5090]
-    assert (one.price_per_hour, one.currency, one.region, one.instance_type) == (Decimal("0.75"), "EUR", "france-2", "1x-RTX-5090")
+    assert (one.price_per_hour, one.currency, one.region, one.instance_type) == (
+        Decimal("0.75"),
+        "EUR",
+        "france-2",
+        "1x-RTX-5090",
+    )
 
 
 def test_discount_is_kept_but_not_the_price(result):
@@ -57,4 +72,6 @@ def test_one_anonymous_request():
 def test_schema_changes_raise():
     assert_replay_raises(Hivenet, json_with(0, value={"presets": []}), "not a list")
     # one preset's broken field is that preset's problem, not the run's
-    assert parse([{"id": "x", "gpu": "RTX 5090"}]).skipped == ["presets[0]: schema changed: gpu is not a list at presets[0]"]
+    assert parse([{"id": "x", "gpu": "RTX 5090"}]).skipped == [
+        "presets[0]: schema changed: gpu is not a list at presets[0]"
+    ]

@@ -60,7 +60,10 @@ def test_cpu_rows_are_left_out_and_bad_rows_dropped_with_a_reason(result):
         "hardware[7]: schema changed: 'two dollars' at hardware[7].price is not a number",
     ]
     odd = parse({"data": {"hardware": [17, {"name": "H100", "num_cards": 1, "price": 2}]}})
-    assert odd.skipped == ["hardware[0]: not an object", "hardware[1]: schema changed: field 'id' missing at hardware[1]"]
+    assert odd.skipped == [
+        "hardware[0]: not an object",
+        "hardware[1]: schema changed: field 'id' missing at hardware[1]",
+    ]
 
 
 def test_a_failing_stock_call_keeps_the_prices():

@@ -53,7 +53,11 @@ def test_plan_price_is_per_instance_hour_in_usd(result):
 def test_regional_price_is_its_own_offer(result):
     base, jakarta = by_key(result)["g1-gpu-rtx6000-2"], by_key(result)["g1-gpu-rtx6000-2:id-cgk"]
     assert (base.price_per_gpu_hour, base.region) == (Decimal("1.5"), "")
-    assert (jakarta.price_per_gpu_hour, jakarta.region, jakarta.gpu_name) == (Decimal("1.8"), "id-cgk", "Quadro RTX 6000")
+    assert (jakarta.price_per_gpu_hour, jakarta.region, jakarta.gpu_name) == (
+        Decimal("1.8"),
+        "id-cgk",
+        "Quadro RTX 6000",
+    )
     assert jakarta.attributes["monthly_cap"] == "2400" and jakarta.attributes["regional_price"] is True
 
 

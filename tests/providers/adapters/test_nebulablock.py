@@ -22,7 +22,14 @@ result = replay_fixture(NebulaBlock)
 def test_integrity(result):
     resolved = assert_integrity(
         result,
-        expected_gpus={"A100-PCIE-80GB", "H100-SXM-80GB", "H100-PCIE-80GB", "H200-SXM-141GB", "RTX5090-32GB", "L40S-48GB"},
+        expected_gpus={
+            "A100-PCIE-80GB",
+            "H100-SXM-80GB",
+            "H100-PCIE-80GB",
+            "H200-SXM-141GB",
+            "RTX5090-32GB",
+            "L40S-48GB",
+        },
         provider="nebulablock",
     )
     assert resolved["h8"] == "H100-SXM-80GB" and len(result.offers) == 7
@@ -48,7 +55,9 @@ def test_spot_rows_are_spot_offers_and_stock_decides_availability(result):
 
 
 def test_malformed_products_are_dropped_with_a_reason(result):
-    assert result.skipped == ["data.USA.RTX5090[1]: schema changed: expected a number at data.USA.RTX5090[1].price_per_hour, got NoneType"]
+    assert result.skipped == [
+        "data.USA.RTX5090[1]: schema changed: expected a number at data.USA.RTX5090[1].price_per_hour, got NoneType"
+    ]
     odd = parse({"status": "success", "data": {"X": {"H100": ["no", {"id": "z", "gpu": "", "gpu_count": 1}]}}})
     assert odd.skipped == ["data.X.H100[0]: not an object", "z: no GPU model or count"]
 
