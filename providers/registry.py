@@ -20,6 +20,7 @@ from providers.adapters.daytona import Daytona
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
 from providers.adapters.gcp import Gcp
+from providers.adapters.hetzner import Hetzner
 from providers.adapters.hivenet import Hivenet
 from providers.adapters.hotaisle import HotAisle
 from providers.adapters.hyperstack import Hyperstack
@@ -71,6 +72,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     DigitalOcean,
     FluidStack,
     Gcp,
+    Hetzner,
     Hivenet,
     HotAisle,
     Hyperstack,
