@@ -12,6 +12,7 @@ from functools import lru_cache
 from providers.adapters.akash import Akash
 from providers.adapters.aws import Aws
 from providers.adapters.azure import Azure
+from providers.adapters.clore import Clore
 from providers.adapters.cloudrift import CloudRift
 from providers.adapters.coreweave import CoreWeaveRates
 from providers.adapters.crusoe import CrusoeRates
@@ -64,6 +65,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Akash,
     Aws,
     Azure,
+    Clore,
     CloudRift,
     CoreWeaveRates,
     CrusoeRates,
