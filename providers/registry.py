@@ -24,6 +24,7 @@ from providers.adapters.gcp import Gcp
 from providers.adapters.hetzner import Hetzner
 from providers.adapters.hivenet import Hivenet
 from providers.adapters.hotaisle import HotAisle
+from providers.adapters.hyperbolic import Hyperbolic
 from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.ionet import IoNet
 from providers.adapters.jarvislabs import JarvisLabs
@@ -77,6 +78,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Hetzner,
     Hivenet,
     HotAisle,
+    Hyperbolic,
     Hyperstack,
     IoNet,
     JarvisLabs,
