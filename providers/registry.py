@@ -24,6 +24,7 @@ from providers.adapters.gcp import Gcp
 from providers.adapters.hetzner import Hetzner
 from providers.adapters.hivenet import Hivenet
 from providers.adapters.hotaisle import HotAisle
+from providers.adapters.huggingface import HuggingFace
 from providers.adapters.hyperbolic import Hyperbolic
 from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.ionet import IoNet
@@ -78,6 +79,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Hetzner,
     Hivenet,
     HotAisle,
+    HuggingFace,
     Hyperbolic,
     Hyperstack,
     IoNet,
