@@ -28,6 +28,7 @@ from providers.adapters.huggingface import HuggingFace
 from providers.adapters.hyperbolic import Hyperbolic
 from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.ionet import IoNet
+from providers.adapters.ionos import Ionos
 from providers.adapters.jarvislabs import JarvisLabs
 from providers.adapters.lambdalabs import LambdaLabs
 from providers.adapters.linode import Linode
@@ -83,6 +84,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Hyperbolic,
     Hyperstack,
     IoNet,
+    Ionos,
     JarvisLabs,
     LambdaLabs,
     Linode,
