@@ -32,7 +32,7 @@ from providers.contract import FetchContext, Provider, ProviderError, ProviderKi
 from providers.cost_terms import COST_TERMS, terms
 from providers.http import get_json, require
 from providers.items import indexed, parse_items
-from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
+from providers.parsing import as_list, slug, to_optional_decimal
 
 URL = "https://robot-ws.your-server.de/order/server/available_configurations"
 PARAMS = {"currency": "EUR"}

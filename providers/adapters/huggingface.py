@@ -27,7 +27,6 @@ Rate limit: none documented; one request per run.
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 from providers.contract import FetchContext, Provider, ProviderKind, ScrapedOffer, ScrapeResult
@@ -55,7 +54,9 @@ def _stock(*statuses: Any) -> bool | None:
     return all(s == AVAILABLE for s in said)
 
 
-def _compute(raw: dict[str, Any], where: str, vendor: str, region: dict[str, Any], vendor_status: Any) -> ScrapedOffer | str | None:  # fmt: skip
+def _compute(
+    raw: dict[str, Any], where: str, vendor: str, region: dict[str, Any], vendor_status: Any
+) -> ScrapedOffer | str | None:
     if raw.get("accelerator") != "gpu":
         return None
     instance_type = str(require(raw, "instanceType", where))
