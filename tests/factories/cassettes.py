@@ -206,10 +206,11 @@ def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict
     """(offer key → canonical GPU id, raw name → why not) for every offer, exactly as ingest resolves them.
 
     Names resolve whatever the quote's currency; `validate_batch` without a rate book sets every non-USD
-    offer aside (conversion is ingest's business, tested there), so resolution runs on a USD-marked copy."""
+    offer aside (conversion is ingest's business, tested there), so resolution runs on a copy converted to
+    USD at the bundled ECB day (`usd_per_unit`)."""
     # Validation notes an assumed variant on the offer itself (attributes["gpu_assumed"]): a copy's note is
     # carried back, so callers see the same offers ingest would store.
-    # The amount is converted too (the bundled ECB day): a ¥990 quote read as $990 would trip the sanity ceiling.
+    # The amount is converted too: a ¥990 quote read as $990 would trip the sanity ceiling.
     copies = {
         id(o): replace(o, currency="USD", price_per_hour=o.price_per_hour * usd_per_unit(o.currency))
         for o in result.offers
