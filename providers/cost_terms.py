@@ -13,7 +13,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["COST_TERMS", "TERM_KEYS", "terms"]
+__all__ = ["COST_TERMS", "ONE_OFF_KEYS", "TERM_KEYS", "terms"]
 
 COST_TERMS = "cost_terms"
 
@@ -29,9 +29,17 @@ TERM_KEYS: dict[str, str] = {
 }
 
 
+# One-off charges, in the offer's own currency (a Hetzner setup fee is EUR, like its hourly price): never
+# part of $/hour. They stay in the offer's attributes; `offer_cost_terms` keeps history only of TERM_KEYS
+# (its columns), so a change of a one-off fee is seen in the offer's attributes, not in that table.
+ONE_OFF_KEYS: dict[str, str] = {
+    "setup_fee": "a one-off fee charged once when the machine is ordered, in the offer's currency",
+}
+
+
 def terms(**values: Decimal | bool | None) -> dict[str, Any]:
     """The attribute value for the terms given (None: not said, left out), amounts as strings."""
-    unknown = set(values) - set(TERM_KEYS)
+    unknown = set(values) - set(TERM_KEYS) - set(ONE_OFF_KEYS)
     if unknown:
         raise KeyError(f"unknown cost terms: {sorted(unknown)}")
     return {k: v if isinstance(v, bool) else str(v) for k, v in values.items() if v is not None}

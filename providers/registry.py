@@ -12,6 +12,7 @@ from functools import lru_cache
 from providers.adapters.akash import Akash
 from providers.adapters.aws import Aws
 from providers.adapters.azure import Azure
+from providers.adapters.clore import Clore
 from providers.adapters.cloudrift import CloudRift
 from providers.adapters.coreweave import CoreWeaveRates
 from providers.adapters.crusoe import CrusoeRates
@@ -20,15 +21,23 @@ from providers.adapters.daytona import Daytona
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
 from providers.adapters.gcp import Gcp
+from providers.adapters.hetzner import Hetzner
+from providers.adapters.hivenet import Hivenet
 from providers.adapters.hotaisle import HotAisle
+from providers.adapters.huggingface import HuggingFace
+from providers.adapters.hyperbolic import Hyperbolic
 from providers.adapters.hyperstack import Hyperstack
+from providers.adapters.ionet import IoNet
+from providers.adapters.ionos import Ionos
 from providers.adapters.jarvislabs import JarvisLabs
 from providers.adapters.lambdalabs import LambdaLabs
+from providers.adapters.linode import Linode
 from providers.adapters.lium import Lium
 from providers.adapters.massedcompute import MassedCompute
 from providers.adapters.mithril import Mithril
 from providers.adapters.modal import ModalRates
 from providers.adapters.nebius import NebiusRates
+from providers.adapters.nebulablock import NebulaBlock
 from providers.adapters.novita import Novita
 from providers.adapters.oci import Oci
 from providers.adapters.ovhcloud import OvhCloud
@@ -38,6 +47,7 @@ from providers.adapters.primeintellect import PrimeIntellect
 from providers.adapters.reference import ReferenceRates
 from providers.adapters.replicate import ReplicateRates
 from providers.adapters.runpod import RunPod
+from providers.adapters.sakura import Sakura
 from providers.adapters.salad import Salad
 from providers.adapters.scaleway import Scaleway
 from providers.adapters.seeweb import Seeweb
@@ -58,6 +68,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Akash,
     Aws,
     Azure,
+    Clore,
     CloudRift,
     CoreWeaveRates,
     CrusoeRates,
@@ -66,15 +77,23 @@ PROVIDERS: tuple[type[Provider], ...] = (
     DigitalOcean,
     FluidStack,
     Gcp,
+    Hetzner,
+    Hivenet,
     HotAisle,
+    HuggingFace,
+    Hyperbolic,
     Hyperstack,
+    IoNet,
+    Ionos,
     JarvisLabs,
     LambdaLabs,
+    Linode,
     Lium,
     MassedCompute,
     Mithril,
     ModalRates,
     NebiusRates,
+    NebulaBlock,
     Novita,
     Oci,
     OvhCloud,
@@ -84,6 +103,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     ReferenceRates,
     ReplicateRates,
     RunPod,
+    Sakura,
     Salad,
     Scaleway,
     Seeweb,

@@ -25,6 +25,7 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.fx.ecb import parse_eurofxref
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.ingest.batch import validate_batch
@@ -192,14 +193,29 @@ def assert_missing_credentials(provider: type[Provider], match: str, **credentia
 # --- invariants ----------------------------------------------------------------------------------
 
 
+def usd_per_unit(currency: str) -> Decimal:
+    """USD per unit of `currency` on the bundled ECB day (providers/cassettes/fx_ecb.json): price bands are
+    in USD, so a JPY or EUR quote is checked as ingest would convert it."""
+    if currency == "USD":
+        return Decimal(1)
+    (day,) = Cassette.load(bundled_cassette("fx_ecb")).interactions
+    return parse_eurofxref((day.text or "").encode())[-1].usd_per_unit[currency]
+
+
 def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict[str, str], dict[str, str]]:
     """(offer key → canonical GPU id, raw name → why not) for every offer, exactly as ingest resolves them.
 
     Names resolve whatever the quote's currency; `validate_batch` without a rate book sets every non-USD
-    offer aside (conversion is ingest's business, tested there), so resolution runs on a USD-marked copy."""
+    offer aside (conversion is ingest's business, tested there), so resolution runs on a copy converted to
+    USD at the bundled ECB day (`usd_per_unit`)."""
     # Validation notes an assumed variant on the offer itself (attributes["gpu_assumed"]): a copy's note is
     # carried back, so callers see the same offers ingest would store.
-    copies = {id(o): replace(o, currency="USD") for o in result.offers if o.currency != "USD"}
+    # The amount is converted too: a ¥990 quote read as $990 would trip the sanity ceiling.
+    copies = {
+        id(o): replace(o, currency="USD", price_per_hour=o.price_per_hour * usd_per_unit(o.currency))
+        for o in result.offers
+        if o.currency != "USD"
+    }
     offers = [copies.get(id(o), o) for o in result.offers]
     prepared = validate_batch(ScrapeResult(offers=offers, skipped=list(result.skipped)), get_catalog(), Settings(),
                               provider)  # fmt: skip
@@ -224,7 +240,7 @@ def assert_integrity(
     for o in result.offers:
         assert isinstance(o.price_per_hour, Decimal) and o.price_per_hour > 0, o
         assert isinstance(o.gpu_count, Decimal) and o.gpu_count > 0, o
-        assert o.price_per_gpu_hour < 200, o
+        assert o.price_per_gpu_hour * usd_per_unit(o.currency) < 200, o
         assert o.gpu_name.strip(), o
         if o.gpu_memory_gb is not None:
             assert o.gpu_memory_gb > 0, o

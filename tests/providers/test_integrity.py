@@ -19,7 +19,7 @@ import pytest
 
 from providers.contract import Pricing, ProviderKind, ScrapedOffer, ScrapeResult
 from providers.registry import PROVIDERS
-from tests.factories.cassettes import replay, resolve_all
+from tests.factories.cassettes import replay, resolve_all, usd_per_unit
 from tests.factories.real_results import REAL_RESULTS
 from tracker.catalog.gpus import GpuSpec, get_catalog
 
@@ -76,7 +76,7 @@ def test_offers_satisfy_the_invariants(provider: str, source: str) -> None:
             continue  # unknown names are reported by ingest, never priced
         card = catalog.get(gpu_id)
         low, high = _band(card)
-        per_gpu = float(o.price_per_hour / o.gpu_count)
+        per_gpu = float(o.price_per_hour / o.gpu_count * usd_per_unit(o.currency))  # the band is USD
         if not low <= per_gpu <= high:
             problems.append(f"{o.key}: ${per_gpu:.4f}/GPU-h outside {low:.3f}-{high:.2f} for {gpu_id}")
         if o.gpu_memory_gb is not None:
