@@ -156,13 +156,20 @@ class LocationTable:
         if not region:
             return None
         code = slug(region)
-        table = self.tables.get(provider, {})
-        for candidate in _candidates(code):
-            if candidate in table:
-                return self.value(table[candidate])
-        if self.schemes.get(provider) == "country-prefix":
+        if (place := self._from_table(provider, code)) is not None:
+            return place
+        scheme = self.schemes.get(provider, "words")
+        if scheme.startswith("tables:"):
+            upstreams = scheme.removeprefix("tables:").split(",")
+            found = (self._from_table(u, code) for u in upstreams)
+            return next((place for place in found if place is not None), None)
+        if scheme == "country-prefix":
             return self._country_prefix(code)
         return self._words(code)
+
+    def _from_table(self, provider: str, code: str) -> Location | None:
+        table = self.tables.get(provider, {})
+        return next((self.value(table[c]) for c in _candidates(code) if c in table), None)
 
     def _country_prefix(self, code: str) -> Location | None:
         first, *rest = code.split("-")
