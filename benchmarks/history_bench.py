@@ -34,7 +34,8 @@ from benchmarks.ingest_bench import PROVIDER, ingest_batch
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.ingest.batch import ValidOffer, _offer_values, validate_batch
+from tracker.ingest.batch import _offer_values
+from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.market.service import market_history
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Base, Offer, OfferPrice

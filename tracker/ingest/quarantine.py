@@ -47,7 +47,7 @@ from tracker.config import Settings
 from tracker.storage.tables import Offer, ScrapeRun
 
 if TYPE_CHECKING:
-    from tracker.ingest.batch import Prepared, ValidOffer
+    from tracker.ingest.validate import Prepared, ValidOffer
 
 Card = tuple[str, str]  # (gpu_id, pricing)
 
