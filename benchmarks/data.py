@@ -23,7 +23,7 @@ from typing import Any
 
 from providers.adapters.vastai import QUERY, URL, parse
 from providers.contract import ScrapedOffer, ScrapeResult
-from tracker.ingest.batch import ValidOffer
+from tracker.ingest.validate import ValidOffer
 from tracker.money import to_money as money
 
 # (Vast gpu_name, gpu_ram in MB, share of bundles, typical $/GPU-hour). Names and memory sizes are ones

@@ -34,7 +34,8 @@ from benchmarks.ingest_bench import PROVIDER, ingest_batch
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.ingest.batch import ValidOffer, _offer_values, validate_batch
+from tracker.ingest.apply import offer_values
+from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.market.service import market_history
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Base, Offer, OfferPrice
@@ -87,7 +88,7 @@ def _tables(year: Year, hours: int) -> tuple[list[dict[str, Any]], list[dict[str
     prices = final_prices(plan, hours)
     offers = []
     for i, v in enumerate(year.valid):
-        values = _offer_values(v, demo=False)
+        values = offer_values(v, demo=False)
         values["price_per_hour"] = prices[i]
         values["price_per_gpu_hour"] = _per_gpu(prices[i], v)
         offers.append(

@@ -25,7 +25,8 @@ from providers.contract import ScrapeResult
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.ingest.batch import IngestReport, ValidOffer, ingest, validate_batch
+from tracker.ingest.batch import IngestReport, ingest
+from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import ScrapeRun
 

@@ -28,7 +28,7 @@ from providers.contract import (
 from providers.fx.ecb import parse_eurofxref
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
-from tracker.ingest.batch import validate_batch
+from tracker.ingest.validate import validate_batch
 
 Mutation = Callable[[dict[str, Any]], None]  # changes a cassette's raw JSON in place
 

@@ -22,8 +22,14 @@ from tracker.ingest.batch import IngestReport
 from tracker.ops.status import provider_status
 from tracker.pipeline.credentials import credentials_of
 from tracker.pipeline.scraping import plan, run_scrape
+from tracker.storage.ledger import RunStatus
 
-STATUS_STYLE = {"ok": "green", "failed": "red", "quarantined": "yellow", "skipped": "dim"}
+STATUS_STYLE = {
+    RunStatus.ok: "green",
+    RunStatus.failed: "red",
+    RunStatus.quarantined: "yellow",
+    RunStatus.skipped: "dim",
+}
 
 
 commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
@@ -97,7 +103,7 @@ def scrape(
                 "; ".join(x for x in (r.error, assumed) if x),
             )
         console.print(table)
-    if any(r.status == "failed" for r in reports):
+    if any(r.status == RunStatus.failed for r in reports):
         raise typer.Exit(1)
 
 

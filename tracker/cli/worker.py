@@ -14,9 +14,10 @@ from rich.table import Table
 from providers.registry import UnknownProvider
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
-from tracker.pipeline.worker import Worker, blocking_scheduler, interval_for
+from tracker.pipeline.worker import SlotStatus, Worker, blocking_scheduler, interval_for
 
-STYLE = {"ok": "green", "failed": "red", "timeout": "red", "quarantined": "yellow"}
+STYLE = {SlotStatus.ok: "green", SlotStatus.failed: "red", SlotStatus.timeout: "red", SlotStatus.quarantined: "yellow"}
+FAILED = frozenset({SlotStatus.failed, SlotStatus.timeout})  # what makes `--once` exit 1
 
 
 commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
@@ -59,7 +60,7 @@ def worker_cmd(
             emit_json(report.as_dict())
         else:
             _print_cycle(report.as_dict())
-        if any(r.status in ("failed", "timeout") for r in report.runs):
+        if any(r.status in FAILED for r in report.runs):
             raise typer.Exit(1)
         return
 

@@ -1,4 +1,5 @@
-"""Ingest: one provider batch in one transaction — per-offer validation, batch quarantine, and the
-change-only history of prices and availability. Entry point: `tracker.ingest.batch.ingest`."""
+"""Ingest: one provider batch in one transaction — per-offer validation (`validate`), batch quarantine
+(`quarantine`), the change-only history of prices and availability decided without a database (`diff`)
+and written (`apply`). Entry point: `tracker.ingest.batch.ingest`."""
 
-__all__ = ["batch", "quarantine"]
+__all__ = ["apply", "batch", "costs", "diff", "fx", "quarantine", "validate"]

@@ -44,10 +44,11 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from tracker.config import Settings
+from tracker.storage.ledger import RunStatus
 from tracker.storage.tables import Offer, ScrapeRun
 
 if TYPE_CHECKING:
-    from tracker.ingest.batch import Prepared, ValidOffer
+    from tracker.ingest.validate import Prepared, ValidOffer
 
 Card = tuple[str, str]  # (gpu_id, pricing)
 
@@ -65,7 +66,7 @@ def last_good_count(session: Session, provider: str) -> int | None:
     """Valid offers in the provider's latest `ok` run; None before its first one."""
     return session.scalar(
         select(ScrapeRun.offers_valid)
-        .where(ScrapeRun.provider == provider, ScrapeRun.status == "ok")
+        .where(ScrapeRun.provider == provider, ScrapeRun.status == RunStatus.ok)
         .order_by(ScrapeRun.started_at.desc(), ScrapeRun.id.desc())
         .limit(1)
     )

@@ -1,5 +1,7 @@
 """The pipeline: the only code that runs provider adapters — one scrape cycle (`scraping`), the
-scheduled worker with its slot claims (`worker`, `slots`), which credentials a fetch gets
-(`credentials`), and the schema drift check (`drift`, behind `gpu-tracker doctor` and every run)."""
+scheduled worker (`worker`, `slots`), the claim protocol every run follows (`claims`), the outage
+backlog of runs not yet in the ledger (`backlog`), which credentials a fetch gets (`credentials`),
+the exchange rates (`rates`), and the schema drift check (`drift`, behind `gpu-tracker doctor` and
+every run)."""
 
-__all__ = ["credentials", "drift", "scraping", "slots", "worker"]
+__all__ = ["backlog", "claims", "credentials", "drift", "rates", "scraping", "slots", "worker"]

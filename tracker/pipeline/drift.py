@@ -39,8 +39,8 @@ from providers.schema import ANY_KEY, Capture, KeyPath, Shape, capture_json, for
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
-from tracker.ingest.batch import ValidOffer, validate_batch
 from tracker.ingest.fx import RateBook
+from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.pipeline.credentials import credentials_of
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import httpx
 from sqlalchemy import Engine
-from sqlalchemy.exc import IntegrityError
 
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
@@ -29,12 +29,18 @@ from tracker.clock import Clock, utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport, ingest
 from tracker.pipeline import drift
+from tracker.pipeline.claims import unscheduled_claims
 from tracker.pipeline.credentials import credentials_of
 from tracker.pipeline.rates import ensure_offline_rates
 from tracker.storage.engine import session_scope
+from tracker.storage.ledger import RunStatus, finish_run, start_run
 from tracker.storage.tables import ScrapeRun
 
 log = logging.getLogger(__name__)
+
+
+# An unscheduled run whose provider another process is scraping now (it holds the provider's lock).
+BUSY = "another process is scraping it now; its run records the prices"
 
 
 class _DryRunRollback(Exception):
@@ -123,36 +129,8 @@ def plan(
 
 def _start_run(engine: Engine, job: ScrapeJob, clock: Clock) -> int | None:
     """Claim the ledger row; None when another worker already holds this provider's slot."""
-    try:
-        with session_scope(engine) as session:
-            run = ScrapeRun(
-                provider=job.provider.name,
-                slot=job.slot,
-                attempt=job.attempt,
-                source=job.source,
-                status="running",
-                started_at=clock(),
-                parser_version=job.provider.parser_version,
-            )
-            session.add(run)
-            session.flush()
-            return run.id
-    except IntegrityError:
-        return None
-
-
-def _finish(
-    engine: Engine,
-    run_id: int,
-    status: str,
-    error: str | None,
-    clock: Clock,
-    schema_warnings: list[dict[str, str]] | None = None,
-) -> None:
-    with session_scope(engine) as session:
-        run = session.get_one(ScrapeRun, run_id)
-        run.status, run.error, run.finished_at = status, error, clock()
-        run.schema_warnings = schema_warnings
+    return start_run(engine, provider=job.provider.name, slot=job.slot, attempt=job.attempt, source=job.source,
+                     parser_version=job.provider.parser_version, started_at=clock())  # fmt: skip
 
 
 def _ingest(
@@ -174,7 +152,7 @@ def _ingest(
                 run = ScrapeRun(
                     provider=job.provider.name,
                     source=job.source,
-                    status="running",
+                    status=RunStatus.running,
                     started_at=observed_at,
                     parser_version=job.provider.parser_version,
                 )
@@ -208,16 +186,16 @@ async def _run_one(
 
     warnings: list[dict[str, str]] | None = None
 
-    def fail(status: str, error: str) -> IngestReport:
+    def fail(status: RunStatus, error: str) -> IngestReport:
         if run_id is not None:
-            _finish(engine, run_id, status, error, clock, warnings)
+            finish_run(engine, run_id, status, error, clock(), warnings)
         return IngestReport(provider=name, run_id=run_id, status=status, error=error,
                             schema_warnings=warnings or [])  # fmt: skip
 
     if job.source == "live":
         credentials, missing = credentials_of(provider, settings)
         if missing:
-            return fail("skipped", f"no credentials: set {', '.join(missing)}")
+            return fail(RunStatus.skipped, f"no credentials: set {', '.join(missing)}")
         inner: httpx.AsyncBaseTransport = httpx.AsyncHTTPTransport(retries=0)
     else:
         credentials = {c: provider.demo_credentials.get(c, "replay") for c in provider.credentials}
@@ -247,15 +225,15 @@ async def _run_one(
                 if seen is not None:
                     warnings = await _schema_warnings(provider, seen)
         except MissingCredentials as exc:
-            return fail("skipped", str(exc))
+            return fail(RunStatus.skipped, str(exc))
         except TimeoutError:
-            return fail("failed", f"timed out after {settings.scrape_timeout_s:.0f}s")
+            return fail(RunStatus.failed, f"timed out after {settings.scrape_timeout_s:.0f}s")
         except ProviderError as exc:
             log.warning("provider %s failed: %s", name, exc)
-            return fail("failed", str(exc))
+            return fail(RunStatus.failed, str(exc))
         except Exception as exc:  # a parser bug too stays contained to its own run
             log.exception("provider %s raised unexpectedly", name)
-            return fail("failed", f"{type(exc).__name__}: {exc}")
+            return fail(RunStatus.failed, f"{type(exc).__name__}: {exc}")
     observed_at = clock()
     try:
         report = await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock,
@@ -264,7 +242,7 @@ async def _run_one(
         return report
     except Exception as exc:
         log.exception("ingest for %s failed", name)
-        return fail("failed", f"ingest error: {type(exc).__name__}: {exc}")
+        return fail(RunStatus.failed, f"ingest error: {type(exc).__name__}: {exc}")
 
 
 async def _schema_warnings(provider: type[Provider], seen: Capture) -> list[dict[str, str]] | None:
@@ -301,19 +279,35 @@ async def run_scrape(
         # Demo offers quoted in EUR need a rate: the bundled reference rates, when none is stored yet.
         await ensure_offline_rates(engine, settings, clock)
 
-    async def one(job: ScrapeJob) -> IngestReport:
-        run_id = None if dry_run else await asyncio.to_thread(_start_run, engine, job, clock)
-        if run_id is None and not dry_run:
-            report = IngestReport(
-                provider=job.provider.name,
-                run_id=None,
-                status="skipped",
-                error="slot already taken by another worker",
-            )
-        else:
-            report = await _run_one(job, engine, settings, gate, clock, run_id)
+    async def one(job: ScrapeJob, claimed: set[str]) -> IngestReport:
+        if dry_run:
+            report = await _run_one(job, engine, settings, gate, clock, None)
+        elif job.slot is None and job.provider.name not in claimed:
+            report = IngestReport(provider=job.provider.name, run_id=None, status=RunStatus.skipped, error=BUSY)
+        else:  # claimed here, or (a slot) by the worker, which holds the provider's lock
+            report = await _run_claimed(job, engine, settings, gate, clock)
         if on_done:
             on_done(report)
         return report
 
-    return list(await asyncio.gather(*(one(j) for j in jobs)))
+    # A run outside the schedule claims its provider like a worker's run (tracker.pipeline.claims), so
+    # a killed `gpu-tracker scrape` leaves a `running` row that is reclaimed like a dead worker's.
+    unscheduled = [] if dry_run else [j.provider.name for j in jobs if j.slot is None]
+    stack = ExitStack()
+    try:
+        claims = unscheduled_claims(engine, unscheduled, settings, clock())
+        claimed = await asyncio.to_thread(stack.enter_context, claims)
+        return list(await asyncio.gather(*(one(j, claimed) for j in jobs)))
+    finally:
+        await asyncio.to_thread(stack.close)  # the claims' locks: a connection to end on Postgres
+
+
+async def _run_claimed(
+    job: ScrapeJob, engine: Engine, settings: Settings, gate: asyncio.Semaphore, clock: Clock
+) -> IngestReport:
+    """Write the run's ledger row, then run it; a slot whose row another worker wrote first is skipped."""
+    run_id = await asyncio.to_thread(_start_run, engine, job, clock)
+    if run_id is None:
+        return IngestReport(provider=job.provider.name, run_id=None, status=RunStatus.skipped,
+                            error="slot already taken by another worker")  # fmt: skip
+    return await _run_one(job, engine, settings, gate, clock, run_id)

@@ -3,51 +3,38 @@
 Scheduling uses APScheduler 3.x (one in-memory job store per process; job stores are never shared).
 Each provider's cadence is cut into slots, `floor(now / interval)`; a run belongs to the slot it
 started in, and the run ledger's unique (provider, slot) admits one run per slot however many
-workers race for it. Before claiming the slot a worker also takes a Postgres advisory lock keyed by
-a stable hash of the provider name (never Python's per-process `hash()`), so two workers never even
-fetch concurrently. The lock is transaction-level (`pg_try_advisory_xact_lock`) and held by a
-dedicated connection for the whole run: it is released by commit/rollback, so returning that
-connection to a pool (or a transaction-pooling pgbouncer) can never leak it. On SQLite (the
-embedded, single-process default) a process-local lock stands in.
+workers race for it (`tracker.storage.ledger`). Before claiming the slot a worker also takes the
+provider's lock (`tracker.storage.locks`: a Postgres advisory lock, a process-local one on SQLite)
+and holds it for the whole run, so two workers never even fetch concurrently.
 
 Every run has a timeout on top of the fetch timeout, so a hung provider cannot block its next slot
 (`max_instances=1` would otherwise skip it forever). Misfired runs are coalesced into one, with a
 generous grace time (APScheduler's default of 1 s would silently drop runs on a busy host).
 
-A claim outlives its holder only as a `running` row, and is reclaimable: a worker that holds the
-provider's lock and finds the slot's row still `running` checks whether its holder is alive. On
-Postgres the holder is dead by definition (a live one would hold the advisory lock, which the server
-drops with a dead process's connection); on SQLite it is dead when it names a process on this host
-that is gone, or when the row is older than the claim lease. The dead run is closed `failed` with
-the reason, and the slot is scraped again as the next `attempt`.
-
-A run the database was unreachable for cannot be written to the ledger when it happens: it is kept
-in memory (`unrecorded`) and written as a `failed` row once the database answers again (at the next
-scrape job or alert sweep), unless another worker has meanwhile recorded that slot, so no slot
-vanishes from the ledger. Every database wait is bounded (tracker.storage.engine), so during an
-outage each job fails within seconds instead of hanging, and jobs do not pile up.
+A claim outlives its holder only as a `running` row, and is reclaimable (`tracker.pipeline.claims`):
+the dead run is closed `failed` with the reason, and the slot is scraped again as the next `attempt`.
+A run the database was unreachable for is kept in memory and written once it answers
+(`tracker.pipeline.backlog`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Connection, CursorResult, Engine, or_, select, text, update
-from sqlalchemy.exc import DBAPIError, DisconnectionError, IntegrityError, OperationalError, SQLAlchemyError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from providers.cassette import Cassette, CassetteError, bundled_cassette
 from providers.contract import Provider, ProviderKind
@@ -59,120 +46,50 @@ from tracker.clock import Clock, utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport
 from tracker.market import freshness
+from tracker.pipeline.backlog import Backlog, short_error, unreachable_error
+from tracker.pipeline.claims import (
+    ClaimState,
+    claim_lease_s,
+    job_timeout_s,
+    mark_in_flight,
+    reclaim,
+    unmark_in_flight,
+)
 from tracker.pipeline.rates import RatesReport, rates_due, update_rates_sync
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.pipeline.slots import SlotTrigger, slot_start
-from tracker.storage.claims import holder_id, local_process_gone
-from tracker.storage.engine import close_or_drop, session_scope
-from tracker.storage.tables import ScrapeRun
+from tracker.storage.ledger import RunStatus, UnrecordedRun, fail_if_running, slot_done
+from tracker.storage.locks import provider_lock
 
 log = logging.getLogger(__name__)
-
-_local_locks: dict[tuple[str, str], threading.Lock] = {}
-_local_locks_guard = threading.Lock()
-# (database, provider, slot) this process is scraping now: a `running` row this process wrote is
-# alive exactly while it is listed here, whatever the locks say.
-_in_flight: set[tuple[str, str, datetime]] = set()
-_in_flight_guard = threading.Lock()
 
 
 def interval_for(provider: type[Provider], settings: Settings) -> timedelta:
     return freshness.scrape_interval(provider.name, settings, default=provider.default_interval)
 
 
-def lock_key(provider: str) -> int:
-    """A stable signed 64-bit advisory-lock key: the same in every process and on every host."""
-    digest = hashlib.sha256(f"gpu-price-tracker:scrape:{provider}".encode()).digest()
-    return int.from_bytes(digest[:8], "big", signed=True)
+class SlotStatus(StrEnum):
+    """What a worker's job did with a slot: the run's own status, or why there was no run."""
+
+    ok = "ok"
+    failed = "failed"
+    quarantined = "quarantined"
+    skipped = "skipped"
+    locked = "locked"  # another worker holds the provider's lock, or a live claim on the slot
+    slot_taken = "slot_taken"  # the slot already has a finished run
+    timeout = "timeout"  # the job ran past the worker's timeout
+    db_unreachable = "db_unreachable"  # kept in the backlog until the database answers
 
 
-@contextmanager
-def provider_lock(engine: Engine, provider: str) -> Iterator[bool]:
-    """Yield True if this worker may scrape `provider` now; the lock holds until the block exits."""
-    if engine.dialect.name == "postgresql":
-        # A dedicated connection and transaction for the lock alone: the run's own work commits on
-        # other connections, and this transaction's end (commit, rollback, or the connection dying)
-        # is what releases the lock.
-        conn = engine.connect()
-        try:
-            conn.begin()
-            got = bool(conn.execute(text("SELECT pg_try_advisory_xact_lock(:k)"), {"k": lock_key(provider)}).scalar())
-        except BaseException:
-            _release(conn)
-            raise
-        try:
-            yield got
-        finally:
-            _release(conn)
-        return
-    with _local_locks_guard:
-        lock = _local_locks.setdefault((str(engine.url), provider), threading.Lock())
-    got = lock.acquire(blocking=False)
-    try:
-        yield got
-    finally:
-        if got:
-            lock.release()
-
-
-def _release(conn: Connection) -> None:
-    """End the lock's transaction. A connection that died took the lock with it (the server ends the
-    session), so a failure here must not fail the run that already finished."""
-    try:
-        close_or_drop(conn)  # rolls the transaction back, which releases the lock
-    except SQLAlchemyError as exc:
-        log.warning("provider lock: connection lost on release (the server drops the lock with it): %s", exc)
-        with suppress(SQLAlchemyError):
-            conn.invalidate()
-
-
-@dataclass(frozen=True)
-class UnrecordedRun:
-    """A run the ledger could not be told about (database unreachable), to be written when it answers."""
-
-    provider: str
-    slot: datetime
-    attempt: int
-    source: str
-    parser_version: str
-    started_at: datetime
-    failed_at: datetime
-    error: str
-    tries: int = 1  # scrape jobs for this slot that found the database unreachable
-
-    @property
-    def key(self) -> tuple[str, datetime]:
-        return self.provider, self.slot
-
-
-@dataclass(frozen=True)
-class _Claim:
-    state: str  # free | taken | locked
-    attempt: int = 0
-    holder: str | None = None
-
-
-def _unreachable_error(exc: BaseException) -> bool:
-    """A database that cannot be reached or cannot take writes now (vs. a bug or a schema problem):
-    connect/ping/statement timeouts, a lost connection, an exhausted pool, SQLite's "database is locked"."""
-    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
-        return True
-    return isinstance(exc, OperationalError | PoolTimeout | DisconnectionError)
-
-
-def _short(exc: BaseException) -> str:
-    """The driver's message, first line: readable in the ledger, without SQL or SQLAlchemy's links."""
-    inner = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    text_ = str(inner).strip().splitlines()
-    message = text_[0] if text_ else ""
-    return f"{type(inner).__name__}: {message}"[:300]
+# Outcomes of a slot another worker ran, or that the database could not be asked about: no alerts follow.
+NOT_RUN_HERE = frozenset({SlotStatus.locked, SlotStatus.slot_taken, SlotStatus.db_unreachable})
 
 
 @dataclass
 class SlotOutcome:
     provider: str
     slot: datetime
-    status: str  # ok | failed | quarantined | skipped | locked | slot_taken | timeout | db_unreachable
+    status: SlotStatus
     error: str | None = None
     report: IngestReport | None = None
 
@@ -228,9 +145,7 @@ class Worker:
         self.source, self.replay_dir = source, replay_dir
         self.deliverer = deliverer or Deliverer(engine, settings, clock=clock)
         self.cost_model = cost_model
-        self._db = str(engine.url)
-        self._unrecorded: dict[tuple[str, datetime], UnrecordedRun] = {}
-        self._unrecorded_guard = threading.Lock()
+        self.backlog = Backlog(engine)
         unknown = set(settings.intervals) - set(all_providers())
         if unknown:
             raise ValueError(f"TRACKER_INTERVALS names unknown providers: {', '.join(sorted(unknown))}")
@@ -266,13 +181,11 @@ class Worker:
 
     @property
     def job_timeout_s(self) -> float:
-        return self.settings.worker_job_timeout_s or self.settings.scrape_timeout_s + 120
+        return job_timeout_s(self.settings)
 
     @property
     def claim_lease_s(self) -> float:
-        # A live holder closes its own row when its job timeout fires; past that plus a margin, the
-        # row can only be a dead holder's (or a hung one's, which the next slot must not wait for).
-        return self.settings.worker_claim_lease_s or self.job_timeout_s + 60
+        return claim_lease_s(self.settings)
 
     def interval(self, name: str) -> timedelta:
         return interval_for(self.providers[name], self.settings)
@@ -282,12 +195,8 @@ class Worker:
         return ScrapeJob(self.providers[name], source, self.cassettes.get(name), slot, attempt)
 
     def _slot_taken(self, name: str, slot: datetime) -> bool:
-        """The slot has a run and none still `running` (a running one may be a dead claim: see `_claim`)."""
-        with session_scope(self.engine) as session:
-            statuses = session.scalars(
-                select(ScrapeRun.status).where(ScrapeRun.provider == name, ScrapeRun.slot == slot)
-            ).all()
-        return bool(statuses) and "running" not in statuses
+        """The slot has a run and none still `running` (a running one may be a dead claim: see `_claim_slot`)."""
+        return slot_done(self.engine, name, slot)
 
     def due(self, now: datetime | None = None) -> list[str]:
         """Providers whose current slot has no run yet (or only a claim that may be dead)."""
@@ -319,10 +228,10 @@ class Worker:
                 if jobs:
                     outcomes.extend(self._scrape(jobs))
         finally:
-            with _in_flight_guard:
-                _in_flight.difference_update((self._db, j.provider.name, j.slot) for j in jobs if j.slot)
+            for job in jobs:
+                unmark_in_flight(self.engine, job.provider.name, job.slot)
         for outcome in outcomes:
-            if outcome.status in ("locked", "slot_taken", "db_unreachable"):
+            if outcome.status in NOT_RUN_HERE:
                 continue  # the worker that ran it evaluates; or the database cannot answer anyway
             try:
                 evaluate_after_ingest(
@@ -335,81 +244,20 @@ class Worker:
     def _claim_slot(self, stack: ExitStack, name: str, slot: datetime) -> SlotOutcome | ScrapeJob:
         """A job for this slot, holding the provider's lock until `stack` exits; or why not."""
         if self._slot_taken(name, slot):
-            return SlotOutcome(name, slot, "slot_taken", "another worker ran this slot")
+            return SlotOutcome(name, slot, SlotStatus.slot_taken, "another worker ran this slot")
         with ExitStack() as held:
             if not held.enter_context(provider_lock(self.engine, name)):
-                return SlotOutcome(name, slot, "locked", "another worker is scraping it")
-            claim = self._claim(name, slot)
-            if claim.state == "taken":
-                return SlotOutcome(name, slot, "slot_taken", "another worker ran this slot")
-            if claim.state == "locked":
-                return SlotOutcome(name, slot, "locked", f"claim held by live worker {claim.holder or '(unknown)'}")
-            with _in_flight_guard:
-                _in_flight.add((self._db, name, slot))
+                return SlotOutcome(name, slot, SlotStatus.locked, "another worker is scraping it")
+            # Under the lock: close dead claims (this slot's, older ones, unscheduled runs'), then decide.
+            claim = reclaim(self.engine, name, slot, self.clock(), self.claim_lease_s)
+            if claim.state == ClaimState.taken:
+                return SlotOutcome(name, slot, SlotStatus.slot_taken, "another worker ran this slot")
+            if claim.state == ClaimState.locked:
+                holder = claim.holder or "(unknown)"
+                return SlotOutcome(name, slot, SlotStatus.locked, f"claim held by live worker {holder}")
+            mark_in_flight(self.engine, name, slot)
             stack.push(held.pop_all())  # the lock now lasts until the scrape is done
             return self._job(name, slot, claim.attempt)
-
-    def _claim_alive(self, run: ScrapeRun, now: datetime) -> bool:
-        """Whether a `running` row's holder may still be at work. Called holding the provider's lock."""
-        if run.claimed_by == holder_id():
-            with _in_flight_guard:  # this process: alive exactly while one of its threads runs it
-                return (self._db, run.provider, run.slot) in _in_flight
-        if self.engine.dialect.name == "postgresql":
-            # Every live holder keeps the provider's advisory lock for its whole run, and the server
-            # releases it when the holder's connection dies. We hold it, so this holder is gone.
-            return False
-        if local_process_gone(run.claimed_by):
-            return False
-        return run.started_at + timedelta(seconds=self.claim_lease_s) > now
-
-    def _claim(self, name: str, slot: datetime) -> _Claim:
-        """Under the provider's lock: close dead claims (this slot's and older ones), then decide."""
-        now, me = self.clock(), holder_id()
-        closed_here: list[ScrapeRun] = []
-        live_here: ScrapeRun | None = None
-        with session_scope(self.engine) as session:
-            rows = session.scalars(
-                select(ScrapeRun)
-                .where(
-                    ScrapeRun.provider == name,
-                    ScrapeRun.slot.is_not(None),
-                    or_(ScrapeRun.slot == slot, ScrapeRun.status == "running"),
-                )
-                .order_by(ScrapeRun.slot, ScrapeRun.attempt)
-            ).all()
-            for run in rows:
-                if run.status != "running":
-                    continue
-                if self._claim_alive(run, now):
-                    if run.slot == slot:
-                        live_here = run
-                    continue
-                reason = f"worker died mid-run (claim reclaimed by {me}; holder {run.claimed_by or 'unknown'})"
-                result = cast(
-                    CursorResult[Any],
-                    session.execute(
-                        update(ScrapeRun)
-                        .where(ScrapeRun.id == run.id, ScrapeRun.status == "running")
-                        .values(status="failed", error=reason, finished_at=now)
-                        .execution_options(synchronize_session=False)
-                    ),
-                )
-                if result.rowcount != 1:
-                    if run.slot == slot:  # another worker reclaimed it first and scrapes it now
-                        return _Claim("taken")
-                    continue
-                log.warning("reclaimed %s slot %s from %s: %s", name, run.slot, run.claimed_by, reason)
-                if run.slot == slot:
-                    closed_here.append(run)
-        if live_here is not None:
-            return _Claim("locked", holder=live_here.claimed_by)
-        here = [r for r in rows if r.slot == slot]
-        if not here:
-            return _Claim("free", 0)
-        latest = max(here, key=lambda r: r.attempt)
-        if latest in closed_here:  # the slot's latest attempt died: scrape it again as the next one
-            return _Claim("free", latest.attempt + 1)
-        return _Claim("taken")  # it finished (ok, failed, ...): one run per slot
 
     def _scrape(self, jobs: list[ScrapeJob]) -> list[SlotOutcome]:
         started = self.clock()
@@ -434,7 +282,7 @@ class Worker:
         except Exception as exc:
             # The batch ended early: a database that stopped answering (the usual cause), or a bug.
             # Runs that finished are in the ledger; the others would be left `running` or absent.
-            log.warning("scrape batch aborted: %s", _short(exc))
+            log.warning("scrape batch aborted: %s", short_error(exc))
             out = []
             for job in jobs:
                 if job.provider.name in done:
@@ -442,150 +290,67 @@ class Worker:
                 else:
                     assert job.slot is not None
                     out.append(self._unreachable(job.provider.name, job.slot, job.attempt, started, exc))
-            if not _unreachable_error(exc):
+            if not unreachable_error(exc):
                 self.record_unrecorded()  # the database may well be fine: write them now
             return out
         return [self._outcome(job, report) for job, report in zip(jobs, reports, strict=True)]
 
     def _outcome(self, job: ScrapeJob, report: IngestReport) -> SlotOutcome:
         assert job.slot is not None
-        status = report.status
-        if status == "skipped" and report.run_id is None:
-            status = "slot_taken"  # lost the ledger race after all: the unique slot did its job
+        status = SlotStatus(report.status)
+        if status == SlotStatus.skipped and report.run_id is None:
+            status = SlotStatus.slot_taken  # lost the ledger race after all: the unique slot did its job
         return SlotOutcome(job.provider.name, job.slot, status, report.error, report)
 
     def _timed_out(self, job: ScrapeJob) -> SlotOutcome:
         assert job.slot is not None
+        name, slot, now = job.provider.name, job.slot, self.clock()
         error = f"worker timeout after {self.job_timeout_s:.0f}s"
-        this_run = (
-            ScrapeRun.provider == job.provider.name,
-            ScrapeRun.slot == job.slot,
-            ScrapeRun.attempt == job.attempt,
-        )
         try:
-            with session_scope(self.engine) as session:
-                session.execute(
-                    update(ScrapeRun)
-                    .where(*this_run, ScrapeRun.status == "running")
-                    .values(status="failed", error=error, finished_at=self.clock())
-                )
-                # An ingest already under way finishes (its thread cannot be stopped) and may have
-                # recorded its own outcome: report what the ledger says, not a timeout that did not stick.
-                status = session.scalar(select(ScrapeRun.status).where(*this_run))
+            status = fail_if_running(self.engine, name, slot, job.attempt, error, now)
         except SQLAlchemyError as exc:
-            self._remember(job.provider.name, job.slot, job.attempt, self.clock(), f"{error}; {_short(exc)}")
-            return SlotOutcome(job.provider.name, job.slot, "timeout", f"{error} (not yet in the ledger)")
-        if status is not None and status != "failed":
-            return SlotOutcome(job.provider.name, job.slot, status, None)
-        return SlotOutcome(job.provider.name, job.slot, "timeout", error)
+            self._remember(name, slot, job.attempt, self.clock(), f"{error}; {short_error(exc)}")
+            return SlotOutcome(name, slot, SlotStatus.timeout, f"{error} (not yet in the ledger)")
+        if status is not None and status != RunStatus.failed:  # it finished after all
+            return SlotOutcome(name, slot, SlotStatus(status), None)
+        return SlotOutcome(name, slot, SlotStatus.timeout, error)
 
-    # -- runs the database could not be told about --
+    # -- runs the database could not be told about (tracker.pipeline.backlog) --
 
     def _unreachable(
         self, name: str, slot: datetime, attempt: int, started_at: datetime, exc: BaseException
     ) -> SlotOutcome:
-        if _unreachable_error(exc):
+        if unreachable_error(exc):
             kind = "database unreachable"
         else:
             kind = "database error" if isinstance(exc, SQLAlchemyError) else "worker error"
-        error = f"{kind}: {_short(exc)}"
+        error = f"{kind}: {short_error(exc)}"
         self._remember(name, slot, attempt, started_at, error)
         log.warning("scrape %s slot %s: %s (kept to record once the database answers)", name, slot.isoformat(), error)
-        return SlotOutcome(name, slot, "db_unreachable", error)
+        return SlotOutcome(name, slot, SlotStatus.db_unreachable, error)
 
     def _remember(self, name: str, slot: datetime, attempt: int, started_at: datetime, error: str) -> None:
-        provider = self.providers[name]
-        run = UnrecordedRun(
-            provider=name,
-            slot=slot,
-            attempt=attempt,
-            source="live" if self.source == "live" else self.source,
-            parser_version=provider.parser_version,
-            started_at=started_at,
-            failed_at=self.clock(),
-            error=error,
+        self.backlog.remember(
+            UnrecordedRun(
+                provider=name,
+                slot=slot,
+                attempt=attempt,
+                source="live" if self.source == "live" else self.source,
+                parser_version=self.providers[name].parser_version,
+                started_at=started_at,
+                failed_at=self.clock(),
+                error=error,
+            )
         )
-        with self._unrecorded_guard:
-            earlier = self._unrecorded.get(run.key)
-            # One row per slot: the first failure's times and reason, and how many jobs hit the outage.
-            self._unrecorded[run.key] = replace(earlier, tries=earlier.tries + 1) if earlier else run
 
     @property
     def unrecorded(self) -> list[UnrecordedRun]:
         """Failed runs waiting for the database, oldest slot first."""
-        with self._unrecorded_guard:
-            return sorted(self._unrecorded.values(), key=lambda r: (r.slot, r.provider))
+        return self.backlog.runs
 
     def record_unrecorded(self) -> SQLAlchemyError | None:
         """Write the backlog to the ledger; the database's error if it still cannot be reached."""
-        for run in self.unrecorded:
-            try:
-                written = self._record(run)
-            except SQLAlchemyError as exc:
-                if _unreachable_error(exc):
-                    log.info("ledger backlog: %d run(s) still unrecorded: %s", len(self.unrecorded), _short(exc))
-                    return exc
-                # Not an outage: keep the run (nothing is dropped) and let the others through.
-                log.exception("ledger backlog: cannot record %s slot %s", run.provider, run.slot.isoformat())
-                continue
-            with self._unrecorded_guard:
-                if self._unrecorded.get(run.key) is run:
-                    del self._unrecorded[run.key]
-            log.info("ledger backlog: %s slot %s %s", run.provider, run.slot.isoformat(), written)
-        return None
-
-    def _record(self, run: UnrecordedRun) -> str:
-        error = run.error if run.tries == 1 else f"{run.error} ({run.tries} jobs found it unreachable)"
-        error = f"{error}; recorded once the database answered again"
-        key = (self._db, run.provider, run.slot)
-        try:
-            with session_scope(self.engine) as session:
-                with _in_flight_guard:
-                    ours_in_flight = key in _in_flight
-                if not ours_in_flight:
-                    # Our own claim, left `running` when the database went away mid-run.
-                    closed = cast(
-                        CursorResult[Any],
-                        session.execute(
-                            update(ScrapeRun)
-                            .where(
-                                ScrapeRun.provider == run.provider,
-                                ScrapeRun.slot == run.slot,
-                                ScrapeRun.attempt == run.attempt,
-                                ScrapeRun.status == "running",
-                                ScrapeRun.claimed_by == holder_id(),
-                            )
-                            .values(status="failed", error=error, finished_at=run.failed_at)
-                            .execution_options(synchronize_session=False)
-                        ),
-                    )
-                    if closed.rowcount:
-                        return "closed as failed"
-                other = session.scalar(
-                    select(ScrapeRun.id)
-                    .where(
-                        ScrapeRun.provider == run.provider, ScrapeRun.slot == run.slot, ScrapeRun.attempt >= run.attempt
-                    )
-                    .limit(1)
-                )
-                if other is not None:
-                    return "already in the ledger (another worker claimed it)"
-                session.add(
-                    ScrapeRun(
-                        provider=run.provider,
-                        slot=run.slot,
-                        attempt=run.attempt,
-                        source=run.source,
-                        status="failed",
-                        started_at=run.started_at,
-                        finished_at=run.failed_at,
-                        error=error,
-                        parser_version=run.parser_version,
-                    )
-                )
-        except IntegrityError:
-            return "already in the ledger (another worker claimed it)"
-        return "recorded as failed"
+        return self.backlog.flush()
 
     # -- scheduler job targets: never raise (APScheduler would only log it) --
 

@@ -1,10 +1,10 @@
 """Who holds a ledger claim, and whether that holder can still be alive.
 
-A `running` row in `scrape_runs` is a claim on its (provider, slot). Each row records its holder as
-`host:pid` (`claimed_by`), so a worker that finds a claim can tell whose it is: on the same host a
+A `running` row in `scrape_runs` is a claim on its provider (and slot, for a scheduled run). Each row
+records its holder as `host:pid` (`claimed_by`), so a run that finds a claim can tell whose it is: on the same host a
 process that is gone (a `kill -9`, an OOM kill, a container restart) is known dead at once, which
 is what SQLite, without advisory locks, relies on before falling back to a lease. Postgres workers
-use the advisory lock instead (tracker.pipeline.worker), and this identity only names the parties.
+use the advisory lock instead (tracker.pipeline.claims), and this identity only names the parties.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def test_slices_name_the_full_card(result):
 def test_slices_resolve_as_ingest_resolves_them(result):
     """Ingest identifies a slice's card by its name, not by the partial memory it offers."""
     from tracker.config import Settings
-    from tracker.ingest.batch import validate_batch
+    from tracker.ingest.validate import validate_batch
 
     prepared = validate_batch(result, get_catalog(), Settings(), "vultr")
     valid = {v.scraped.key: v.gpu.id for v in prepared.valid}

@@ -347,7 +347,7 @@ def test_ingest_sets_a_slice_named_offer_aside() -> None:
 
     from providers.contract import ScrapedOffer, ScrapeResult
     from tracker.config import Settings
-    from tracker.ingest.batch import validate_batch
+    from tracker.ingest.validate import validate_batch
 
     offer = ScrapedOffer(key="mig", gpu_name="A100 MIG 1g.10gb", gpu_count=Decimal(1), gpu_memory_gb=Decimal(10),
                          price_per_hour=Decimal("0.5"))

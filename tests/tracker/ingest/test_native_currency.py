@@ -13,8 +13,9 @@ from providers.contract import Pricing
 from providers.fx.contract import DailyRates
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.catalog.gpus import get_catalog
-from tracker.ingest.batch import ingest, validate_batch
+from tracker.ingest.batch import ingest
 from tracker.ingest.fx import MAX_RATE_AGE, store_rates
+from tracker.ingest.validate import validate_batch
 from tracker.market.offers import OfferFilters, current_offers, offer_row
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import FxRate, Offer, OfferPrice, ScrapeRun

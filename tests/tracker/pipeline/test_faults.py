@@ -34,8 +34,9 @@ from providers.cassette import bundled_cassette
 from tests.factories.alerts import local
 from tests.factories.network import BlackholeProxy
 from tracker.config import Settings
-from tracker.pipeline.worker import Worker, provider_lock, slot_start
+from tracker.pipeline.worker import Worker, slot_start
 from tracker.storage.engine import make_engine, session_scope
+from tracker.storage.locks import provider_lock
 from tracker.storage.tables import ScrapeRun
 
 REPO = Path(__file__).resolve().parents[3]

@@ -28,13 +28,12 @@ from tracker.config import Settings, get_settings
 from tracker.pipeline.slots import SlotTrigger
 from tracker.pipeline.worker import (
     Worker,
-    lock_key,
-    provider_lock,
     scheduler_options,
     slot_start,
     start_background_worker,
 )
 from tracker.storage.engine import session_scope
+from tracker.storage.locks import lock_key, provider_lock
 from tracker.storage.tables import ScrapeRun
 
 
@@ -97,7 +96,7 @@ def test_slot_trigger_fires_once_per_slot_without_drift(jitter):
 
 
 def test_lock_key_is_stable_across_processes():
-    code = "from tracker.pipeline.worker import lock_key; print(lock_key('vastai'))"
+    code = "from tracker.storage.locks import lock_key; print(lock_key('vastai'))"
     keys = {
         subprocess.run(
             [sys.executable, "-c", code],

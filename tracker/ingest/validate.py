@@ -1,0 +1,117 @@
+"""Validate: per-offer checks, conversion to USD and GPU name resolution, before anything is stored.
+
+An offer that fails a check (duplicate key, non-positive count or price, a reservation without its term,
+a currency without a recent rate, a price above the sanity ceiling) is set aside with the reason; a GPU
+name the catalog cannot resolve is set aside and counted by name. Nothing here reads or writes the
+database: the exchange rates come in as a `RateBook`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+
+from providers.contract import Pricing, ScrapedOffer, ScrapeResult
+from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
+from tracker.config import Settings
+from tracker.ingest.fx import Conversion, CurrencyError, RateBook, convert
+
+
+@dataclass(slots=True)
+class ValidOffer:
+    scraped: ScrapedOffer
+    gpu: GpuSpec
+    price_per_hour: Decimal  # USD
+    price_per_gpu_hour: Decimal  # USD
+    conversion: Conversion | None = None  # the quote as stated and the rate used; None: built as USD
+
+
+@dataclass
+class Prepared:
+    valid: list[ValidOffer] = field(default_factory=list)
+    invalid: list[str] = field(default_factory=list)
+    unknown: dict[str, str] = field(default_factory=dict)  # raw name → why it did not resolve
+    unknown_counts: Counter[str] = field(default_factory=Counter)
+    assumed: dict[str, str] = field(default_factory=dict)  # raw name → card chosen when only the form factor was open
+
+
+def validate_batch(
+    result: ScrapeResult,
+    catalog: GpuCatalog,
+    settings: Settings,
+    provider: str | None = None,
+    rates: RateBook | None = None,
+) -> Prepared:
+    """Per-offer validation, conversion to USD and GPU name resolution (with the provider's naming conventions).
+
+    Without `rates` (no database at hand) only offers quoted in USD can be valid; any other is set aside
+    with the reason, like an offer whose currency is unknown or has no rate recent enough."""
+    out = Prepared(invalid=list(result.skipped))
+    book = rates or RateBook.empty(date.min)
+    seen_keys: set[str] = set()
+    resolved: dict[tuple[str, Decimal | None], GpuSpec | GpuNameError] = {}
+    for offer in result.offers:
+        if offer.key in seen_keys:
+            out.invalid.append(f"{offer.key}: duplicate key in batch")
+            continue
+        seen_keys.add(offer.key)
+        if offer.gpu_count <= 0:
+            out.invalid.append(f"{offer.key}: gpu_count {offer.gpu_count} is not positive")
+            continue
+        if offer.price_per_hour <= 0:
+            out.invalid.append(f"{offer.key}: price {offer.price_per_hour} is not positive")
+            continue
+        # A reservation is priced for its term, so one without a term (or an on-demand/spot offer
+        # carrying one) would be compared against the wrong prices: set aside, never shown as on-demand.
+        if (offer.pricing == Pricing.reserved) != bool(offer.reserved_term):
+            out.invalid.append(
+                f"{offer.key}: pricing {offer.pricing!s} with reserved_term {offer.reserved_term!r} "
+                "(a reservation needs its term, and only a reservation has one)"
+            )
+            continue
+        try:
+            money = convert(offer.price_per_hour, offer.gpu_count, book.rate_for(offer.currency))
+        except CurrencyError as exc:
+            out.invalid.append(f"{offer.key}: {exc}")
+            continue
+        per_gpu = money.usd_per_gpu_hour
+        if per_gpu > settings.max_price_per_gpu_hour:
+            out.invalid.append(
+                f"{offer.key}: ${per_gpu}/GPU-hour is above the sanity ceiling ${settings.max_price_per_gpu_hour}"
+            )
+            continue
+        # A slice (< 1 GPU) offers part of a card's memory: its name, not its memory, identifies the card.
+        memory = offer.gpu_memory_gb if offer.gpu_count >= 1 else None
+        cache_key = (offer.gpu_name, memory)
+        if cache_key not in resolved:
+            try:
+                resolved[cache_key] = catalog.normalize(
+                    offer.gpu_name, memory_gb=float(memory) if memory is not None else None, provider=provider
+                )
+            except GpuNameError as exc:
+                resolved[cache_key] = exc
+        gpu = resolved[cache_key]
+        if isinstance(gpu, AmbiguousGpuName) and (slowest := _slowest_form_factor(gpu, catalog)):
+            out.assumed[offer.gpu_name] = slowest.id
+            offer.attributes = offer.attributes | {
+                "gpu_assumed": f"form factor not stated ({', '.join(gpu.candidates)}); slowest variant assumed"
+            }
+            gpu = slowest
+        if isinstance(gpu, GpuNameError):
+            out.unknown.setdefault(offer.gpu_name, str(gpu))
+            out.unknown_counts[offer.gpu_name] += 1
+            continue
+        out.valid.append(ValidOffer(offer, gpu, money.usd_per_hour, per_gpu, money))
+    return out
+
+
+def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec | None:
+    """When a name settles the card and its memory but not its form factor (a bare "Tesla V100 16GB"),
+    keep the price and estimate conservatively on the slowest variant; the offer records the
+    assumption. Anything more open (e.g. "A100" with no memory) stays unresolved."""
+    candidates = [catalog.get(c) for c in exc.candidates]
+    if len({(g.family, g.memory_gb) for g in candidates}) != 1:
+        return None
+    return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
