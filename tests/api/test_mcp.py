@@ -110,7 +110,9 @@ def test_cheapest_serving_matches_the_cli_and_carries_the_apis(cli, engine, sett
     assert cheapest["usd_per_mtok"] == pytest.approx(
         cheapest["output_usd_per_mtok"] + cheapest["input_usd_per_mtok"] * 1000 / 200, abs=1e-6
     )
-    best = min((r for r in rows if r["fits"] and r["usd_per_mtok"] is not None), key=lambda r: r["usd_per_mtok"])
+    priced = [r for r in rows if r["fits"] and r["usd_per_mtok"] is not None]
+    steady = [r for r in priced if r["pricing"] == "on_demand"] or priced
+    best = min(steady, key=lambda r: r["usd_per_mtok"])
     assert apis["self_hosted"]["usd_per_mtok"] == best["usd_per_mtok"]
 
 

@@ -108,9 +108,11 @@ def rank_offers(
 
 
 def serving_alternatives(prepared: PreparedServing, rows: Sequence[dict[str, Any]], now: datetime) -> dict[str, Any]:
-    """The model's serverless API prices beside the ranked offer that serves it cheapest per token."""
+    """The model's serverless API prices beside the ranked offer that serves it cheapest per token: an
+    on-demand one where the ranking has one (an API does not vanish mid-answer; a spot machine may)."""
     priced = [r for r in rows if r.get("fits") and r.get("usd_per_mtok") is not None]
-    best = min(priced, key=lambda r: r["usd_per_mtok"]) if priced else None
+    steady = [r for r in priced if r.get("pricing") == "on_demand"] or priced
+    best = min(steady, key=lambda r: r["usd_per_mtok"]) if steady else None
     job = prepared.job
     return api_alternatives(job.model.id, job.prompt_tokens, job.output_tokens, best, now)
 
