@@ -252,3 +252,25 @@ def test_cli_http_needs_the_token(cli, monkeypatch):
     out = cli("mcp", "--http")
     assert out.exit_code != 0 and "TRACKER_API_TOKEN" in out.output
     assert len(out.output.strip().splitlines()) == 1
+
+
+def test_gpu_tracker_mcp_over_stdio(engine, settings, seeded, tmp_path):
+    """`gpu-tracker mcp` as an assistant launches it: a subprocess speaking MCP on stdin/stdout."""
+    import os
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    url = engine.url.render_as_string(hide_password=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")} | {"TRACKER_DATA_DIR": str(tmp_path)}
+    args = ["-c", "from tracker.cli import main; main()", "--database-url", url, "mcp"]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
+    arguments = {"gpu": "H100", "pricing": ["on_demand"]}
+
+    async def go() -> Any:
+        async with Client(params, read_timeout_seconds=120) as client:
+            return await client.call_tool("market", arguments)
+
+    result = asyncio.run(go())
+    assert not result.is_error, result.content
+    assert _steady(result.structured_content) == _steady(_ok(engine, settings, "market", arguments))
