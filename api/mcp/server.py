@@ -15,17 +15,19 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from sqlalchemy import Engine, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
 from api.cached import encode
+from api.limits import bounded_errors
+from api.routes.market import MAX_BUCKETS
 from api.routes.plan import PlanBody
 from api.routes.rank import RankBody, _filters, _job
-from api.validation import FieldError
+from api.validation import FieldError, validation_body
 from providers.contract import Pricing
 from tracker import __version__
 from tracker.alerts.rules import rule_dict
@@ -163,7 +165,7 @@ class Tools:
         now = utcnow()
         start = now - timedelta(days=days)
         with _as_tool_errors():
-            if (now - start) / INTERVALS[interval] > 24 * 400:
+            if (now - start) / INTERVALS[interval] > MAX_BUCKETS:
                 raise FieldError(f"too many buckets: use a coarser interval than {interval} for this range",
                                  "interval")  # fmt: skip
             ids = gpu_ids_for(gpu)
@@ -240,11 +242,34 @@ def _resources(server: MCPServer, engine: Engine, settings: Settings) -> None:
                         mime_type="application/json")(fn)  # fmt: skip
 
 
+def _api_locations(errors: list[Any]) -> list[dict[str, Any]]:
+    """Argument errors located as the API locates them: a `request` argument is the request body, any
+    other argument a query parameter (so `field` comes out as the API's: "tokens", "limit", "gpu")."""
+    located = []
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        where = ("body", *loc[1:]) if loc[:1] == ("request",) else ("query", *loc)
+        located.append({k: v for k, v in error.items() if k != "url"} | {"loc": where})
+    return located
+
+
+class TrackerServer(MCPServer[Any]):
+    """The SDK's server, with bad arguments reported in the API's 422 body instead of pydantic's text."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            body = bounded_errors(validation_body, _api_locations(exc.__cause__.errors(include_url=False)))
+            raise ToolError(f"Error executing tool {name}: {encode(body).decode()}") from None
+
+
 def build_server(engine: Engine, settings: Settings) -> MCPServer:
     """The MCP server over this database: every tool in TOOLS, the read-only resources."""
     # WARNING: the SDK logs every tool error at INFO; over stdio its log is the assistant's stderr.
-    server: MCPServer = MCPServer(name="gpu-tracker", version=__version__, instructions=INSTRUCTIONS,
-                                  log_level="WARNING")
+    server = TrackerServer(name="gpu-tracker", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     tools = Tools(engine, settings)
     for name in TOOLS:
         server.add_tool(getattr(tools, name), name=name, annotations=_READ_ONLY)

@@ -183,6 +183,26 @@ def test_errors_are_the_api_bodies(engine, settings, seeded):
             assert _tool_error(_call(engine, settings, tool, arguments)) == api.json(), tool
 
 
+def test_bad_arguments_are_the_apis_422(engine, settings):
+    """Arguments the schema refuses (before any tool runs) come back as the API's 422: the same field, the
+    same messages, for a body (`request`) and for query-like arguments alike."""
+    with TestClient(create_app(settings, engine)) as client:
+        cases = [
+            ("cheapest", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "limit": 0}},
+             client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "limit": 0})),
+            ("cheapest", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1}},
+             client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1})),
+            ("availability", {"gpu": "H100", "days": 0},
+             client.get("/v1/availability", params={"gpu": "H100", "days": 0})),
+            ("market", {"aggregated": "sometimes"}, client.get("/v1/market", params={"aggregated": "sometimes"})),
+        ]  # fmt: skip
+        for tool, arguments, api in cases:
+            assert api.status_code == 422, api.text
+            mine, theirs = _tool_error(_call(engine, settings, tool, arguments)), api.json()
+            assert mine["field"] == theirs["field"], (tool, mine, theirs)
+            assert [d["msg"] for d in mine["detail"]] == [d["msg"] for d in theirs["detail"]], (tool, mine, theirs)
+
+
 def test_a_bad_mix_names_the_field_like_the_api(engine, settings):
     source = "workloads:\n  - name: x\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: -5}\n"
     with TestClient(create_app(settings, engine)) as client:
