@@ -47,6 +47,13 @@ def test_serving_form_ranks_by_usd_per_mtok_and_draws_the_concurrency_curve(brow
     for ys in chart["y"]:
         assert len(ys) >= 3 and ys == sorted(ys, reverse=True)  # more users in flight: cheaper tokens
     assert browser.execute_script(CANVAS_INK, "#serving-chart") > 1000
+    # The serverless APIs for the model: a table with the break-even volume, and flat dashed lines on the chart.
+    apis = browser.find_elements("css selector", "#serving-apis-table tbody tr")
+    assert browser.find_element("id", "serving-apis").is_displayed() and len(apis) >= 2
+    assert "renting wins from" in browser.find_element("id", "serving-apis-note").text.lower()
+    labels = browser.execute_script("return window.dashboard.charts.serving.series.map((s) => s.label)")
+    flat = [ys for label, ys in zip(labels[1:], chart["y"], strict=True) if label.endswith(" API")]
+    assert len(flat) == len(apis) and all(len(set(ys)) == 1 for ys in flat)
     assert console_errors(browser) == []
 
 

@@ -133,6 +133,10 @@ def _print_rank(result: dict[str, Any]) -> None:
             _amount(r["usd_per_mtok"], 4), age,
         )  # fmt: skip
     console.print(table)
+    if "api_alternatives" in result:  # serving: the per-token APIs beside self-hosting
+        from tracker.cli.api_view import print_api_alternatives
+
+        print_api_alternatives(result["api_alternatives"])
     if result.get("plan") is not None:
         for i, r in enumerate(result["rows"], 1):
             if (why := _beyond(r.get("cost"))) != "-":

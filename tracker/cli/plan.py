@@ -69,6 +69,9 @@ def plan(
         emit_json(result)
         return
     _print_plan(result)
+    from tracker.cli.api_view import print_plan_apis
+
+    print_plan_apis(result)  # serving workloads: the per-token APIs beside self-hosting
 
 
 def _usd(value: Any, places: int = 2) -> str:

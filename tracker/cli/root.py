@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "alerts": ("alerts", "alerts_app", True),
     "worker": ("worker", "commands", False),
     "api": ("api_server", "commands", False),
+    "mcp": ("mcp_server", "commands", False),
     "up": ("serve", "commands", False),
     "db": ("db", "db_app", True),
     "fx": ("fx", "fx_app", True),

@@ -19,6 +19,7 @@ from tracker.config import Settings
 from tracker.costs import RunPlan, load_stated, resolve, run_cost, term_columns
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
+from tracker.inference_apis import api_alternatives
 from tracker.market import freshness
 from tracker.market import statistics as market
 from tracker.market.live import LIVE, fresh_mask
@@ -101,7 +102,19 @@ def rank_offers(
     shared = estimates if held is a or held == a else None
     result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms)
     extras = {"plan": plan.describe() if plan is not None else None, "gpu_only": plan is None or options.gpu_only}
+    if isinstance(prepared, PreparedServing):  # serving: calling an API per token is the alternative to renting
+        extras["api_alternatives"] = serving_alternatives(prepared, result["rows"], now)
     return result | extras | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
+
+
+def serving_alternatives(prepared: PreparedServing, rows: Sequence[dict[str, Any]], now: datetime) -> dict[str, Any]:
+    """The model's serverless API prices beside the ranked offer that serves it cheapest per token: an
+    on-demand one where the ranking has one (an API does not vanish mid-answer; a spot machine may)."""
+    priced = [r for r in rows if r.get("fits") and r.get("usd_per_mtok") is not None]
+    steady = [r for r in priced if r.get("pricing") == "on_demand"] or priced
+    best = min(steady, key=lambda r: r["usd_per_mtok"]) if steady else None
+    job = prepared.job
+    return api_alternatives(job.model.id, job.prompt_tokens, job.output_tokens, best, now)
 
 
 def cheapest_machine(prepared: PreparedJob | PreparedServing, gpu_id: str) -> tuple[int, Any] | None:

@@ -20,9 +20,12 @@ from sqlalchemy.orm import Session
 
 from tracker import money
 from tracker.config import Settings
+from tracker.estimate import EstimateError
+from tracker.estimate.serving.job import SECONDS_PER_MONTH
+from tracker.inference_apis import api_alternatives
 from tracker.market import statistics
 from tracker.market.live import LIVE, fresh_mask
-from tracker.plan.mix import TRAINING_KINDS, WorkloadMix
+from tracker.plan.mix import SERVING_KINDS, TRAINING_KINDS, WorkloadMix
 from tracker.plan.planner import PlanOptions, evaluate, plan
 from tracker.plan.serving import serving_estimator
 
@@ -42,7 +45,32 @@ def plan_live(
 ) -> dict[str, Any]:
     _, frame = LIVE.frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
-    return plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
+    result = plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
+    with_api_alternatives(result, mix, now)
+    return result
+
+
+def with_api_alternatives(result: dict[str, Any], mix: WorkloadMix, now: datetime) -> None:
+    """Each placed serving workload gets `api_alternatives`: the model's serverless APIs, what its load
+    would cost a month through each, which is cheaper, and the break-even volume on the chosen node."""
+    jobs = {w.name: w for w in mix.workloads if w.kind in SERVING_KINDS}
+    for row in result["workloads"]:
+        workload, choice = jobs.get(row["name"]), row.get("choice")
+        if workload is None or choice is None:
+            continue
+        try:
+            spec = workload.job_input().serving_spec()
+        except EstimateError:  # a model file the server may not open: planned, but nothing to compare
+            continue
+        alt = api_alternatives(spec.model.id, spec.prompt_tokens, spec.output_tokens, choice, now)
+        monthly_tokens = float(row["demand"]["average_tokens_per_second"]) * SECONDS_PER_MONTH
+        for api in alt["apis"]:
+            api["monthly_cost"] = money.to_money(api["usd_per_mtok"] * Decimal(repr(monthly_tokens)) / 1_000_000)
+        alt["demand_tokens_per_month"] = monthly_tokens
+        own = Decimal(str(choice["monthly_cost"]))
+        cheapest = alt["cheapest_api"]
+        alt["cheaper"] = None if cheapest is None else ("api" if cheapest["monthly_cost"] < own else "self-hosted")
+        row["api_alternatives"] = alt
 
 
 def plan_history(

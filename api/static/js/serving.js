@@ -2,6 +2,8 @@
 // tokens (POST /v1/rank, kind inference), and each top card's $/Mtok-vs-concurrency curve from the
 // serving estimate on its machine at its offer's price (POST /v1/estimate, rows[0].curve): the
 // trade-off people pick a batch size by — more users in flight cost less per token, each user waits longer.
+// Beside them, the serverless APIs that serve the model (the answer's api_alternatives): their $/Mtok for
+// this prompt/answer shape as flat dashed lines on the chart, and the monthly volume from which renting wins.
 import { postJSON } from "./api.js";
 import { destroyChart, emptyChart, mountChart } from "./charts.js";
 import { el, showError, table } from "./dom.js";
@@ -50,7 +52,7 @@ async function run() {
     showError($("serving-error"), null);
     render(ranked);
     const top = ranked.rows.filter((r) => r.fits && r.usd_per_mtok !== null).slice(0, MAX_CURVES);
-    await curves(body, top, token);
+    await curves(body, top, token, (ranked.api_alternatives || {}).apis || []);
     if (token === runToken) section.dataset.state = ranked.rows.length ? "ready" : "empty";
   } catch (error) {
     if (token !== runToken) return;
@@ -79,10 +81,43 @@ function render(result) {
     { label: "Provider", cell: (r) => r.provider },
     { label: "Fits", cell: (r) => (r.fits ? "✓" : r.reason), opt: true },
   ], result.rows, (r) => ({ class: r.fits ? undefined : "unfit" }));
+  renderApis(result.api_alternatives);
+}
+
+function volume(be) {
+  if (!be) return "—";
+  if (be.break_even_tokens_per_month === null) return "never";
+  const billions = be.break_even_tokens_per_month / 1e9;
+  return `${billions.toLocaleString("en-US", { maximumFractionDigits: 2 })}B (${Math.round(be.break_even_utilisation * 100)} % busy)`;
+}
+
+// The model's APIs against the cheapest on-demand offer per token: "renting wins from" a month's output tokens.
+function renderApis(alt) {
+  const box = $("serving-apis");
+  box.hidden = !(alt && alt.apis.length);
+  if (box.hidden) return;
+  const own = alt.self_hosted;
+  const stale = alt.sheet.stale ? " (stale: check the sources)" : "";
+  $("serving-apis-note").textContent = (own
+    ? `Against ${gpus(own.gpus)} ${own.gpu} at ${own.provider}, ${usd(own.price_per_hour)}/h = ` +
+      `${usd(own.machine_usd_per_month, 0)}/month, ${usd(own.usd_per_mtok, 3)}/Mtok at full load. `
+    : "No priced offer to compare. ") +
+    `API prices as published, read ${alt.sheet.read_on}${stale}; $/Mtok includes each answer's prompt. ` +
+    "Renting wins from that many output tokens a month (the machine's utilisation there; band: slow–fast estimate).";
+  table($("serving-apis-table"), [
+    { label: "API", cell: (a) => el("a", { href: a.source_url, rel: "noopener noreferrer" }, a.provider) },
+    { label: "Model", cell: (a) => a.api_model, opt: true },
+    { label: "$ / Mtok job", cell: (a) => el("strong", {}, usd(a.usd_per_mtok, 3)), num: true },
+    { label: "in / out", cell: (a) => `${usd(a.input_usd_per_mtok, 3)} / ${usd(a.output_usd_per_mtok, 3)}`, num: true,
+      opt: true },
+    { label: "Renting wins from", cell: (a) => volume(a.break_even), num: true },
+    { label: "Band", cell: (a) => (a.break_even_band
+      ? `${volume(a.break_even_band.low)} – ${volume(a.break_even_band.high)}` : "—"), num: true, opt: true },
+  ], alt.apis);
 }
 
 // One serving estimate per top card, on the ranked offer's machine and price: its curve's points.
-async function curves(body, top, token) {
+async function curves(body, top, token, apis = []) {
   const box = $("serving-chart");
   const note = $("serving-chart-note");
   if (!top.length) {
@@ -106,9 +141,16 @@ async function curves(body, top, token) {
       value: (u, v) => (v == null ? "—" : usd(v, 3)), points: { show: true },
     });
   });
+  apis.slice(0, MAX_CURVES).forEach((api, i) => {  // an API's price does not depend on the users in flight
+    data.push(concurrencies.map(() => Number(api.usd_per_mtok)));
+    series.push({
+      label: `${api.provider} API`, stroke: SERIES_COLORS[(answers.length + i) % SERIES_COLORS.length], width: 1,
+      dash: [6, 4], value: (u, v) => (v == null ? "—" : usd(v, 3)), points: { show: false },
+    });
+  });
   note.hidden = false;
   note.textContent = "$ per million output tokens against users in flight, per card at its best offer's price; " +
-    "a line ends where the KV cache is full.";
+    "a line ends where the KV cache is full. Dashed: serverless APIs at their published price.";
   mountChart("serving", box, {
     series,
     scales: { x: { time: false, distr: 3, log: 2 }, y: { distr: 3, log: 10 } },
