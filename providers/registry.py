@@ -35,6 +35,7 @@ from providers.adapters.ovhcloud import OvhCloud
 from providers.adapters.packetai import PacketAiRates
 from providers.adapters.paperspace import PaperspaceRates
 from providers.adapters.primeintellect import PrimeIntellect
+from providers.adapters.quantacloud import QuantaCloud
 from providers.adapters.reference import ReferenceRates
 from providers.adapters.replicate import ReplicateRates
 from providers.adapters.runpod import RunPod
@@ -81,6 +82,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     PacketAiRates,
     PaperspaceRates,
     PrimeIntellect,
+    QuantaCloud,
     ReferenceRates,
     ReplicateRates,
     RunPod,
