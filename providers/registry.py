@@ -34,6 +34,7 @@ from providers.adapters.oci import Oci
 from providers.adapters.ovhcloud import OvhCloud
 from providers.adapters.packetai import PacketAiRates
 from providers.adapters.paperspace import PaperspaceRates
+from providers.adapters.ppio import Ppio
 from providers.adapters.primeintellect import PrimeIntellect
 from providers.adapters.quantacloud import QuantaCloud
 from providers.adapters.reference import ReferenceRates
@@ -81,6 +82,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     OvhCloud,
     PacketAiRates,
     PaperspaceRates,
+    Ppio,
     PrimeIntellect,
     QuantaCloud,
     ReferenceRates,
