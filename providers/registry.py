@@ -23,6 +23,7 @@ from providers.adapters.gcp import Gcp
 from providers.adapters.hotaisle import HotAisle
 from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.jarvislabs import JarvisLabs
+from providers.adapters.koyeb import Koyeb
 from providers.adapters.lambdalabs import LambdaLabs
 from providers.adapters.lium import Lium
 from providers.adapters.massedcompute import MassedCompute
@@ -71,6 +72,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     HotAisle,
     Hyperstack,
     JarvisLabs,
+    Koyeb,
     LambdaLabs,
     Lium,
     MassedCompute,
