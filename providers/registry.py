@@ -25,6 +25,7 @@ from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.jarvislabs import JarvisLabs
 from providers.adapters.koyeb import Koyeb
 from providers.adapters.lambdalabs import LambdaLabs
+from providers.adapters.latitude import Latitude
 from providers.adapters.lium import Lium
 from providers.adapters.massedcompute import MassedCompute
 from providers.adapters.mithril import Mithril
@@ -74,6 +75,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     JarvisLabs,
     Koyeb,
     LambdaLabs,
+    Latitude,
     Lium,
     MassedCompute,
     Mithril,
