@@ -32,6 +32,7 @@ from providers.adapters.mithril import Mithril
 from providers.adapters.modal import ModalRates
 from providers.adapters.nebius import NebiusRates
 from providers.adapters.novita import Novita
+from providers.adapters.oblivus import Oblivus
 from providers.adapters.oci import Oci
 from providers.adapters.ovhcloud import OvhCloud
 from providers.adapters.packetai import PacketAiRates
@@ -82,6 +83,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     ModalRates,
     NebiusRates,
     Novita,
+    Oblivus,
     Oci,
     OvhCloud,
     PacketAiRates,
