@@ -90,7 +90,7 @@ def parse_flavor(flavor: str, raw: Any, stock: dict[str, Decimal] | None) -> tup
             tiers[reservation_term(tier, f"{where}.{tier}")] = rate
     offers: list[ScrapedOffer] = []
     skipped: list[str] = []
-    locations = list((stock or {"": None}).items())
+    locations: list[tuple[str, Decimal | None]] = list(stock.items()) if stock else [("", None)]
     for j, config in enumerate(as_list(require(raw, "configurations", where), "configurations", where)):
         try:
             config_id = str(require(config, "flavorID", f"{where}.configurations[{j}]"))
