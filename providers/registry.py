@@ -17,6 +17,7 @@ from providers.adapters.coreweave import CoreWeaveRates
 from providers.adapters.crusoe import CrusoeRates
 from providers.adapters.cudo import Cudo
 from providers.adapters.daytona import Daytona
+from providers.adapters.denvr import Denvr
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
 from providers.adapters.gcp import Gcp
@@ -68,6 +69,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     CrusoeRates,
     Cudo,
     Daytona,
+    Denvr,
     DigitalOcean,
     FluidStack,
     Gcp,
