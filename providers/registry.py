@@ -20,6 +20,7 @@ from providers.adapters.daytona import Daytona
 from providers.adapters.denvr import Denvr
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
+from providers.adapters.gcore import Gcore
 from providers.adapters.gcp import Gcp
 from providers.adapters.hotaisle import HotAisle
 from providers.adapters.hyperstack import Hyperstack
@@ -72,6 +73,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     Denvr,
     DigitalOcean,
     FluidStack,
+    Gcore,
     Gcp,
     HotAisle,
     Hyperstack,
