@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from providers.adapters.akash import Akash
+from providers.adapters.atlanticnet import AtlanticNet
 from providers.adapters.aws import Aws
 from providers.adapters.azure import Azure
 from providers.adapters.cloudrift import CloudRift
@@ -63,6 +64,7 @@ __all__ = ["PROVIDERS", "UnknownProvider", "all_providers", "get_provider", "ref
 
 PROVIDERS: tuple[type[Provider], ...] = (
     Akash,
+    AtlanticNet,
     Aws,
     Azure,
     CloudRift,
