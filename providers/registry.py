@@ -52,6 +52,7 @@ from providers.adapters.seeweb import Seeweb
 from providers.adapters.sfcompute import SfCompute
 from providers.adapters.shadeform import Shadeform
 from providers.adapters.spheron import Spheron
+from providers.adapters.tencent import TencentCloud
 from providers.adapters.tensordock import TensorDock
 from providers.adapters.thundercompute import ThunderCompute
 from providers.adapters.vastai import VastAi
@@ -106,6 +107,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     SfCompute,
     Shadeform,
     Spheron,
+    TencentCloud,
     TensorDock,
     ThunderCompute,
     VastAi,

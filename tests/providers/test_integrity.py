@@ -17,7 +17,9 @@ from decimal import Decimal
 
 import pytest
 
+from providers.cassette import Cassette, bundled_cassette
 from providers.contract import Pricing, ProviderKind, ScrapedOffer, ScrapeResult
+from providers.fx.ecb import parse_eurofxref
 from providers.registry import PROVIDERS
 from tests.factories.cassettes import replay, resolve_all
 from tests.factories.real_results import REAL_RESULTS
@@ -44,6 +46,12 @@ def _result(provider: str, source: str) -> ScrapeResult:
     return replay(cls)
 
 
+def _usd_per_unit() -> dict[str, Decimal]:
+    """The bundled ECB day's rates: the band is in USD, and a CNY or JPY quote is checked after conversion."""
+    text = Cassette.load(bundled_cassette("fx_ecb")).interactions[0].text or ""
+    return {"USD": Decimal(1)} | parse_eurofxref(text.encode())[-1].usd_per_unit
+
+
 def _band(card: GpuSpec) -> tuple[float, float]:
     return LOW_PER_TFLOP * card.bf16_tflops, max(HIGH_FLOOR, HIGH_PER_TFLOP * card.bf16_tflops)
 
@@ -63,6 +71,7 @@ def test_offers_satisfy_the_invariants(provider: str, source: str) -> None:
     assert len(keys) == len(set(keys)), f"{provider}: duplicate keys {sorted(k for k in keys if keys.count(k) > 1)[:5]}"
     resolved, _unknown = resolve_all(result, provider)
     catalog = get_catalog()
+    rates = _usd_per_unit()
     problems: list[str] = []
     for o in result.offers:
         if not (o.price_per_hour > 0):
@@ -76,7 +85,11 @@ def test_offers_satisfy_the_invariants(provider: str, source: str) -> None:
             continue  # unknown names are reported by ingest, never priced
         card = catalog.get(gpu_id)
         low, high = _band(card)
-        per_gpu = float(o.price_per_hour / o.gpu_count)
+        rate = rates.get(o.currency)
+        if rate is None:
+            problems.append(f"{o.key}: currency {o.currency!r} has no ECB rate")
+            continue
+        per_gpu = float(o.price_per_hour / o.gpu_count * rate)
         if not low <= per_gpu <= high:
             problems.append(f"{o.key}: ${per_gpu:.4f}/GPU-h outside {low:.3f}-{high:.2f} for {gpu_id}")
         if o.gpu_memory_gb is not None:
