@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from providers.adapters.akash import Akash
+from providers.adapters.alibaba import AlibabaCloud
 from providers.adapters.atlanticnet import AtlanticNet
 from providers.adapters.aws import Aws
 from providers.adapters.azure import Azure
@@ -65,6 +66,7 @@ __all__ = ["PROVIDERS", "UnknownProvider", "all_providers", "get_provider", "ref
 
 PROVIDERS: tuple[type[Provider], ...] = (
     Akash,
+    AlibabaCloud,
     AtlanticNet,
     Aws,
     Azure,
