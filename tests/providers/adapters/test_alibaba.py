@@ -31,9 +31,16 @@ result = replay_fixture(AlibabaCloud)
 
 def test_signature_matches_the_documented_example():
     # Alibaba's signature example: DescribeRegions with AccessKey testid / testsecret.
-    params = {"TimeStamp": "2016-02-23T12:46:24Z", "Format": "XML", "AccessKeyId": "testid",
-              "Action": "DescribeRegions", "SignatureMethod": "HMAC-SHA1", "SignatureNonce": "3ee8c1b8-83d3-44af-a94f-4e0ad82fd6cf",
-              "Version": "2014-05-26", "SignatureVersion": "1.0"}  # fmt: skip
+    params = {
+        "TimeStamp": "2016-02-23T12:46:24Z",
+        "Format": "XML",
+        "AccessKeyId": "testid",
+        "Action": "DescribeRegions",
+        "SignatureMethod": "HMAC-SHA1",
+        "SignatureNonce": "3ee8c1b8-83d3-44af-a94f-4e0ad82fd6cf",
+        "Version": "2014-05-26",
+        "SignatureVersion": "1.0",
+    }
     assert rpc_signature(params, "testsecret") == "CT9X0VtwR86fNWSnsc6v8YGOjuE="
     assert (percent_encode("a b*~"), percent_encode("12:46")) == ("a%20b%2A~", "12%3A46")
 
