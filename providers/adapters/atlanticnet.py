@@ -96,7 +96,7 @@ def _walk(node: Any) -> Iterator[dict[str, Any]]:
 
 
 def model_of(plan: str) -> str:
-    """"AH100NVL.240GB" → "H100 NVL"; "AL40S.192GB" → "L40S"."""
+    """ "AH100NVL.240GB" → "H100 NVL"; "AL40S.192GB" → "L40S"."""
     head = plan.split(".", 1)[0].strip()
     head = head[1:] if head[:1].upper() == "A" and len(head) > 1 else head
     return re.sub(r"(?<=\w)(NVL|SXM|PCIE)$", r" \1", head.upper()).replace("PCIE", "PCIe")

@@ -64,7 +64,7 @@ def result_list(payload: Any, what: str) -> list[Any]:
 
 
 def gpu_name(config: dict[str, Any]) -> str:
-    """"A100 80GB SXM" from `text_name`, else the name without its count suffix ("A100_80GB_SXM_1x")."""
+    """ "A100 80GB SXM" from `text_name`, else the name without its count suffix ("A100_80GB_SXM_1x")."""
     text = str(config.get("text_name") or "").strip()
     if text:
         return text

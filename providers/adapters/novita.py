@@ -18,6 +18,11 @@ on-demand price. `available` is False when `availableDeploy` is false or `invent
 when deployable, else None. Products with no price are dropped with a reason. `monthlyPrice` (a list whose
 shape no public reader documents) is kept in attributes only when non-empty, not turned into reserved offers.
 
+PPIO (`providers.adapters.ppio`) runs on the same backend and reuses `parse` with `drop_malformed=True`
+(a product missing a field is dropped with its reason); `canBuy: false` (PPIO) also makes a product
+unavailable and `activityProduct: true` marks a campaign price `promotional`. Novita itself keeps failing
+the run on a product missing a field, as before.
+
 Docs-built: the bundled cassette follows the field names SkyPilot reads
 (`skypilot-org/skypilot@0d0b00ba:sky/catalog/data_fetchers/fetch_novita.py`) and a public client's
 (`billingMethods`, `inventoryState`, `spotPrice` as a string); values illustrative.

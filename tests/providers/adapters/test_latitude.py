@@ -68,8 +68,13 @@ def test_bearer_and_pages_until_total(result):
     _, seen = fetch_recording(Latitude, {"LATITUDE_API_KEY": SECRET})
     assert len(seen) == 1 and seen[0].headers["authorization"] == f"Bearer {SECRET}"
     assert seen[0].url.params["filter[gpu]"] == "true"
-    row = {"attributes": {"slug": "l4", "specs": {"gpu": {"type": "NVIDIA L4", "count": 1, "vram_per_gpu": 24}},
-                          "regions": [{"pricing": {"USD": {"hour": 0.5}}, "locations": {"available": ["DAL"]}}]}}
+    row = {
+        "attributes": {
+            "slug": "l4",
+            "specs": {"gpu": {"type": "NVIDIA L4", "count": 1, "vram_per_gpu": 24}},
+            "regions": [{"pricing": {"USD": {"hour": 0.5}}, "locations": {"available": ["DAL"]}}],
+        }
+    }
     bodies = [{"data": [row], "meta": {"total_pages": 2}}, {"data": [], "meta": {"total_pages": 2}}]
     cassette = Cassette.from_json({"interactions": [
         {"request": {"method": "GET", "url": f"{URL}?filter[gpu]=true&page[size]=100&page[number]={i + 1}",

@@ -22,9 +22,7 @@ result = replay_fixture(QuantaCloud)
 
 
 def test_integrity(result):
-    resolved = assert_integrity(
-        result, expected_gpus={"H100-SXM-80GB", "RTXPRO6000-96GB", "RTX4090-24GB", "L40S-48GB"}
-    )
+    resolved = assert_integrity(result, expected_gpus={"H100-SXM-80GB", "RTXPRO6000-96GB", "RTX4090-24GB", "L40S-48GB"})
     assert resolved["h100-sxm:8:us-east"] == "H100-SXM-80GB"
     assert len(result.offers) == 6
 
