@@ -123,6 +123,8 @@ def parse_plan(offer: dict[str, Any]) -> list[ScrapedOffer]:
     props = _properties(offer)
     count_match = _COUNT.match(props.get("gpu", ""))
     count = Decimal(count_match[1]) if count_match else Decimal(1)
+    if count <= 0:
+        raise ProviderError(f"{plan}: {count} GPUs")
     specs = offer.get("priceSpecification")
     specs = specs if isinstance(specs, list) else [specs]
     offers: list[ScrapedOffer] = []

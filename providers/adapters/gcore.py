@@ -55,6 +55,16 @@ KINDS = ("baremetal", "virtual")
 API_KEY, PROJECT = "GCORE_API_KEY", "GCORE_PROJECT_ID"
 MAX_REGIONS = 40
 _COUNT_PREFIX = re.compile(r"^\s*\d+\s*x\s*", re.IGNORECASE)
+_IDENT = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def ident(value: Any) -> str | None:
+    """A project or region id fit for a URL path (an integer, or a plain token), else None: an id goes into
+    the flavor path, so a hostile one ("../x") must never shape the request."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return None
+    text = str(value).strip()
+    return text if _IDENT.match(text) else None
 
 
 def _object(value: Any) -> dict[str, Any]:
@@ -63,22 +73,23 @@ def _object(value: Any) -> dict[str, Any]:
 
 def pick_project(payload: Any) -> str:
     live = [p for p in as_list(require(payload, "results", "projects"), "projects")
-            if isinstance(p, dict) and p.get("id") is not None and not p.get("deleted_at")]  # fmt: skip
+            if isinstance(p, dict) and ident(p.get("id")) and not p.get("deleted_at")]  # fmt: skip
     if not live:
         raise ProviderError("the account has no project to read GPU flavors in")
     live.sort(key=lambda p: not p.get("is_default"))
-    return str(live[0]["id"])
+    return str(ident(live[0]["id"]))
 
 
 def pick_regions(payload: Any, result: ScrapeResult) -> list[tuple[str, str]]:
     """(region id, region code) of the active regions with AI GPUs, deduplicated and capped."""
     regions: dict[str, str] = {}
     for raw in as_list(require(payload, "results", "regions"), "regions"):
-        if not isinstance(raw, dict) or raw.get("id") is None:
+        region_id = ident(raw.get("id")) if isinstance(raw, dict) else None
+        if not isinstance(raw, dict) or region_id is None:
             continue
-        if str(raw.get("state") or "ACTIVE").upper() != "ACTIVE" or not raw.get("has_ai_gpu"):
+        if str(raw.get("state") or "ACTIVE").upper() != "ACTIVE" or raw.get("has_ai_gpu") is not True:
             continue
-        regions.setdefault(str(raw["id"]), slug(raw.get("display_name") or raw["id"]))
+        regions.setdefault(region_id, slug(raw.get("display_name")) or region_id.lower())
     chosen = list(regions.items())
     if len(chosen) > MAX_REGIONS:
         result.skipped.append(f"{len(chosen) - MAX_REGIONS} GPU regions past the first {MAX_REGIONS} not read")
@@ -156,7 +167,10 @@ class Gcore(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"authorization": f"APIKey {ctx.secret(API_KEY)}"}
         result = ScrapeResult()
-        project = ctx.credentials.get(PROJECT) or pick_project(
+        given = ctx.credentials.get(PROJECT)
+        if given is not None and ident(given) is None:
+            raise ProviderError(f"{PROJECT} is not a project id")
+        project = ident(given) or pick_project(
             await get_json(ctx, PROJECTS_URL, params={"limit": 1000}, headers=headers)
         )
         regions = pick_regions(await get_json(ctx, REGIONS_URL, params={"limit": 1000}, headers=headers), result)

@@ -62,6 +62,8 @@ def test_model_and_count_from_the_page():
                                     "unitCode": "HUR"}]}  # fmt: skip
     two = parse_page(_page(plan)).offers[0]
     assert (two.gpu_count, two.price_per_gpu_hour) == (2, Decimal("1.65"))
+    none = plan | {"additionalProperty": [{"name": "GPU", "value": "0 x NVIDIA L40S"}]}
+    assert parse_page(_page(none, plan)).skipped == ["AL40S.384GB: 0 GPUs"]
 
 
 def test_page_without_catalog_fails_the_run():

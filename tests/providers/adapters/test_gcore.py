@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from providers.adapters.gcore import Gcore, gpu_name
-from providers.contract import Pricing
+import pytest
+
+from providers.adapters.gcore import Gcore, gpu_name, ident, pick_regions
+from providers.contract import Pricing, ProviderError, ScrapeResult
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -80,3 +82,13 @@ def test_secret_not_in_errors():
 def test_envelope_change_fails_the_run():
     assert_replay_raises(Gcore, json_without(2, "results"), "results")
     assert_replay_raises(Gcore, answer(500, json={}, at=3), "HTTP 500")
+
+
+def test_ids_that_would_shape_the_url_are_refused():
+    assert (ident(76), ident("ed-10"), ident("../x"), ident(True), ident(""), ident([1])) == (
+        "76", "ed-10", None, None, None, None)  # fmt: skip
+    lux = {"id": 76, "display_name": "Luxembourg-2", "state": "ACTIVE", "has_ai_gpu": True}
+    regions = {"results": [lux | {"id": "../../v1/keys"}, lux]}
+    assert pick_regions(regions, ScrapeResult()) == [("76", "luxembourg-2")]
+    with pytest.raises(ProviderError, match="not a project id"):
+        fetch_recording(Gcore, {"GCORE_API_KEY": SECRET, "GCORE_PROJECT_ID": "1/../2"})
