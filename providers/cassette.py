@@ -92,6 +92,7 @@ SECRET_HEADERS = {
 }
 SECRET_PARAMS = {
     "key", "api_key", "apikey", "token", "access_token", "refresh_token", "id_token", "client_secret", "password",
+    "accesstoken", "encryptedaccesstoken",  # ABP logins (Denvr) answer a camelCase token
 }  # fmt: skip
 
 

@@ -92,6 +92,7 @@ async def request(
     json: Any = None,  # any JSON-serialisable body: its shape is each provider's business
     data: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
+    content: bytes | None = None,  # a body sent byte for byte: what a request signature was computed over
 ) -> httpx.Response:
     """Send one request, retrying transient failures; raise ProviderError on a final failure.
 
@@ -104,7 +105,9 @@ async def request(
         if ctx.pacer is not None:
             await ctx.pacer.wait()
         try:
-            sent = ctx.client.build_request(method, url, params=params, json=json, data=data, headers=headers)
+            sent = ctx.client.build_request(
+                method, url, params=params, json=json, data=data, content=content, headers=headers
+            )
             if not headers or not any(k.lower() == "accept-encoding" for k in headers):
                 sent.headers["accept-encoding"] = ACCEPT_ENCODING
             response = await ctx.client.send(sent, stream=True)
@@ -294,8 +297,10 @@ async def post_json(
     json: Any = None,
     data: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
+    content: bytes | None = None,
 ) -> Any:
-    return decode_json(await request(ctx, "POST", url, params=params, json=json, data=data, headers=headers))
+    response = await request(ctx, "POST", url, params=params, json=json, data=data, headers=headers, content=content)
+    return decode_json(response)
 
 
 def decode_json(response: httpx.Response) -> Any:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from providers.adapters.akash import Akash
+from providers.adapters.alibaba import AlibabaCloud
+from providers.adapters.atlanticnet import AtlanticNet
 from providers.adapters.aws import Aws
 from providers.adapters.azure import Azure
 from providers.adapters.clore import Clore
@@ -18,8 +20,10 @@ from providers.adapters.coreweave import CoreWeaveRates
 from providers.adapters.crusoe import CrusoeRates
 from providers.adapters.cudo import Cudo
 from providers.adapters.daytona import Daytona
+from providers.adapters.denvr import Denvr
 from providers.adapters.digitalocean import DigitalOcean
 from providers.adapters.fluidstack import FluidStack
+from providers.adapters.gcore import Gcore
 from providers.adapters.gcp import Gcp
 from providers.adapters.hetzner import Hetzner
 from providers.adapters.hivenet import Hivenet
@@ -30,7 +34,9 @@ from providers.adapters.hyperstack import Hyperstack
 from providers.adapters.ionet import IoNet
 from providers.adapters.ionos import Ionos
 from providers.adapters.jarvislabs import JarvisLabs
+from providers.adapters.koyeb import Koyeb
 from providers.adapters.lambdalabs import LambdaLabs
+from providers.adapters.latitude import Latitude
 from providers.adapters.linode import Linode
 from providers.adapters.lium import Lium
 from providers.adapters.massedcompute import MassedCompute
@@ -39,11 +45,14 @@ from providers.adapters.modal import ModalRates
 from providers.adapters.nebius import NebiusRates
 from providers.adapters.nebulablock import NebulaBlock
 from providers.adapters.novita import Novita
+from providers.adapters.oblivus import Oblivus
 from providers.adapters.oci import Oci
 from providers.adapters.ovhcloud import OvhCloud
 from providers.adapters.packetai import PacketAiRates
 from providers.adapters.paperspace import PaperspaceRates
+from providers.adapters.ppio import Ppio
 from providers.adapters.primeintellect import PrimeIntellect
+from providers.adapters.quantacloud import QuantaCloud
 from providers.adapters.reference import ReferenceRates
 from providers.adapters.replicate import ReplicateRates
 from providers.adapters.runpod import RunPod
@@ -54,6 +63,7 @@ from providers.adapters.seeweb import Seeweb
 from providers.adapters.sfcompute import SfCompute
 from providers.adapters.shadeform import Shadeform
 from providers.adapters.spheron import Spheron
+from providers.adapters.tencent import TencentCloud
 from providers.adapters.tensordock import TensorDock
 from providers.adapters.thundercompute import ThunderCompute
 from providers.adapters.vastai import VastAi
@@ -66,6 +76,8 @@ __all__ = ["PROVIDERS", "UnknownProvider", "all_providers", "get_provider", "ref
 
 PROVIDERS: tuple[type[Provider], ...] = (
     Akash,
+    AlibabaCloud,
+    AtlanticNet,
     Aws,
     Azure,
     Clore,
@@ -74,8 +86,10 @@ PROVIDERS: tuple[type[Provider], ...] = (
     CrusoeRates,
     Cudo,
     Daytona,
+    Denvr,
     DigitalOcean,
     FluidStack,
+    Gcore,
     Gcp,
     Hetzner,
     Hivenet,
@@ -86,7 +100,9 @@ PROVIDERS: tuple[type[Provider], ...] = (
     IoNet,
     Ionos,
     JarvisLabs,
+    Koyeb,
     LambdaLabs,
+    Latitude,
     Linode,
     Lium,
     MassedCompute,
@@ -95,11 +111,14 @@ PROVIDERS: tuple[type[Provider], ...] = (
     NebiusRates,
     NebulaBlock,
     Novita,
+    Oblivus,
     Oci,
     OvhCloud,
     PacketAiRates,
     PaperspaceRates,
+    Ppio,
     PrimeIntellect,
+    QuantaCloud,
     ReferenceRates,
     ReplicateRates,
     RunPod,
@@ -110,6 +129,7 @@ PROVIDERS: tuple[type[Provider], ...] = (
     SfCompute,
     Shadeform,
     Spheron,
+    TencentCloud,
     TensorDock,
     ThunderCompute,
     VastAi,

@@ -18,6 +18,11 @@ on-demand price. `available` is False when `availableDeploy` is false or `invent
 when deployable, else None. Products with no price are dropped with a reason. `monthlyPrice` (a list whose
 shape no public reader documents) is kept in attributes only when non-empty, not turned into reserved offers.
 
+PPIO (`providers.adapters.ppio`) runs on the same backend and reuses `parse` with `drop_malformed=True`
+(a product missing a field is dropped with its reason); `canBuy: false` (PPIO) also makes a product
+unavailable and `activityProduct: true` marks a campaign price `promotional`. Novita itself keeps failing
+the run on a product missing a field, as before.
+
 Docs-built: the bundled cassette follows the field names SkyPilot reads
 (`skypilot-org/skypilot@0d0b00ba:sky/catalog/data_fetchers/fetch_novita.py`) and a public client's
 (`billingMethods`, `inventoryState`, `spotPrice` as a string); values illustrative.
@@ -32,6 +37,7 @@ from providers.contract import (
     FetchContext,
     Pricing,
     Provider,
+    ProviderError,
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
@@ -50,77 +56,94 @@ def to_dollars(units: Decimal) -> Decimal:
 
 
 def _availability(raw: dict[str, Any]) -> bool | None:
+    """False when the product cannot be deployed or bought now (`availableDeploy`, `inventoryState`, and
+    PPIO's `canBuy`), True when deployable, else None."""
     if raw.get("availableDeploy") is False or str(raw.get("inventoryState") or "").lower() == "none":
+        return False
+    if raw.get("canBuy") is False:
         return False
     return True if raw.get("availableDeploy") is True else None
 
 
-def parse(payload: Any) -> ScrapeResult:
+def parse(payload: Any, *, drop_malformed: bool = False) -> ScrapeResult:
+    """The `data` products as offers. With `drop_malformed` (PPIO), a product missing a field is dropped
+    with its reason instead of failing the run; a body without a `data` list always fails it."""
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(as_list(require(payload, "data", "response"), "data")):
-        where = f"data[{i}]"
-        product = str(require(raw, "id", where))
-        name = str(require(raw, "name", where)).strip()
-        units = to_optional_decimal(require(raw, "price", where), f"{where}.price", blank_is_none=True)
-        if units is None or units <= 0:
-            result.skipped.append(f"{product}: no price")
-            continue
-        regions = [code for r in as_list(raw.get("regions") or [], f"{where}.regions") if (code := slug(r))] or [""]
-        billing = raw.get("billingMethods")
-        sells_spot = not isinstance(billing, list) or "spot" in billing
-        spot_units = to_optional_decimal(raw.get("spotPrice"), f"{where}.spotPrice", blank_is_none=True)
-        if not sells_spot:
-            spot_units = None
-        available = _availability(raw)
-        attributes: dict[str, Any] = {"product_id": product, "price_units": str(units)}
-        if raw.get("inventoryState") is not None:
-            attributes["inventory_state"] = raw["inventoryState"]
-        if isinstance(billing, list):
-            attributes["billing_methods"] = billing
-        if raw.get("monthlyPrice"):
-            attributes["monthly_price"] = raw["monthlyPrice"]
-        for field, attr in (("minRootFS", "min_root_fs_gb"), ("maxRootFS", "max_root_fs_gb")):
-            if raw.get(field) is not None:
-                attributes[attr] = raw[field]
-        for region in regions:
-            key = f"{product}:{region}" if region else product
-            if key in seen:
-                result.skipped.append(f"{key}: listed twice")
-                continue
-            seen.add(key)
-            on_demand = ScrapedOffer(
-                key=key,
-                gpu_name=name,
-                gpu_count=Decimal(1),
-                price_per_hour=to_dollars(units),
-                region=region,
-                gpu_memory_gb=memory_in_name(name),
-                instance_type=product,
-                available=available,
-                vcpus=to_optional_decimal(raw.get("cpuPerGpu"), f"{where}.cpuPerGpu"),
-                ram_gb=to_optional_decimal(raw.get("memoryPerGpu"), f"{where}.memoryPerGpu"),
-                attributes=dict(attributes),
-            )
-            result.offers.append(on_demand)
-            if spot_units is not None and 0 < spot_units < units:
-                result.offers.append(
-                    ScrapedOffer(
-                        key=f"{key}:spot",
-                        gpu_name=name,
-                        gpu_count=Decimal(1),
-                        price_per_hour=to_dollars(spot_units),
-                        pricing=Pricing.spot,
-                        region=region,
-                        gpu_memory_gb=on_demand.gpu_memory_gb,
-                        instance_type=product,
-                        available=on_demand.available,
-                        vcpus=on_demand.vcpus,
-                        ram_gb=on_demand.ram_gb,
-                        attributes=attributes | {"price_units": str(spot_units)},
-                    )
-                )
+        try:
+            parse_product(raw, f"data[{i}]", result, seen)
+        except ProviderError as exc:
+            if not drop_malformed:
+                raise
+            result.skipped.append(f"data[{i}]: {exc}")
     return result
+
+
+def parse_product(raw: Any, where: str, result: ScrapeResult, seen: set[str]) -> None:
+    """One product's offers (one per region, plus spot), added to `result`."""
+    product = str(require(raw, "id", where))
+    name = str(require(raw, "name", where)).strip()
+    units = to_optional_decimal(require(raw, "price", where), f"{where}.price", blank_is_none=True)
+    if units is None or units <= 0:
+        result.skipped.append(f"{product}: no price")
+        return
+    regions = [code for r in as_list(raw.get("regions") or [], f"{where}.regions") if (code := slug(r))] or [""]
+    billing = raw.get("billingMethods")
+    sells_spot = not isinstance(billing, list) or "spot" in billing
+    spot_units = to_optional_decimal(raw.get("spotPrice"), f"{where}.spotPrice", blank_is_none=True)
+    if not sells_spot:
+        spot_units = None
+    available = _availability(raw)
+    attributes: dict[str, Any] = {"product_id": product, "price_units": str(units)}
+    if raw.get("inventoryState") is not None:
+        attributes["inventory_state"] = raw["inventoryState"]
+    if isinstance(billing, list):
+        attributes["billing_methods"] = billing
+    if raw.get("monthlyPrice"):
+        attributes["monthly_price"] = raw["monthlyPrice"]
+    if raw.get("activityProduct") is True:
+        attributes["promotional"] = True  # PPIO: a campaign price, not the list price
+    for field, attr in (("minRootFS", "min_root_fs_gb"), ("maxRootFS", "max_root_fs_gb")):
+        if raw.get(field) is not None:
+            attributes[attr] = raw[field]
+    for region in regions:
+        key = f"{product}:{region}" if region else product
+        if key in seen:
+            result.skipped.append(f"{key}: listed twice")
+            continue
+        seen.add(key)
+        on_demand = ScrapedOffer(
+            key=key,
+            gpu_name=name,
+            gpu_count=Decimal(1),
+            price_per_hour=to_dollars(units),
+            region=region,
+            gpu_memory_gb=memory_in_name(name),
+            instance_type=product,
+            available=available,
+            vcpus=to_optional_decimal(raw.get("cpuPerGpu"), f"{where}.cpuPerGpu"),
+            ram_gb=to_optional_decimal(raw.get("memoryPerGpu"), f"{where}.memoryPerGpu"),
+            attributes=dict(attributes),
+        )
+        result.offers.append(on_demand)
+        if spot_units is not None and 0 < spot_units < units:
+            result.offers.append(
+                ScrapedOffer(
+                    key=f"{key}:spot",
+                    gpu_name=name,
+                    gpu_count=Decimal(1),
+                    price_per_hour=to_dollars(spot_units),
+                    pricing=Pricing.spot,
+                    region=region,
+                    gpu_memory_gb=on_demand.gpu_memory_gb,
+                    instance_type=product,
+                    available=on_demand.available,
+                    vcpus=on_demand.vcpus,
+                    ram_gb=on_demand.ram_gb,
+                    attributes=attributes | {"price_units": str(spot_units)},
+                )
+            )
 
 
 class Novita(Provider):
