@@ -98,6 +98,12 @@ class MissingCredentials(ProviderError):
     pass
 
 
+class ProviderUnreachable(ProviderError):
+    """Every attempt failed to connect (no route, no DNS, refused): the network, not the provider's answer.
+
+    Kept apart so a machine without network says so once, instead of once per provider."""
+
+
 @dataclass(slots=True)
 class FetchContext:
     client: httpx.AsyncClient

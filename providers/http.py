@@ -16,7 +16,7 @@ from contextlib import aclosing, contextmanager
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from urllib.parse import quote, quote_plus, urlsplit
 
-from providers.contract import FetchContext, ProviderError
+from providers.contract import FetchContext, ProviderError, ProviderUnreachable
 from providers.pacing import RequestPacer
 
 # httpx is imported where a request is made, not with the module: the registry imports every adapter
@@ -62,6 +62,13 @@ def transient_errors() -> tuple[type[Exception], ...]:
     return (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError)
 
 
+def connect_errors() -> tuple[type[Exception], ...]:
+    """Failures before any byte reached the provider: on every attempt, the network is down, not the provider."""
+    import httpx
+
+    return (httpx.ConnectError, httpx.ConnectTimeout)
+
+
 REDACTED = "<redacted>"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 # Only the codings we can inflate a bounded piece at a time: httpx would also offer br/zstd whenever those
@@ -100,6 +107,7 @@ async def request(
     the response returned holds it already decoded."""
     attempts = ctx.retries + 1
     last_problem = ""
+    connect_failed = False  # the last attempt never reached the provider
     for attempt in range(attempts):
         hint: float | None = None  # a transport failure carries no Retry-After to honour
         if ctx.pacer is not None:
@@ -124,11 +132,16 @@ async def request(
                 await response.aclose()
         except transient_errors() as exc:
             last_problem = f"{type(exc).__name__} on {method} {_safe(url)}"
+            connect_failed = isinstance(exc, connect_errors())
+        else:
+            connect_failed = False
         if attempt + 1 < attempts:
             delay = backoff_delay(ctx, attempt)
             if hint is not None:
                 delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
             await asyncio.sleep(delay)
+    if connect_failed:
+        raise ProviderUnreachable(f"gave up after {attempts} attempts: {last_problem}")
     raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
 
 

@@ -53,6 +53,7 @@ from providers.contract import (
     Provider,
     ProviderError,
     ProviderKind,
+    ProviderUnreachable,
     ScrapedOffer,
     ScrapeResult,
 )
@@ -61,6 +62,7 @@ from providers.http import (
     ACCEPT_ENCODING,
     RETRY_STATUS,
     backoff_delay,
+    connect_errors,
     error_snippet,
     gather_bounded,
     iter_body,
@@ -331,6 +333,7 @@ async def _stream_region(ctx: FetchContext, region: str) -> ScrapeResult:
     url = URL.format(region=region)
     attempts = ctx.retries + 1
     problem = ""
+    unreachable = False
     for attempt in range(attempts):
         parser = PriceListParser(region)
         try:
@@ -356,9 +359,12 @@ async def _stream_region(ctx: FetchContext, region: str) -> ScrapeResult:
                     return parser.finish()
         except transient_errors() as exc:
             problem = f"{type(exc).__name__} on GET {url}"
+            unreachable = isinstance(exc, connect_errors())
+        else:
+            unreachable = False
         if attempt + 1 < attempts:
             await asyncio.sleep(backoff_delay(ctx, attempt))
-    raise ProviderError(f"gave up after {attempts} attempts: {problem}")
+    raise (ProviderUnreachable if unreachable else ProviderError)(f"gave up after {attempts} attempts: {problem}")
 
 
 class Aws(Provider):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -20,7 +21,15 @@ import httpx
 from sqlalchemy import Engine
 
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
-from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
+from providers.contract import (
+    FetchContext,
+    MissingCredentials,
+    Provider,
+    ProviderError,
+    ProviderKind,
+    ProviderUnreachable,
+    ScrapeResult,
+)
 from providers.fetching import fetch_offers
 from providers.registry import all_providers, get_provider
 from providers.schema import Capture, capture_json
@@ -226,6 +235,10 @@ async def _run_one(
                     warnings = await _schema_warnings(provider, seen)
         except MissingCredentials as exc:
             return fail(RunStatus.skipped, str(exc))
+        except ProviderUnreachable as exc:
+            # Said once for the whole batch by run_scrape (no network is one problem, not sixty).
+            log.info("provider %s unreachable: %s", name, exc)
+            return fail(RunStatus.failed, f"{UNREACHABLE}{exc}")
         except TimeoutError:
             return fail(RunStatus.failed, f"timed out after {settings.scrape_timeout_s:.0f}s")
         except ProviderError as exc:
@@ -297,9 +310,47 @@ async def run_scrape(
     try:
         claims = unscheduled_claims(engine, unscheduled, settings, clock())
         claimed = await asyncio.to_thread(stack.enter_context, claims)
-        return list(await asyncio.gather(*(one(j, claimed) for j in jobs)))
+        reports = list(await asyncio.gather(*(one(j, claimed) for j in jobs)))
+        NETWORK.record(reports)
+        return reports
     finally:
         await asyncio.to_thread(stack.close)  # the claims' locks: a connection to end on Postgres
+
+
+UNREACHABLE = "unreachable: "
+NO_NETWORK_AFTER = 3  # providers in a row that could not be reached before the likely cause is said
+
+
+class _NetworkNotice:
+    """"No network?" said once, not once per provider: the worker scrapes each provider as its own job, so a
+    machine without network would otherwise log sixty failures. Each unreachable provider is logged at
+    INFO; after NO_NETWORK_AFTER in a row with no provider reached, one warning names them and the way to
+    see data offline; the first provider reached again ends the outage (and says so)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._down: list[str] = []
+        self._said = False
+
+    def record(self, reports: Sequence[IngestReport]) -> None:
+        with self._lock:
+            for report in reports:
+                if (report.error or "").startswith(UNREACHABLE):
+                    self._down.append(report.provider)
+                elif report.status == RunStatus.ok and get_provider(report.provider).kind != ProviderKind.static_sheet:
+                    if self._said:
+                        log.warning("providers reachable again (%s answered)", report.provider)
+                    self._down, self._said = [], False
+            if not self._said and len(self._down) >= NO_NETWORK_AFTER:
+                self._said = True
+                log.warning(
+                    "providers unreachable (%s): no network? `make up DEMO=1` (gpu-tracker up --demo) shows "
+                    "the bundled samples offline; each further failure is logged at INFO",
+                    ", ".join(self._down),
+                )
+
+
+NETWORK = _NetworkNotice()
 
 
 async def _run_claimed(
