@@ -5,7 +5,7 @@ Format (JSON)::
     {
       "provider": "vastai",
       "recorded_at": "2026-11-29T00:00:00Z",
-      "source": "recorded" | "schema-faithful sample from shared/reference/providers.md B.1",
+      "source": "recorded" | "schema-faithful sample from <public source>",
       "interactions": [
         {"request":  {"method": "POST", "url": "https://…/path?a=1", "body": {…} | null},
          "response": {"status": 200, "headers": {"content-type": "application/json"},

@@ -1,4 +1,4 @@
-"""Akash Network: the decentralised compute marketplace's GPU prices (market-2026.md §4.1 C, providers.md §G).
+"""Akash Network: the decentralised compute marketplace's GPU prices.
 
 API: `GET https://console-api.akash.network/v1/gpu-prices`, public (no credentials), the feed behind the
 Akash Console's pricing page. Shape: `{availability: {total, available}, models: [{vendor, model, ram,

@@ -1,5 +1,5 @@
 """Alibaba Cloud ECS GPU instances: `DescribePrice` per (region × instance type) for the on-demand price and
-`DescribeSpotPriceHistory` for the spot price, both signed RPC calls (providers-next.md §1.2 #16).
+`DescribeSpotPriceHistory` for the spot price, both signed RPC calls.
 
 `GET https://ecs.<region>.aliyuncs.com/?Action=DescribePrice&Version=2014-05-26&Format=JSON&RegionId=…
 &ResourceType=instance&InstanceType=…&PriceUnit=Hour` and `…?Action=DescribeSpotPriceHistory&RegionId=…

@@ -1,6 +1,5 @@
 """Atlantic.Net GPU cloud hosting: the schema.org catalog embedded in its public pricing page,
-`GET https://www.atlantic.net/cloud-hosting/gpu-cloud-hosting/` (providers-next.md §1.1 alternates,
-"Atlantic.Net").
+`GET https://www.atlantic.net/cloud-hosting/gpu-cloud-hosting/`.
 
 Atlantic.Net's Cloud API lists no GPU plans; the page carries every plan as JSON-LD
 (`<script type="application/ld+json">`): an `Offer` (or `Product`) with `category: "Accelerated Compute"`,

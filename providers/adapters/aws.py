@@ -1,4 +1,4 @@
-"""AWS EC2: the public Price List bulk CSV, one file per region (providers.md A.2 §5).
+"""AWS EC2: the public Price List bulk CSV, one file per region.
 
 `GET https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv`,
 no authentication, for each region in `REGIONS`: the US (us-east-1, us-east-2, us-west-2), Canada

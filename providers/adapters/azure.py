@@ -1,4 +1,4 @@
-"""Azure Retail Prices API: `GET https://prices.azure.com/api/retail/prices` (providers.md A.2 §4, B.4).
+"""Azure Retail Prices API: `GET https://prices.azure.com/api/retail/prices`.
 
 No authentication. One `$filter` query per region in `REGIONS`, each followed through `NextPageLink` to
 its end: walking all regions in one `$skip` sequence silently loses rows when Azure republishes prices

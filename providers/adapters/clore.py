@@ -1,4 +1,4 @@
-"""Clore.ai, a peer-to-peer GPU marketplace: `GET https://api.clore.ai/v1/marketplace` (providers-next.md 1.1 #6).
+"""Clore.ai, a peer-to-peer GPU marketplace: `GET https://api.clore.ai/v1/marketplace`.
 
 Auth: the API documents an `auth: <key>` header; the marketplace answers without one (two third-party
 clients report so), so the key is optional (`CLORE_API_KEY`) and sent only when configured.

@@ -1,4 +1,4 @@
-"""CloudRift: `POST /api/v1/instance-types/list` (providers.md A.1 #17, A.2 "CloudRift", C.2, C.5).
+"""CloudRift: `POST /api/v1/instance-types/list`.
 
 Anonymous. The body is CloudRift's versioned envelope with a selector for VM instance types. The answer is
 `data.instance_types[]`, each with a GPU brand (`brand_short`) and `variants[]`:

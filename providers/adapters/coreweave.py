@@ -1,6 +1,6 @@
 """CoreWeave's published on-demand and spot instance rates, shipped as a dated price-page sheet.
 
-CoreWeave has no public pricing API (market-2026.md §4.1 B; SkyPilot reaches it only through
+CoreWeave has no public pricing API (SkyPilot reaches it only through
 Kubernetes), so the rates live in `providers/sheets/coreweave.toml`, transcribed from
 coreweave.com/pricing with the date it was read, `source_type = "price_page"`, and are labelled reference
 data wherever they show. The page prices whole instances (8 GPUs, a 4-GPU GB200 unit, one GH200): the

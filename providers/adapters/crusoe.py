@@ -1,8 +1,9 @@
-"""Crusoe Cloud's published per-GPU rates, shipped as a static sheet (providers.md A.1 #19, C.2 "Crusoe").
+"""Crusoe Cloud's published per-GPU rates, shipped as a static sheet.
 
 Crusoe's API (`/v1alpha5/.../compute/vms/types`, `/capacities`, HMAC-signed) lists machine types and
 capacity but no prices, so there is nothing to scrape: the rates live in `providers/sheets/crusoe.toml`,
-transcribed from the per-GPU table of crusoe.ai/cloud/pricing as recorded in providers.md §C.2, and are
+transcribed from the per-GPU table of crusoe.ai/cloud/pricing as
+gpuhunt recorded it (dstackai/gpuhunt@35841515), and are
 labelled reference data (source + as_of) wherever they show. Update the sheet by hand when Crusoe's
 pricing page changes.
 """

@@ -1,5 +1,4 @@
-"""CUDO Compute: `GET https://rest.compute.cudo.org/v1/vms/machine-types` (market-2026.md §4.1 A "CUDO Compute";
-providers.md A.1 #21 and A.2 "CUDO").
+"""CUDO Compute: `GET https://rest.compute.cudo.org/v1/vms/machine-types`.
 
 API and auth: the machine-type listing is public (gpuhunt's REST reader sent no key,
 `dstackai/gpuhunt@064e1d6^:src/gpuhunt/providers/cudo.py`); CUDO's API key is for the account endpoints,

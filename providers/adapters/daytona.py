@@ -1,4 +1,4 @@
-"""Daytona GPU sandboxes: `GET https://billing.app.daytona.io/gpu-pricing` (market-2026.md §4.1 A "Daytona").
+"""Daytona GPU sandboxes: `GET https://billing.app.daytona.io/gpu-pricing`.
 
 API and auth: one public JSON rate card, no credentials (SkyPilot's `fetch_daytona.py` reads it anonymously,
 `skypilot-org/skypilot@35cd9876`). No pagination. No rate limit is documented (`requests_per_minute` None);

@@ -1,4 +1,4 @@
-"""Denvr Dataworks (Denvr Cloud) virtual GPU servers (providers-next.md §1.2 #14).
+"""Denvr Dataworks (Denvr Cloud) virtual GPU servers.
 
 Auth: a username and password (`DENVR_USERNAME`, `DENVR_PASSWORD`; either missing → the run is `skipped`)
 exchanged for a bearer token at `POST https://api.cloud.denvrdata.com/api/TokenAuth/Authenticate`

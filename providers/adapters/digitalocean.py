@@ -1,4 +1,4 @@
-"""DigitalOcean GPU Droplets: `GET /v2/sizes` lists every Droplet size (providers.md A.1 §9, A.2 §8–9, B.6).
+"""DigitalOcean GPU Droplets: `GET /v2/sizes` lists every Droplet size.
 
 Quirks handled here:
 * the listing is paginated: we follow `links.pages.next` until it is absent (guarding against loops);

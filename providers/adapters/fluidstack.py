@@ -1,5 +1,5 @@
 """FluidStack: `GET https://platform.fluidstack.io/list_available_configurations` lists what can be
-deployed now, per GPU type (providers.md A.1 §13, A.2 §11–23, C.3 "Fluidstack GPU_MAP").
+deployed now, per GPU type.
 
 Quirks handled here:
 * auth is an `api-key: <key>` header (not Bearer);

@@ -1,5 +1,5 @@
 """Gcore Everywhere AI / GPU Cloud: bare-metal and virtual GPU flavors with prices and capacity
-(providers-next.md §1.2 #12).
+.
 
 Auth: `Authorization: APIKey <GCORE_API_KEY>` (missing → the run is `skipped`). `GCORE_PROJECT_ID` is
 optional: without it the account's default project (else its first live one) from `GET /cloud/v1/projects`

@@ -1,4 +1,4 @@
-"""Google Cloud: GPU list prices from the Cloud Billing Catalog (providers.md A.1 #6, A.2 §6, C.2, C.3).
+"""Google Cloud: GPU list prices from the Cloud Billing Catalog.
 
 `GET https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus?key=…&pageSize=5000` (Compute
 Engine's SKUs), following `nextPageToken` → `pageToken` to the end. Auth is an API key in the `key`

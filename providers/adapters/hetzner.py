@@ -1,4 +1,4 @@
-"""Hetzner dedicated GPU servers (GEX44, GEX131), priced in EUR (providers-next.md 1.1 #5).
+"""Hetzner dedicated GPU servers (GEX44, GEX131), priced in EUR.
 
 API: `GET https://robot-ws.your-server.de/order/server/available_configurations?currency=EUR`, public (the
 endpoint Hetzner's own order page uses to show stock); one JSON list of every orderable configuration.

@@ -1,4 +1,4 @@
-"""Compute with Hivenet: GPU presets on its distributed cloud (providers-next.md 1.1, alternates).
+"""Compute with Hivenet: GPU presets on its distributed cloud.
 
 API: `GET https://api.hivecompute.ai/presets/pricing`, public and unauthenticated; one JSON list.
 

@@ -1,4 +1,4 @@
-"""Hot Aisle: AMD Instinct virtual machines (providers.md A.1 #18, §11–23; market-2026.md §4.1 A).
+"""Hot Aisle: AMD Instinct virtual machines.
 
 API: `GET https://admin.hotaisle.app/api/teams/{team}/virtual_machines/available/`, the VM shapes the team
 can deploy right now (the endpoint gpuhunt's online provider reads; OpenAPI at admin.hotaisle.app/api/docs).

@@ -1,5 +1,5 @@
 """Hugging Face Inference Endpoints: dedicated GPU instances that Hugging Face resells on AWS, Azure and
-GCP (providers-next.md 1.1 #2): an aggregator of hyperscaler capacity.
+GCP: an aggregator of hyperscaler capacity.
 
 API: `GET https://api.endpoints.huggingface.cloud/v2/provider`, public (its Swagger is at the API root;
 public clients call it with no key); one document listing every vendor, region and instance.

@@ -1,5 +1,5 @@
 """Hyperbolic's GPU marketplace: `POST https://api.hyperbolic.xyz/v1/marketplace` with `{"filters": {}}`
-(providers-next.md 1.1 #3).
+.
 
 Auth: optional. Several public clients call it with no key; Coinbase's AgentKit sends
 `Authorization: Bearer <key>`, so a configured `HYPERBOLIC_API_KEY` is sent and none is required.

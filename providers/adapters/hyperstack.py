@@ -1,5 +1,5 @@
 """Hyperstack (NexGen Cloud): `GET /v1/core/flavors` lists VM flavors per GPU and region, and
-`GET /v1/pricebook` gives the hourly rate per resource (providers.md A.1 §14, A.2 §11–23).
+`GET /v1/pricebook` gives the hourly rate per resource.
 
 Quirks handled here:
 * auth is an `api_key: <key>` header;

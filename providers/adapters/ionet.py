@@ -1,4 +1,4 @@
-"""io.net IO Cloud (a DePIN marketplace): its public hardware catalog (providers-next.md 1.1 #4).
+"""io.net IO Cloud (a DePIN marketplace): its public hardware catalog.
 
 API, both public and unauthenticated:
 * `GET https://api.io.solutions/v1/io-cloud/vmaas/hardware`: every VM configuration with its specs and price;

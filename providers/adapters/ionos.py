@@ -1,5 +1,5 @@
 """IONOS Cloud GPU VMs (NVIDIA H200), from its public price calculator, in EUR, GBP and USD
-(providers-next.md 1.1, alternates).
+.
 
 Source: IONOS has no public price API (its cloud API needs an account), but the price calculator at
 `https://cloud-price-calculator.ionos.com/` ships the whole price list, as JSON objects, in its script

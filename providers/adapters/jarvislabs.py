@@ -1,5 +1,5 @@
 """JarvisLabs: `GET https://backendn.jarvislabs.net/misc/server_meta` is the price and free-capacity
-catalogue the official SDK reads (providers.md A.1 §12, A.2 §11–23, B.7).
+catalogue the official SDK reads.
 
 Quirks handled here:
 * `price_per_hour` and `spot_price` are per GPU; billing is linear in the GPU count (no multi-GPU

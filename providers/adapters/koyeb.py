@@ -1,5 +1,4 @@
-"""Koyeb serverless GPU instances: `GET https://app.koyeb.com/v1/catalog/instances` (providers-next.md §1.2
-#10).
+"""Koyeb serverless GPU instances: `GET https://app.koyeb.com/v1/catalog/instances`.
 
 Auth: `Authorization: Bearer <KOYEB_API_TOKEN>` (missing → the run is `skipped`; unauthenticated access is
 unverified, so we do not rely on it). Pagination: `limit`/`offset` (`PAGE_SIZE` per page), until a page is

@@ -1,7 +1,7 @@
 """Lambda Cloud: `GET /api/v1/instance-types` lists every instance type with its price and the regions
-that have capacity right now (providers.md A.1 §3, A.2 §3, B.3).
+that have capacity right now.
 
-Host: `cloud.lambda.ai` (market-2026.md, "provider API churn": the API moved there from
+Host: `cloud.lambda.ai` (the API moved there from
 `cloud.lambdalabs.com`). Its new `/api/v1/regions` lists regions only; the per-region capacity we need is
 already in `instance-types`, so it is not called.
 

@@ -1,5 +1,4 @@
-"""Latitude.sh bare-metal GPU plans: `GET https://api.latitude.sh/plans?filter[gpu]=true` (providers-next.md
-§1.2 #9).
+"""Latitude.sh bare-metal GPU plans: `GET https://api.latitude.sh/plans?filter[gpu]=true`.
 
 Auth: `Authorization: Bearer <LATITUDE_API_KEY>` (missing → the run is `skipped`). JSON:API, paginated with
 `page[size]`/`page[number]` (1-based): the walk stops at `meta.total_pages`, or at a short or empty page

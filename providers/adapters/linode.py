@@ -1,4 +1,4 @@
-"""Akamai Cloud (Linode) GPU plans: `GET https://api.linode.com/v4/linode/types` (providers-next.md 1.1 #1).
+"""Akamai Cloud (Linode) GPU plans: `GET https://api.linode.com/v4/linode/types`.
 
 Auth: none (the plan list is public). Paginated: `{data, page, pages, results}`, pages of up to 500 with
 `page_size=500`; we walk `page=1..pages` (at most `MAX_PAGES`).

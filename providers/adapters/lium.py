@@ -1,4 +1,4 @@
-"""Lium (Bittensor subnet 51): a marketplace of GPU nodes run by independent providers (market-2026.md §4.1 A).
+"""Lium (Bittensor subnet 51): a marketplace of GPU nodes run by independent providers.
 
 API: `GET https://lium.io/api/public/v1/nodes`, public and unauthenticated: the whole rentable inventory in one
 JSON document (docs.lium.io/developers/public-nodes-feed: fields are only ever added under /public/v1,

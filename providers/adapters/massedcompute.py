@@ -1,4 +1,4 @@
-"""Massed Compute: on-demand GPU VMs (market-2026.md §4.1 C; also reached through Prime Intellect and Shadeform).
+"""Massed Compute: on-demand GPU VMs (also reached through Prime Intellect and Shadeform).
 
 API: `GET https://vm.massedcompute.com/api/v1/gpu-inventory`, "a comprehensive list of all GPU types,
 configurations, and available inventory" (Massed Compute VM API 1.0.0, vm-docs.massedcompute.com; the

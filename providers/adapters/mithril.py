@@ -1,4 +1,4 @@
-"""Mithril (formerly Foundry) spot auction market (market-2026.md §4.1 A "Mithril").
+"""Mithril (formerly Foundry) spot auction market.
 
 API: `https://api.mithril.ai`, auth `Authorization: Bearer <MITHRIL_API_KEY>` (missing → the run is `skipped`).
 Three reads, the ones SkyPilot's fetcher makes (`skypilot-org/skypilot@161a59fc:sky/catalog/data_fetchers/

@@ -1,6 +1,6 @@
 """Modal's published per-second serverless GPU rates, shipped as a dated price-page sheet.
 
-Modal has no pricing API (market-2026.md §4.1 B): modal.com/pricing quotes $ per GPU-second, which the
+Modal has no pricing API: modal.com/pricing quotes $ per GPU-second, which the
 sheet (`providers/sheets/modal.toml`) keeps as written (`price_per_gpu_second`) and `providers.sheet`
 turns into $/GPU-hour (× 3600). Base rates only: Modal's region (1.5×/1.75×) and non-preemptible (3×)
 multipliers, and CPU/memory billed alongside, are not in the figure. Labelled reference data wherever it

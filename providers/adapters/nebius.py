@@ -1,7 +1,7 @@
 """Nebius's published on-demand and preemptible GPU rates, shipped as a dated price-page sheet.
 
 Nebius answers prices only over gRPC (`billing.v1 CalculatorService.Estimate` per preset, with a
-service-account key; market-2026.md §4.1 A, providers.md A.1 #11), and this project has no gRPC client or
+service-account key), and this project has no gRPC client or
 Nebius SDK, so the rates live in `providers/sheets/nebius.toml`: the per-GPU-hour table of
 nebius.com/prices with the date it was read, `source_type = "price_page"`, labelled reference data wherever
 they show. Preemptible rates are spot offers of the same machine. Update the sheet by hand when the page

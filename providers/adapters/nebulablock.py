@@ -1,4 +1,4 @@
-"""Nebula Block: GPU instances by country (providers-next.md 1.1 #7).
+"""Nebula Block: GPU instances by country.
 
 API: `GET https://api.nebulablock.com/api/v1/computing/products`, public and unauthenticated, one document.
 

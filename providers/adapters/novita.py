@@ -1,5 +1,4 @@
-"""Novita AI GPU instances: `GET https://api.novita.ai/gpu-instance/openapi/v1/products` (market-2026.md §4.1 A
-"Novita / PPIO").
+"""Novita AI GPU instances: `GET https://api.novita.ai/gpu-instance/openapi/v1/products`.
 
 Auth: `Authorization: Bearer <NOVITA_API_KEY>` (missing → the run is `skipped`). We ask for every product,
 not only `available=true` (the filter SkyPilot's fetcher sends), so a product that runs out stays in the

@@ -1,6 +1,6 @@
 """Oblivus GPU cloud: `GET https://api.oblivus.com/v2/cloud/metadata/` (flavors, prices, configurations) and
 `GET https://api.oblivus.com/v2/cloud/stock/list/` (deployable virtual servers per location)
-(providers-next.md §1.2 #13).
+.
 
 Auth: header `apiKey: <OBLIVUS_API_KEY>` (not Bearer; missing → the run is `skipped`). Two requests per
 run; no rate limit documented.

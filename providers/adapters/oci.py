@@ -1,4 +1,4 @@
-"""Oracle Cloud (OCI): the public Cost Estimator data files (providers.md A.2 §10, B.7).
+"""Oracle Cloud (OCI): the public Cost Estimator data files.
 
 `GET https://www.oracle.com/a/ocom/docs/cloudestimator2/data/shapes.json` (compute shapes and the price
 parts they consume) and `GET …/products.json` (the price of each part), no authentication.

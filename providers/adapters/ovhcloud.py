@@ -1,4 +1,4 @@
-"""OVHcloud Public Cloud GPU instances, priced per OVH subsidiary in its own currency (market-2026.md §4.1 C).
+"""OVHcloud Public Cloud GPU instances, priced per OVH subsidiary in its own currency.
 
 API: the public order catalog, `GET {api}/1.0/order/catalog/public/cloud?ovhSubsidiary=<XX>`, anonymous (no
 credentials). One request per subsidiary: FR on `eu.api.ovh.com` (EUR), CA on `ca.api.ovh.com` (CAD) and US on
@@ -22,7 +22,7 @@ Shape (as OVH's own manager and SpareCores' crawler read it):
 * keys are `<subsidiary>:<flavor>:<region>` (+ ":1mo" for the monthly plan): the same machine quoted by
   two subsidiaries is two prices in two currencies.
 
-OVH bills per second since 2026-07 (market-2026.md §4.1); the price unit stays the hour.
+OVH bills per second since 2026-07; the price unit stays the hour.
 
 Rate limit: none documented for the public catalog; three requests per run, one per subsidiary.
 

@@ -1,6 +1,6 @@
 """Paperspace's (DigitalOcean) published GPU machine rates, shipped as a dated price-page sheet.
 
-No pricing API (market-2026.md §4.1 B; SkyPilot also ships a static catalog): the hourly machine rates
+No pricing API (SkyPilot also ships a static catalog): the hourly machine rates
 of paperspace.com/pricing live in `providers/sheets/paperspace.toml`, with the date they were read and
 `source_type = "price_page"`. The page's 3-year HGX H100 commitment is kept as a reserved rate with its
 term, apart from on-demand. Labelled reference data wherever it shows; stale past

@@ -1,5 +1,5 @@
 """PPIO (派欧云, Novita AI's sibling on the same backend) GPU instances:
-`GET https://api.ppinfra.com/gpu-instance/openapi/v1/products` (providers-next.md §1.2 #11).
+`GET https://api.ppinfra.com/gpu-instance/openapi/v1/products`.
 
 The products API is Novita's, field for field, so the parse is Novita's (`providers.adapters.novita.parse`),
 not a copy of it: see that module for the shape, the one-offer-per-region rule and spot offers. What PPIO

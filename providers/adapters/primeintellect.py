@@ -1,4 +1,4 @@
-"""Prime Intellect (aggregator): `GET /api/v1/availability/gpus` (providers.md A.1 #16, A.2, C.3, C.4).
+"""Prime Intellect (aggregator): `GET /api/v1/availability/gpus`.
 
 Auth: `Authorization: Bearer <PRIME_API_KEY>`. Paginated with `page` (from 1) and `page_size=100`; the
 answer is `{items, totalCount}` and we walk pages until we hold `totalCount` items (or a page is empty).
@@ -19,7 +19,7 @@ offer then reaches us `via=primeintellect` (`providers.fetching.labelled_aggrega
 datacenters (`dc_*`) are Prime's machines, not resales: no upstream. The raw name stays in
 attributes.upstream_raw. Rate limit: none documented for the availability endpoint (429 is retried).
 
-Known quirk (providers.md A.2): a flaky replica sometimes answers `200 {"items": [], "totalCount": 0}`.
+Known quirk: a flaky replica sometimes answers `200 {"items": [], "totalCount": 0}`.
 This parser returns an empty result for it rather than guessing; ingest's quarantine (a batch collapsing
 against the previous run's offer count) keeps the last good data instead of recording every offer as gone.
 """

@@ -1,5 +1,4 @@
-"""QuantaCloud on-demand GPU VMs: `GET https://core.quantacloud.net/api/v1/offers` (providers-next.md §1.1
-alternates, "QuantaCloud").
+"""QuantaCloud on-demand GPU VMs: `GET https://core.quantacloud.net/api/v1/offers`.
 
 Auth: none for the catalog (`/offers` and `/gpu-families` are public; deploys need `X-API-Key`, which we never
 use). Rate limit: documented as **3,000 requests per 15 minutes per IP**, declared as

@@ -1,6 +1,6 @@
 """Replicate's published per-second hardware rates, shipped as a dated price-page sheet.
 
-Replicate's `GET /v1/hardware` returns only `{name, sku}` (market-2026.md §4.1 B); the prices are on
+Replicate's `GET /v1/hardware` returns only `{name, sku}`; the prices are on
 replicate.com/pricing, per second and per instance. `providers/sheets/replicate.toml` keeps each as
 written (`price_per_second`, with the instance's GPU count and sku as `instance_type`), and
 `providers.sheet` turns it into $ per instance-hour. Labelled reference data wherever it shows; stale

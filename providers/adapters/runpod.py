@@ -1,5 +1,5 @@
 """RunPod: REST v2 `GET /v2/catalog/gpus` when a key is configured, else the anonymous GraphQL API
-(providers.md A.2 §2, B.2; market-2026.md §0.6).
+.
 
 Why two paths: RunPod's REST v1 retires 2026-11-15 and GraphQL `lowestPrice` is "being retired"; REST v2
 carries per-GPU secure and community prices, and stock with `include=AVAILABILITY`, but needs an API key.

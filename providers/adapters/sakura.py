@@ -1,4 +1,4 @@
-"""SAKURA internet 高火力 VRT (GPU virtual servers, Japan), priced in JPY (providers-next.md 1.1 #8).
+"""SAKURA internet 高火力 VRT (GPU virtual servers, Japan), priced in JPY.
 
 API: the public price list of each zone, `GET https://secure.sakura.ad.jp/cloud/zone/{zone}/api/cloud/1.1/public/price.json`
 for `is1a` and `is1b` (Ishikari), anonymous but answered only with the header `X-Requested-With: XMLHttpRequest`.

@@ -1,5 +1,5 @@
 """SaladCloud GPU classes: `GET https://api.salad.com/api/public/organizations/{organization}/gpu-classes`
-(market-2026.md §4.1 C "SaladCloud").
+.
 
 Auth: header `Salad-Api-Key: <SALAD_API_KEY>` (missing → the run is `skipped`). The path names an
 organization, an auth scope only (the GPU classes and their prices are Salad's, the same for every

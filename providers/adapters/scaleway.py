@@ -1,4 +1,4 @@
-"""Scaleway GPU Instances, priced in euros (market-2026.md §4.1 C).
+"""Scaleway GPU Instances, priced in euros.
 
 API (Instance v1, per zone):
 * `GET https://api.scaleway.com/instance/v1/zones/{zone}/products/servers?per_page=100&page=<n>`: every

@@ -1,4 +1,4 @@
-"""Seeweb: Italian cloud GPU servers (providers.md A.1 #20, §11–23; market-2026.md §4.1 A).
+"""Seeweb: Italian cloud GPU servers.
 
 API: `GET https://api.seeweb.it/ecs/v2/plans`, every ECS plan with its hourly price and the regions it can
 be created in (the endpoint gpuhunt's `seeweb.py` and SkyPilot's `fetch_seeweb.py` read). Auth: header

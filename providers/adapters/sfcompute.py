@@ -1,5 +1,5 @@
 """SF Compute (San Francisco Compute Company) order-book market: `GET https://api.sfcompute.com/v0/quote`
-(market-2026.md §4.1 C "SF Compute").
+.
 
 Auth: `Authorization: Bearer <SFCOMPUTE_API_KEY>` (a token from `sf tokens create`; missing → `skipped`).
 No rate limit is published (`requests_per_minute` None): one run asks `len(INSTANCE_TYPES) × len(TERMS)`

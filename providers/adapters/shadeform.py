@@ -1,4 +1,4 @@
-"""Shadeform (aggregator): `GET /v1/instances/types` (providers.md A.1 #15, A.2 "Shadeform", C.3).
+"""Shadeform (aggregator): `GET /v1/instances/types`.
 
 Auth: header `X-API-KEY`. We ask for every instance type, not only `available=true`, so an offer that runs
 out of capacity stays in the history as unavailable instead of vanishing.

@@ -1,5 +1,4 @@
-"""Spheron (aggregator): `GET https://app.spheron.ai/api/gpu-offers?page=<n>&limit=100` (market-2026.md §4.1 A
-"Spheron").
+"""Spheron (aggregator): `GET https://app.spheron.ai/api/gpu-offers?page=<n>&limit=100`.
 
 Auth: `Authorization: Bearer <SPHERON_API_KEY>` (missing → `skipped`). Paginated: `page` from 1 with
 `limit=PAGE_SIZE`; the answer carries `totalPages`, and we stop at it (or at an empty page), as SkyPilot's

@@ -1,5 +1,5 @@
 """Tencent Cloud CVM GPU instances: `DescribeZoneInstanceConfigInfos` (CVM API 2017-03-12), one signed call
-per region (providers-next.md §1.2 #15).
+per region.
 
 `POST https://cvm.tencentcloudapi.com/` with `X-TC-Action: DescribeZoneInstanceConfigInfos`,
 `X-TC-Version: 2017-03-12`, `X-TC-Region: <region>` and a JSON body filtering on the GPU instance families

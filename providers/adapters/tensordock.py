@@ -1,7 +1,7 @@
-"""TensorDock v2: `GET https://dashboard.tensordock.com/api/v2/locations` (providers.md A.1 #22, A.2, E.3).
+"""TensorDock v2: `GET https://dashboard.tensordock.com/api/v2/locations`.
 
 Auth: `Authorization: Bearer <TENSORDOCK_API_KEY>`. No pagination. The v2 response is documented only
-(providers.md marks it [doc]): `data.locations[].{id, city, stateprovince, country, tier, gpus[]}` with
+ (documented, not seen in a real response): `data.locations[].{id, city, stateprovince, country, tier, gpus[]}` with
 `gpus[].{v0Name, displayName, max_count, price_per_hr, resources.{max_vcpus, max_ram_gb,
 max_storage_gb}, pricing.{per_vcpu_hr, per_gb_ram_hr, per_gb_storage_hr}}`.
 

@@ -1,5 +1,4 @@
-"""Thunder Compute: `GET https://api.thundercompute.com:8443/v1/pricing` and `/v1/specs` (market-2026.md §4.1 C
-"Thunder Compute"; OpenAPI at `/openapi.json`).
+"""Thunder Compute: `GET https://api.thundercompute.com:8443/v1/pricing` and `/v1/specs` (OpenAPI at `/openapi.json`).
 
 Auth: Thunder documents a Bearer token (`TNR_API_TOKEN`, the `tnr` CLI's variable); a public client reports
 both reads answering without one. The token is therefore optional: sent when configured, never a reason to

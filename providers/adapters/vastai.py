@@ -1,4 +1,4 @@
-"""Vast.ai marketplace: `POST /api/v0/bundles/` lists every rentable machine (providers.md A.2 §1, B.1).
+"""Vast.ai marketplace: `POST /api/v0/bundles/` lists every rentable machine.
 
 Prices (all USD per hour for the whole offer, i.e. all of its `num_gpus` GPUs):
 * on-demand is `dph_total`: Vast's hourly total, the machine (`dph_base`) plus the default storage

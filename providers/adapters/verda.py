@@ -1,5 +1,5 @@
 """Verda (formerly DataCrunch): OAuth2 client credentials, then `/instance-types`, `/locations` and
-`/instance-availability` (providers.md A.1 §7, A.2 §7, B.7).
+`/instance-availability`.
 
 Quirks handled here:
 * auth: `POST {base}/oauth2/token` with the client id/secret (grant_type=client_credentials) returns an

@@ -1,5 +1,5 @@
 """Voltage Park On-Demand instant VMs: `GET https://cloud-api.voltagepark.com/api/v1/virtual-machines/instant/locations`
-(market-2026.md §4.1 C "Voltage Park").
+.
 
 Auth: `Authorization: Bearer <VP_API_TOKEN>` (a token from the dashboard's Developers page; missing →
 `skipped`). The listing is paginated, `{items, pagination: {total, page, per_page}}` (Voltage Park's published
@@ -11,8 +11,9 @@ Each location (`id`, `name`) lists the presets one can deploy there (the 1/2/4/8
 deploy call takes as `config_id`). Per preset we read `{id, name, gpu_type, gpu_count, vcpus, ram_gb,
 rate_hourly, available_count}`: `rate_hourly` is a decimal string of USD per hour for the whole VM (the shape
 of `VirtualMachinePricing.rate_hourly`, e.g. "2.500000"); `available_count` says how many can be deployed now
-(`available` is its > 0; absent → None). THE PRESET FIELD NAMES ARE UNVERIFIED (market-2026.md marks the
-price field so): `gpu-tracker doctor voltagepark` on a live answer reports any that differ.
+(`available` is its > 0; absent → None). THE PRESET FIELD NAMES ARE UNVERIFIED
+(the public documentation does not name the
+price field): `gpu-tracker doctor voltagepark` on a live answer reports any that differ.
 
 One on-demand offer per (location × preset). The location name is the region code (slug). A preset without
 a positive rate, or without GPUs, is dropped with a reason. GPU names pass through ("H100 SXM5 80GB").

@@ -1,4 +1,4 @@
-"""Vultr: cloud GPU plans and bare-metal GPU servers (providers.md A.1 #8, A.2 §8, B.5, C.2 "Vultr").
+"""Vultr: cloud GPU plans and bare-metal GPU servers.
 
 Two anonymous listings, each paginated by cursor (`meta.links.next`, passed back as `cursor=`):
 * `GET /v2/plans?type=all&per_page=500`: cloud plans. GPU plans have `type == "vcg"`, a `gpu_type`

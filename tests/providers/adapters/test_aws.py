@@ -1,4 +1,4 @@
-"""AWS price-list CSV adapter against its bundled schema-faithful cassette (providers.md A.2 §5)."""
+"""AWS price-list CSV adapter against its bundled schema-faithful cassette."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Azure Retail Prices adapter against its bundled schema-faithful cassette (providers.md B.4)."""
+"""Azure Retail Prices adapter against its bundled schema-faithful cassette."""
 
 from __future__ import annotations
 

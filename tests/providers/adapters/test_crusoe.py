@@ -1,4 +1,4 @@
-"""Crusoe's static rate sheet (providers/sheets/crusoe.toml; providers.md §C.2)."""
+"""Crusoe's static rate sheet (providers/sheets/crusoe.toml)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from providers.contract import Pricing, ProviderKind
 from providers.sheet import load_sheet
 from tests.factories.cassettes import assert_integrity, replay_fixture
 
-# providers.md §C.2, Crusoe table: canonical id → (on-demand, spot or None) $/GPU-hour
+# The Crusoe table (gpuhunt 35841515): canonical id → (on-demand, spot or None) $/GPU-hour
 EXPECTED = {
     "A100-PCIE-40GB": ("1.45", "1.00"),
     "A100-PCIE-80GB": ("1.65", "1.20"),
@@ -34,7 +34,7 @@ def test_registered_as_static_sheet():
     described = CrusoeRates.describe()
     assert described["reference"] is True
     assert described["as_of"] == "2026-08-19"
-    assert "providers.md" in str(described["source"])
+    assert "gpuhunt" in str(described["source"])
 
 
 def test_sheet_parses_and_ids_resolve(result):

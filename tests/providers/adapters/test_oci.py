@@ -1,4 +1,4 @@
-"""OCI Cost Estimator adapter against its bundled schema-faithful cassette (providers.md B.7)."""
+"""OCI Cost Estimator adapter against its bundled schema-faithful cassette."""
 
 from __future__ import annotations
 

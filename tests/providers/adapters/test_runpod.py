@@ -1,5 +1,5 @@
-"""RunPod adapter against its bundled schema-faithful cassette (GraphQL: providers.md B.2; REST v2: built
-from market-2026.md and RunPod's v2 reference) and against a real 2025 `gpuTypes` capture."""
+"""RunPod adapter against its bundled schema-faithful cassette (GraphQL: the public readers' shape; REST v2: built
+from RunPod's v2 reference) and against a real 2025 `gpuTypes` capture."""
 
 from __future__ import annotations
 

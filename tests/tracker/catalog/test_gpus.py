@@ -32,7 +32,7 @@ def ids(specs: list[GpuSpec]) -> list[str]:
 
 # --- the cards -------------------------------------------------------------------------------------
 
-# Every row of estimate-model.md §A, split per memory size and form factor.
+# Every row of the vendors' spec tables, split per memory size and form factor.
 SPEC_TABLE_CARDS = [
     "V100-SXM-16GB", "V100-SXM-32GB", "V100-PCIE-16GB", "V100-PCIE-32GB", "T4-16GB", "A10-24GB",
     "A10G-24GB", "L4-24GB", "L40-48GB", "L40S-48GB", "A40-48GB", "RTXA6000-48GB", "RTX6000ADA-48GB",

@@ -49,7 +49,7 @@ PRIORS: dict[str, float] = {
     "bandwidth_fraction.hbm": 0.75,  # STREAM-like copy on HBM parts reaches ~75-90 % of peak
     "bandwidth_fraction.gddr": 0.70,  # GDDR6/6X boards lose more to refresh and row switching
     "compute_fraction.decode": 0.40,  # skinny decode GEMMs: well under the long-GEMM share
-    "compute_fraction.prefill": 0.60,  # MAMF of long bf16/fp8 GEMMs (estimate-model.md section A)
+    "compute_fraction.prefill": 0.60,  # MAMF of long bf16/fp8 GEMMs (maximum achievable matmul FLOPS)
     "engine.trt-llm.overhead_s": 1e-3,  # C++ runtime: under vLLM's Python scheduler prior (1.5 ms)
     "engine.trt-llm.per_sequence_s": 3e-5,  # as the vLLM prior
     "comm.latency_us.nvlink": 10.0,  # NVSwitch one-shot all-reduce (serving_model.toml [comm.latency_us])
