@@ -37,6 +37,7 @@ class ImportReport:
     aggregate_rows: int = 0
     skipped: int = 0  # observations or rows already covered (by this import before, or by a scrape)
     quarantined: int = 0
+    failed: list[str] = field(default_factory=list)  # observations the provider's parser refused (failed runs)
     unknown_names: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 

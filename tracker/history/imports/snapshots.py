@@ -75,7 +75,9 @@ async def _parse(provider: type[Provider], body: bytes) -> ScrapeResult:
 
 def covered_until(session: Session, provider: str) -> datetime | None:
     """The latest instant this provider's stored history speaks for (its runs, and offers closed after them)."""
-    runs = session.scalar(select(func.max(ScrapeRun.observed_at)).where(ScrapeRun.provider == provider))
+    # A failed run has no observation, but its attempt is on the ledger: its start counts as covered.
+    at = func.coalesce(ScrapeRun.observed_at, ScrapeRun.started_at)
+    runs = session.scalar(select(func.max(at)).where(ScrapeRun.provider == provider))
     closed = session.scalar(select(func.max(Offer.delisted_at)).where(Offer.provider == provider))
     return max((t for t in (runs, closed) if t is not None), default=None)
 
@@ -95,17 +97,21 @@ def import_snapshots(
             report.skipped += 1
             continue
         body = snap.path.read_bytes()
-        try:
-            result = asyncio.run(_parse(provider, body))
-        except ProviderError as exc:
-            raise DatasetError(f"{snap.path.name}: {provider.name}'s parser refused it: {exc}") from None
         run = ScrapeRun(provider=provider.name, source="import", status="running", started_at=snap.at,
                         finished_at=snap.at, parser_version=provider.parser_version, claimed_by=None,
                         source_version=f"snapshots:{snap.path.name}@sha256:{sha256(body)}"[:255])  # fmt: skip
         session.add(run)
+        report.runs += 1
+        try:
+            result = asyncio.run(_parse(provider, body))
+        except ProviderError as exc:
+            # As a scrape of that answer would have: a failed run, with the reason, and nothing stored.
+            run.status, run.error = "failed", str(exc)[:2000]
+            report.failed.append(snap.path.name)
+            report.notes.append(f"{snap.path.name}: {provider.name}'s parser refused it: {exc}")
+            continue
         session.flush()
         outcome = ingest(session, run, result, catalog=get_catalog(), settings=settings, observed_at=snap.at)
-        report.runs += 1
         report.rows_read += outcome.offers_seen
         report.count_unknown(outcome.unknown_names)
         if outcome.status != "ok":
