@@ -83,7 +83,7 @@ def _strip(value):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
-def test_export_import_round_trip_answers_every_history_query_identically(engine, other_engine, settings, tmp_path, fmt):
+def test_export_import_round_trip_answers_every_history_query_the_same(engine, other_engine, settings, tmp_path, fmt):
     _history(engine, settings)
     before = _answers(engine, settings)
     with session_scope(engine) as session:
