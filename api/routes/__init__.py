@@ -11,6 +11,7 @@ def all_routers() -> list[APIRouter]:
         availability,
         dashboard,
         estimate,
+        export,
         market,
         metrics,
         offers,
@@ -18,7 +19,9 @@ def all_routers() -> list[APIRouter]:
         plan,
         providers,
         rank,
+        reference,
     )
 
-    modules = (alerts, availability, dashboard, estimate, market, metrics, offers, overview, plan, providers, rank)
+    modules = (alerts, availability, dashboard, estimate, export, market, metrics, offers, overview, plan, providers,
+               rank, reference)  # fmt: skip
     return [m.router for m in modules]

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from tracker.catalog.gpus import GpuNameError, get_catalog
 from tracker.history.dataset import DatasetError, sha256
 from tracker.history.imports import ImportReport
+from tracker.ingest.batch import bump_data_version
 from tracker.storage.bulk import insert_rows
 from tracker.storage.tables import ExternalAggregate
 
@@ -114,6 +115,8 @@ def import_aggregates(session: Session, directory: Path, *, source: str) -> Impo
             fresh.append(row | {"source": source, "gpu_id": cards[name], "source_version": version[:255]})
     insert_rows(session, ExternalAggregate, fresh)
     report.aggregate_rows = len(fresh)
+    if fresh:  # cached reference answers key on the data version
+        bump_data_version(session, max(r["observed_at"] for r in fresh))
     return report
 
 
