@@ -42,5 +42,5 @@ def test_reference_series_is_served_for_a_card(engine, settings):
         body = client.get("/v1/market/reference", params=params).json()
         assert [s["source"] for s in body["series"]] == ["primeintellect"]
         assert len(body["series"][0]["points"]) == 957 and body["series"][0]["points"][0]["median"] is not None
-        assert client.get("/v1/market/reference", params={"gpu": "H100", "start": "2026-01-02T00:00:00Z",
-                                                          "end": "2026-01-01T00:00:00Z"}).status_code == 422  # fmt: skip
+        reversed_window = {"gpu": "H100", "start": "2026-01-02T00:00:00Z", "end": "2026-01-01T00:00:00Z"}
+        assert client.get("/v1/market/reference", params=reversed_window).status_code == 422
