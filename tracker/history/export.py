@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import shutil
 import tarfile
 from collections import defaultdict
 from collections.abc import Iterator
@@ -18,12 +20,17 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import Engine, or_, select
 from sqlalchemy.orm import Session
 
+from tracker.clock import Clock, utcnow
+from tracker.config import Settings
 from tracker.history.dataset import DAILY, MANIFEST, SCHEMA_VERSION, TABLES, encode_file, file_name, sha256
 from tracker.history.imports.terms import terms_note
+from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, OfferAvailability, OfferPrice, ScrapeRun
+
+log = logging.getLogger(__name__)
 
 _OFFER_COLUMNS = [c.name for c in TABLES["offers"]]
 _RUN_COLUMNS = {"run_id": ScrapeRun.id} | {
@@ -160,6 +167,29 @@ def write_export(session: Session, out: Path, **options: Any) -> dict[str, Any]:
     return manifest
 
 
+def scheduled_export(engine: Engine, settings: Settings, clock: Clock = utcnow) -> dict[str, Any] | None:
+    """The worker's daily job (`TRACKER_EXPORT_DIR`): the whole history, written beside the directory and then
+    swapped in, so a reader never sees half an export. Never raises (a scheduler job); None when off or failed."""
+    if settings.export_dir is None:
+        return None
+    target = settings.export_dir
+    fresh, old = target.with_name(target.name + ".new"), target.with_name(target.name + ".old")
+    try:
+        shutil.rmtree(fresh, ignore_errors=True)
+        with session_scope(engine) as session:
+            manifest = write_export(session, fresh, fmt=settings.export_format, generated_at=clock())
+        shutil.rmtree(old, ignore_errors=True)
+        if target.exists():
+            target.rename(old)
+        fresh.rename(target)
+        shutil.rmtree(old, ignore_errors=True)
+        log.info("dataset exported to %s: %d files", target, len(manifest["files"]))
+        return manifest
+    except Exception:
+        log.exception("scheduled dataset export to %s failed", target)
+        return None
+
+
 def stream_tar(session: Session, **options: Any) -> Iterator[bytes]:
     """The same files as one uncompressed tar stream, file by file (each day's file is built in memory)."""
     buffer = io.BytesIO()
@@ -174,4 +204,4 @@ def stream_tar(session: Session, **options: Any) -> Iterator[bytes]:
     yield buffer.getvalue()
 
 
-__all__ = ["build_export", "stream_tar", "write_export"]
+__all__ = ["build_export", "scheduled_export", "stream_tar", "write_export"]
