@@ -15,6 +15,7 @@ from tracker.history.dataset import DatasetError
 from tracker.history.imports import ImportReport
 from tracker.history.imports.aggregates import import_aggregates
 from tracker.history.imports.export_dir import import_export
+from tracker.history.imports.skypilot import import_skypilot
 from tracker.history.imports.snapshots import import_snapshots
 from tracker.storage.engine import session_scope
 
@@ -34,6 +35,8 @@ def _show(report: ImportReport, json_out: bool) -> None:
         f"{report.availability_rows} availability rows, {report.aggregate_rows} aggregate rows; "
         f"{report.skipped} already covered, {report.quarantined} quarantined"
     )
+    if report.unknown_sources:
+        console.print("[yellow]not read (no provider of ours):[/] " + ", ".join(sorted(report.unknown_sources)))
     if report.unknown_names:
         names = ", ".join(f"{n} ({c})" for n, c in sorted(report.unknown_names.items()))
         console.print(f"[yellow]unknown GPU names:[/] {names}")
@@ -94,3 +97,18 @@ def aggregates(
     _directory(directory)
     name = source or directory.resolve().name
     _run(ctx, lambda s, _settings: import_aggregates(s, directory, source=name[:64]), json_out)
+
+
+@import_app.command("skypilot-catalog")
+def skypilot_catalog(
+    ctx: typer.Context,
+    repo: Path = typer.Argument(..., help="A local clone of SkyPilot's catalog repository (its git history is read)."),
+    since: str | None = typer.Option(None, "--since", help="Only commits from this day/instant on."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Replay each commit's catalogs/v*/<cloud>/vms.csv as a dated observation of that cloud."""
+    from tracker.cli.export import parse_instant
+
+    _directory(repo)
+    lo = parse_instant(since, "--since")
+    _run(ctx, lambda s, settings: import_skypilot(s, repo, settings=settings, now=utcnow(), since=lo), json_out)

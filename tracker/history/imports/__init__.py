@@ -13,6 +13,8 @@ The rule that keeps an import from rewriting what a live scrape observed, per ki
 * `export` (our own dataset): a restore of already validated rows. An offer the database does not hold is
   restored whole; for one it holds, only rows that begin before its first stored row are added, cut off at
   that row's start. Runs are matched on (provider, started_at, attempt).
+* `skypilot-catalog` (a clone of SkyPilot's catalog repository): each commit that changed a cloud's
+  `vms.csv` is an observation of that cloud at the commit time, replayed like a snapshot, same rule.
 * `aggregates` (a third party's market statistics): a separate table (`external_aggregates`), keyed by
   (source, card name, instant); never offers, never mixed into our statistics.
 """
@@ -39,6 +41,7 @@ class ImportReport:
     quarantined: int = 0
     failed: list[str] = field(default_factory=list)  # observations the provider's parser refused (failed runs)
     unknown_names: dict[str, int] = field(default_factory=dict)
+    unknown_sources: dict[str, int] = field(default_factory=dict)  # e.g. a SkyPilot cloud we have no provider for
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:

@@ -17,18 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
-from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from providers.contract import FetchContext, Provider, ProviderError, ScrapeResult
+from providers.contract import FetchContext, Provider, ScrapeResult
 from providers.fetching import fetch_offers
-from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.history.dataset import DatasetError, sha256
 from tracker.history.imports import ImportReport
-from tracker.ingest.batch import ingest
-from tracker.market import freshness
-from tracker.storage.tables import Offer, OfferAvailability, OfferPrice, ScrapeRun
+from tracker.history.imports.replay import Observation, replay
 
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[T_ ](\d{2})[-:]?(\d{2})[-:]?(\d{2})(\.\d+)?(Z|[+-]\d{2}[-:]?\d{2})?")
 
@@ -73,72 +69,18 @@ async def _parse(provider: type[Provider], body: bytes) -> ScrapeResult:
                                                          backoff_base_s=0.0))  # fmt: skip
 
 
-def covered_until(session: Session, provider: str) -> datetime | None:
-    """The latest instant this provider's stored history speaks for (its runs, and offers closed after them)."""
-    # A failed run has no observation, but its attempt is on the ledger: its start counts as covered.
-    at = func.coalesce(ScrapeRun.observed_at, ScrapeRun.started_at)
-    runs = session.scalar(select(func.max(at)).where(ScrapeRun.provider == provider))
-    closed = session.scalar(select(func.max(Offer.delisted_at)).where(Offer.provider == provider))
-    return max((t for t in (runs, closed) if t is not None), default=None)
-
-
 def import_snapshots(
     session: Session, directory: Path, provider: type[Provider], *, settings: Settings, now: datetime
 ) -> ImportReport:
     """Replay every snapshot newer than the provider's stored history, in the caller's transaction."""
     snaps = list_snapshots(directory)
     report = ImportReport(kind="snapshots", source=str(directory), files_read=len(snaps))
-    horizon = covered_until(session, provider.name)
-    last: datetime | None = None
-    for snap in snaps:
-        if snap.at > now:
-            raise DatasetError(f"{snap.path.name}: dated {snap.at.isoformat()}, in the future")
-        if horizon is not None and snap.at <= horizon:
-            report.skipped += 1
-            continue
+
+    def observation(snap: Snapshot) -> Observation:
         body = snap.path.read_bytes()
-        run = ScrapeRun(provider=provider.name, source="import", status="running", started_at=snap.at,
-                        finished_at=snap.at, parser_version=provider.parser_version, claimed_by=None,
-                        source_version=f"snapshots:{snap.path.name}@sha256:{sha256(body)}"[:255])  # fmt: skip
-        session.add(run)
-        report.runs += 1
-        try:
-            result = asyncio.run(_parse(provider, body))
-        except ProviderError as exc:
-            # As a scrape of that answer would have: a failed run, with the reason, and nothing stored.
-            run.status, run.error = "failed", str(exc)[:2000]
-            report.failed.append(snap.path.name)
-            report.notes.append(f"{snap.path.name}: {provider.name}'s parser refused it: {exc}")
-            continue
-        session.flush()
-        outcome = ingest(session, run, result, catalog=get_catalog(), settings=settings, observed_at=snap.at)
-        report.rows_read += outcome.offers_seen
-        report.count_unknown(outcome.unknown_names)
-        if outcome.status != "ok":
-            report.quarantined += 1
-            report.notes.append(f"{snap.path.name}: {outcome.error}")
-            continue
-        report.offers_new += outcome.offers_new
-        report.price_rows += outcome.price_rows
-        report.fx_rows += outcome.fx_rows
-        report.availability_rows += outcome.availability_rows
-        last = snap.at
-    if last is not None:
-        _close(session, provider.name, min(last + freshness.window(provider.name, settings), now))
+        return Observation(snap.at, snap.path.name, f"snapshots:{snap.path.name}@sha256:{sha256(body)}",
+                           lambda: asyncio.run(_parse(provider, body)))  # fmt: skip
+
+    replay(session, provider.name, provider.parser_version, map(observation, snaps), settings=settings, now=now,
+           report=report)  # fmt: skip
     return report
-
-
-def _close(session: Session, provider: str, at: datetime) -> None:
-    """The history stops where the snapshots do: listed offers end at `at`, as ingest ends a delisted one."""
-    listed = select(Offer.id).where(Offer.provider == provider, Offer.delisted_at.is_(None)).scalar_subquery()
-    for model in (OfferPrice, OfferAvailability):
-        session.execute(
-            update(model)
-            .where(model.offer_id.in_(listed), model.valid_to.is_(None))
-            .values(valid_to=at)
-            .execution_options(synchronize_session=False)
-        )
-    session.execute(
-        update(Offer).where(Offer.provider == provider, Offer.delisted_at.is_(None)).values(delisted_at=at)
-        .execution_options(synchronize_session=False)
-    )  # fmt: skip
