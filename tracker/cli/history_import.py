@@ -14,6 +14,7 @@ from tracker.clock import utcnow
 from tracker.history.dataset import DatasetError
 from tracker.history.imports import ImportReport
 from tracker.history.imports.aggregates import import_aggregates
+from tracker.history.imports.aws_prices import import_aws_history
 from tracker.history.imports.export_dir import import_export
 from tracker.history.imports.skypilot import import_skypilot
 from tracker.history.imports.snapshots import import_snapshots
@@ -112,3 +113,22 @@ def skypilot_catalog(
     _directory(repo)
     lo = parse_instant(since, "--since")
     _run(ctx, lambda s, settings: import_skypilot(s, repo, settings=settings, now=utcnow(), since=lo), json_out)
+
+
+@import_app.command("aws-price-history")
+def aws_price_history(
+    ctx: typer.Context,
+    since: str = typer.Option(..., "--since", help="Versions effective from this day on (e.g. 2023-01 or 2023-01-01)."),
+    region: list[str] = typer.Option(None, "--region", help="Only these regions (repeatable; default: the adapter's)."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Replay the AWS Price List's published EC2 versions (network: hundreds of MB per region and version)."""
+    from providers.adapters.aws import REGIONS
+    from tracker.cli.export import parse_instant
+
+    lo = parse_instant(since + "-01" if len(since) == 7 else since, "--since")
+    regions = tuple(region) if region else REGIONS
+    if unknown := sorted(set(regions) - set(REGIONS)):
+        fail(f"--region {', '.join(unknown)}: not a region the AWS adapter tracks ({', '.join(REGIONS)})")
+    _run(ctx, lambda s, settings: import_aws_history(s, settings=settings, now=utcnow(), since=lo, regions=regions),
+         json_out)  # fmt: skip
