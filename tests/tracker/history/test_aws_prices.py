@@ -44,8 +44,9 @@ def _cassette():
                           for vid, at in VERSIONS.items()}}  # fmt: skip
     interactions = [{"request": {"method": "GET", "url": INDEX_URL}, "response": {"status": 200, "json": index}}]
     for vid, text in (("20230120214025", v1), ("20230301120000", v2)):
-        interactions.append({"request": {"method": "GET", "url": f"{BASE}/{vid}/us-east-1/index.csv"},
-                             "response": {"status": 200, "headers": {"content-type": "text/csv"}, "text": text}})  # fmt: skip
+        response = {"status": 200, "headers": {"content-type": "text/csv"}, "text": text}
+        request = {"method": "GET", "url": f"{BASE}/{vid}/us-east-1/index.csv"}
+        interactions.append({"request": request, "response": response})
     return Cassette.from_json({"provider": "aws", "interactions": interactions})
 
 
