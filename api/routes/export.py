@@ -22,7 +22,10 @@ from tracker.storage.engine import session_scope
 router = APIRouter(prefix="/v1", tags=["export"])
 
 
-@router.get("/export", response_model=None)
+TAR = {200: {"description": "The dataset as an uncompressed tar archive", "content": {"application/x-tar": {}}}}
+
+
+@router.get("/export", response_model=None, response_class=StreamingResponse, responses=TAR)
 def get_export(
     request: Request,
     since: Annotated[datetime | None, Query(description="Only history valid at or after this instant")] = None,
