@@ -18,8 +18,10 @@ from providers.adapters.runpod import RunPod
 from tests.factories.browser import SHOTS, console_errors, open_view
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
+from tests.factories.price_history import price_history_dir
 from tests.factories.servers import serve
 from tracker.config import Settings
+from tracker.history.imports.aggregates import import_aggregates
 from tracker.history.imports.snapshots import import_snapshots
 from tracker.market.live import LIVE
 from tracker.storage import migrations as migrate
@@ -72,6 +74,8 @@ def imported_year(tmp_path_factory):
         with session_scope(engine) as session:
             report = import_snapshots(session, snaps, RunPod, settings=settings, now=now)
         assert report.runs == 365 - len(OUTAGE) and report.quarantined == 0, report.notes
+        with session_scope(engine) as session:  # the real Prime Intellect series (Oct–Nov 2025)
+            import_aggregates(session, price_history_dir("primeintellect-aggregates"), source="primeintellect")
 
     settings, engine = _server(tmp_path_factory, "year", fill)
     with serve(create_app(settings, engine), start_timeout=30) as base:
@@ -117,4 +121,25 @@ def test_a_year_of_imported_history_spans_the_year_with_a_gap_at_the_outage(brow
     assert "imported history: runpod (snapshots)" in chart["key"]
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "history-imported-year.png"))
+    assert console_errors(browser) == []
+
+
+def test_the_external_series_is_a_toggle_and_the_axis_reaches_back_to_it(browser, imported_year):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    base, _ = imported_year
+    open_view(browser, base, "history/H100-SXM-80GB/all", "history")
+    labels = "return window.dashboard.charts.history.series.map(s => s.label)"
+    assert not any("external" in label for label in browser.execute_script(labels))
+    first = browser.execute_script("return window.dashboard.charts.history.scales.x.min")
+    browser.find_element("id", "history-external").click()
+    WebDriverWait(browser, 30).until(lambda d: "primeintellect median (external)" in d.execute_script(labels))
+    chart = browser.execute_script(FRAME, "history")
+    assert chart["min"] < first <= chart["min"] + 86400 * 7 * 60  # back to Oct 2025, not to 2015
+    assert datetime.fromtimestamp(chart["min"], UTC) <= datetime(2025, 10, 20, tzinfo=UTC)
+    external = browser.execute_script("const u = window.dashboard.charts.history; return u.data[u.data.length - 1]")
+    assert sum(v is not None for v in external) >= 4  # four weeks of the series, weekly buckets
+    assert chart["start"].startswith("history starts ")  # still our own history's first day
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "history-external-series.png"))
     assert console_errors(browser) == []

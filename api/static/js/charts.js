@@ -113,6 +113,13 @@ export function markStart(name, container, frame, startS) {
   const day = fmtDay()(utc(frame.first));
   const label = el("div", { class: "chart-start", dataset: { first: String(frame.first) } }, `history starts ${day}`);
   container.append(label);
+  // Placed at the history's first bucket (the plotting area's offset in the container plus the value's x),
+  // once the chart has laid out its scales.
+  requestAnimationFrame(() => {
+    const offset = chart.over.getBoundingClientRect().left - container.getBoundingClientRect().left;
+    const x = offset + chart.valToPos(frame.first, "x");
+    if (Number.isFinite(x)) label.style.left = `${Math.max(0, Math.min(x, container.clientWidth - label.offsetWidth))}px`;
+  });
   chart.historyStarts = day;
 }
 

@@ -145,7 +145,18 @@ function draw(pricing, results, interval, extra, window) {
     section.dataset.state = "empty";
     return;
   }
+  const ownFirst = observed[0];
+  if (external.checked && observed.length) {
+    // The external series may start before our own history: the axis reaches back to it, on our bucket grid.
+    const step = STEP_S[interval];
+    const earliest = Math.min(...extra.series.flatMap((s) => s.points.map((p) => seconds(p.at))));
+    if (earliest < observed[0]) {
+      const from = Math.max(earliest, window.start);
+      observed.unshift(observed[0] - Math.ceil((observed[0] - from) / step) * step);
+    }
+  }
   const frame = timeFrame(observed, window.start, window.end, STEP_S[interval]);
+  frame.first = ownFirst; // "history starts" speaks of our own history
   const { times } = frame;
   const index = new Map(times.map((t, i) => [t, i]));
   const data = [times];
