@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
@@ -22,7 +22,7 @@ from tracker.storage.engine import session_scope
 router = APIRouter(prefix="/v1", tags=["export"])
 
 
-TAR = {200: {"description": "The dataset as an uncompressed tar archive", "content": {"application/x-tar": {}}}}
+TAR: dict[int | str, dict[str, Any]] = {200: {"description": "The dataset as an uncompressed tar archive", "content": {"application/x-tar": {}}}}
 
 
 @router.get("/export", response_model=None, response_class=StreamingResponse, responses=TAR)
