@@ -22,7 +22,9 @@ from tracker.storage.engine import session_scope
 router = APIRouter(prefix="/v1", tags=["export"])
 
 
-TAR: dict[int | str, dict[str, Any]] = {200: {"description": "The dataset as an uncompressed tar archive", "content": {"application/x-tar": {}}}}
+TAR: dict[int | str, dict[str, Any]] = {
+    200: {"description": "The dataset as an uncompressed tar archive", "content": {"application/x-tar": {}}}
+}
 
 
 @router.get("/export", response_model=None, response_class=StreamingResponse, responses=TAR)
