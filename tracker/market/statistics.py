@@ -178,6 +178,15 @@ def _bucket_pieces(
     return idx[piece], bucket[piece], weight[piece]
 
 
+def _without_outages(
+    session: Session, settings: Settings, names: list[str], end: datetime, columns: dict[str, np.ndarray]
+) -> tuple[np.ndarray, ...]:
+    """(lo, hi, price, offer, provider) with every provider's outages cut out (tracker.market.outages)."""
+    if dark := outages(session, settings, names, end):
+        columns = cut(dark, names, columns)
+    return tuple(columns[k] for k in ("lo", "hi", "price", "offer", "provider"))
+
+
 def _interval_rows(
     session: Session, gpu_ids: Sequence[str], pricing: str, first: datetime, end: datetime, include_reference: bool
 ) -> Sequence[Any]:
@@ -242,10 +251,8 @@ def history(
     open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], end_us)
     is_open = np.isnan(to)
     hi = np.where(is_open, open_until, np.nan_to_num(to).astype(np.int64))
-    if dark := outages(session, settings, names.tolist(), end):  # silences are gaps (tracker.market.outages)
-        c = cut(dark, names.tolist(), {"lo": lo, "hi": hi, "price": price, "offer": offer_code,
-                                       "provider": provider_code})  # fmt: skip
-        lo, hi, price, offer_code, provider_code = c["lo"], c["hi"], c["price"], c["offer"], c["provider"]
+    columns = {"lo": lo, "hi": hi, "price": price, "offer": offer_code, "provider": provider_code}
+    lo, hi, price, offer_code, provider_code = _without_outages(session, settings, names.tolist(), end, columns)
     keep = hi > lo
     if not keep.any():
         return []
@@ -275,19 +282,15 @@ def history(
     group = np.repeat(np.arange(len(starts)), stops - starts)
     offers = _distinct_per_group(group, offer_code[idx], len(starts)).tolist()
     providers = _distinct_per_group(group, provider_code[idx], len(starts)).tolist()
-    columns = ("min", "p25", "median", "p75", "max")
-    decs = _decimals(np.stack([stats[c] for c in columns]))
+    stat_names = ("min", "p25", "median", "p75", "max")
+    decs = _decimals(np.stack([stats[c] for c in stat_names]))
     n = len(starts)
     first_utc, tz = first.astimezone(UTC), first.tzinfo
     return [
-        {
-            "bucket": (first_utc + step * b).astimezone(tz),
-            **{c: decs[k * n + i] for k, c in enumerate(columns)},
-            "offers": offers[i],
-            "providers": providers[i],
-        }
+        {"bucket": (first_utc + step * b).astimezone(tz), **{c: decs[k * n + i] for k, c in enumerate(stat_names)},
+         "offers": offers[i], "providers": providers[i]}
         for i, b in enumerate(bucket[starts].tolist())
-    ]
+    ]  # fmt: skip
 
 
 __all__ = ["INTERVALS", "MarketStat", "history", "snapshot", "weighted_quantiles"]
