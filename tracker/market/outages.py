@@ -25,16 +25,19 @@ from tracker.storage.sql import epoch_us
 from tracker.storage.tables import ScrapeRun
 
 OUTAGE_FACTOR = 3
+CADENCE_SPAN = timedelta(days=90)
 _US = timedelta(microseconds=1)
 
 
 def outages(
-    session: Session, settings: Settings, providers: Sequence[str], end: datetime
+    session: Session, settings: Settings, providers: Sequence[str], end: datetime, start: datetime | None = None
 ) -> dict[str, list[tuple[int, int]]]:
-    """Per provider, its outages before `end` as (from, to) microseconds since the epoch."""
+    """Per provider, its outages before `end` as (from, to) microseconds since the epoch; with `start`, read
+    from CADENCE_SPAN before it (the cadence is that span's, and an answer over [start, end) pays for no more)."""
+    since = [ScrapeRun.observed_at >= start - CADENCE_SPAN] if start is not None else []
     rows = session.execute(
         select(ScrapeRun.provider, epoch_us(ScrapeRun.observed_at))
-        .where(ScrapeRun.provider.in_(providers), ScrapeRun.status == "ok", ScrapeRun.observed_at < end)
+        .where(ScrapeRun.provider.in_(providers), ScrapeRun.status == "ok", ScrapeRun.observed_at < end, *since)
         .order_by(ScrapeRun.provider, ScrapeRun.observed_at)
     ).all()
     times: dict[str, list[int]] = {}

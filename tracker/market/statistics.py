@@ -179,10 +179,11 @@ def _bucket_pieces(
 
 
 def _without_outages(
-    session: Session, settings: Settings, names: list[str], end: datetime, columns: dict[str, np.ndarray]
+    session: Session, settings: Settings, names: list[str], start: datetime, end: datetime,
+    columns: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, ...]:
     """(lo, hi, price, offer, provider) with every provider's outages cut out (tracker.market.outages)."""
-    if dark := outages(session, settings, names, end):
+    if dark := outages(session, settings, names, end, start):
         columns = cut(dark, names, columns)
     return tuple(columns[k] for k in ("lo", "hi", "price", "offer", "provider"))
 
@@ -252,7 +253,7 @@ def history(
     is_open = np.isnan(to)
     hi = np.where(is_open, open_until, np.nan_to_num(to).astype(np.int64))
     columns = {"lo": lo, "hi": hi, "price": price, "offer": offer_code, "provider": provider_code}
-    lo, hi, price, offer_code, provider_code = _without_outages(session, settings, names.tolist(), end, columns)
+    lo, hi, price, offer_code, provider_code = _without_outages(session, settings, names.tolist(), first, end, columns)
     keep = hi > lo
     if not keep.any():
         return []
