@@ -20,7 +20,16 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from benchmarks import api_bench, cli_bench, history_bench, ingest_bench, memory_bench, plan_bench, rank_bench
+from benchmarks import (
+    api_bench,
+    cli_bench,
+    history_bench,
+    import_bench,
+    ingest_bench,
+    memory_bench,
+    plan_bench,
+    rank_bench,
+)
 from benchmarks.common import Figure, Report, admin_engine, machine, migrated, pg_database, section
 
 BUDGET_S = 15 * 60  # the issue's bound on `make bench` on a 2-core machine
@@ -38,10 +47,12 @@ class Sizes:
     api_seconds: float = 8.0  # §3: measured window per endpoint (after a 1 s warm-up)
     rank_repeat: int = 20  # §4
     plan_repeat: int = 10  # §7
+    import_offers: int = 20_000  # §8: a year of these offers' daily changes, imported from an export
+    import_days: int = 365
 
 
 QUICK = Sizes(offers=2_000, repeat=2, history_hours=24 * 30, verify_hours=6, query_repeat=3, api_seconds=2.0,
-              rank_repeat=5, plan_repeat=3)  # fmt: skip
+              rank_repeat=5, plan_repeat=3, import_offers=2_000, import_days=60)  # fmt: skip
 
 
 def postgres_ok(report: Report) -> bool:
@@ -82,6 +93,10 @@ def run_postgres(
         history_bench.run(report, "postgres", engine, year, repeat=sizes.query_repeat, load_s=load_s)
         engine.dispose()
 
+    section("§8 history import, postgres")
+    with pg_database("import") as url, pg_database("import_anchor") as anchor:
+        import_bench.run(report, "postgres", url, tmp, sizes.import_offers, sizes.import_days, anchor)
+
     section("§5 worker memory, postgres")
     with pg_database("memory") as url:
         migrated(url).dispose()
@@ -101,6 +116,10 @@ def run_sqlite(
     engine.dispose()
     section("§3 API under load, sqlite")
     api_bench.run(report, "sqlite", url, str(tmp), duration=sizes.api_seconds)
+
+    section("§8 history import, sqlite")
+    import_bench.run(report, "sqlite", f"sqlite:///{tmp / 'import.db'}", tmp, sizes.import_offers, sizes.import_days,
+                     str(tmp / "import_anchor.db"))  # fmt: skip
 
     section(f"§2 history, sqlite ({sizes.history_offers:,} offers x {sizes.history_hours:,} h)")
     hpath = tmp / "history.db"

@@ -14,6 +14,7 @@ from datetime import timedelta
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -83,6 +84,9 @@ class Settings(BaseSettings):
     # Worker. TRACKER_INTERVALS overrides providers' default cadences, in seconds, as JSON:
     # TRACKER_INTERVALS='{"vastai": 300, "aws": 7200}'.
     intervals: dict[str, int] = Field(default_factory=dict)
+    # Where the worker writes the install's own open dataset once a day (tracker.history.export); None: off.
+    export_dir: Path | None = None
+    export_format: Literal["csv", "jsonl", "parquet"] = "csv"
     worker_jitter_s: float = 30.0  # random delay after each slot start; capped at a quarter of the interval
     # APScheduler's default grace is 1 s: a run delayed by a busy host would be dropped, not late.
     worker_misfire_grace_s: int = 900

@@ -12,6 +12,7 @@ def all_routers() -> list[APIRouter]:
         dashboard,
         docs,
         estimate,
+        export,
         market,
         metrics,
         offers,
@@ -19,6 +20,7 @@ def all_routers() -> list[APIRouter]:
         plan,
         providers,
         rank,
+        reference,
     )
 
     modules = (
@@ -27,6 +29,7 @@ def all_routers() -> list[APIRouter]:
         dashboard,
         docs,
         estimate,
+        export,
         market,
         metrics,
         offers,
@@ -34,5 +37,6 @@ def all_routers() -> list[APIRouter]:
         plan,
         providers,
         rank,
+        reference,
     )
     return [m.router for m in modules]

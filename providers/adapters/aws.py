@@ -329,8 +329,8 @@ def parse_csv(text: str | bytes, region: str) -> ScrapeResult:
     return parser.finish()
 
 
-async def _stream_region(ctx: FetchContext, region: str) -> ScrapeResult:
-    url = URL.format(region=region)
+async def _stream_region(ctx: FetchContext, region: str, template: str = URL) -> ScrapeResult:
+    url = template.format(region=region)
     attempts = ctx.retries + 1
     problem = ""
     unreachable = False
@@ -379,9 +379,15 @@ class Aws(Provider):
     max_response_bytes = 4 * 2**30
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
-        parts = await gather_bounded([partial(_stream_region, ctx, region) for region in REGIONS], CONCURRENCY)
-        result = ScrapeResult()
-        for part in parts:
-            result.offers.extend(part.offers)
-            result.skipped.extend(part.skipped)
-        return result
+        return await fetch_regions(ctx)
+
+
+async def fetch_regions(ctx: FetchContext, template: str = URL, regions: tuple[str, ...] = REGIONS) -> ScrapeResult:
+    """Every region's price-list CSV under `template`: the current list, or a published version's (the
+    same files under `/offers/v1.0/aws/AmazonEC2/<version>/<region>/index.csv`), streamed and parsed alike."""
+    parts = await gather_bounded([partial(_stream_region, ctx, region, template) for region in regions], CONCURRENCY)
+    result = ScrapeResult()
+    for part in parts:
+        result.offers.extend(part.offers)
+        result.skipped.extend(part.skipped)
+    return result

@@ -42,6 +42,8 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "db": ("db", "db_app", True),
     "fx": ("fx", "fx_app", True),
     "doctor": ("doctor", "commands", False),
+    "export": ("export", "commands", False),
+    "import": ("history_import", "import_app", True),
 }
 
 

@@ -33,6 +33,7 @@ from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated as resales
 from tracker.market import freshness
+from tracker.market.outages import cut, outages
 from tracker.money import to_money
 from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferPrice
@@ -160,6 +161,59 @@ def _distinct_per_group(group: np.ndarray, codes: np.ndarray, n_groups: int) -> 
     return np.bincount(pairs // width, minlength=n_groups)
 
 
+def _bucket_pieces(
+    lo: np.ndarray, hi: np.ndarray, first_us: int, step_us: int, end_us: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(interval index, bucket, weight in µs) of every non-empty piece of an interval within one bucket."""
+    first_bucket = np.maximum((lo - first_us) // step_us, 0)
+    last_bucket = (hi - first_us - 1) // step_us
+    spans = np.maximum(last_bucket - first_bucket + 1, 0)
+    idx = np.repeat(np.arange(len(lo)), spans)
+    bucket = np.repeat(first_bucket, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
+    b_start = first_us + bucket * step_us
+    weight = np.minimum(hi[idx], np.minimum(b_start + step_us, end_us)) - np.maximum(lo[idx], b_start)
+    piece = weight > 0
+    if not piece.any():
+        return None
+    return idx[piece], bucket[piece], weight[piece]
+
+
+def _without_outages(
+    session: Session, settings: Settings, names: list[str], start: datetime, end: datetime,
+    columns: dict[str, np.ndarray],
+) -> tuple[np.ndarray, ...]:
+    """(lo, hi, price, offer, provider) with every provider's outages cut out (tracker.market.outages)."""
+    if dark := outages(session, settings, names, end, start):
+        columns = cut(dark, names, columns)
+    return tuple(columns[k] for k in ("lo", "hi", "price", "offer", "provider"))
+
+
+def _interval_rows(
+    session: Session, gpu_ids: Sequence[str], pricing: str, first: datetime, end: datetime, include_reference: bool
+) -> Sequence[Any]:
+    """(offer, from, to, $/GPU-h, last seen, provider) of every price row overlapping [first, end)."""
+    stmt = (
+        select(
+            OfferPrice.offer_id,
+            epoch_us(OfferPrice.valid_from),
+            epoch_us(OfferPrice.valid_to),
+            cast(OfferPrice.price_per_gpu_hour, Float),
+            epoch_us(Offer.last_seen),
+            Offer.provider,
+        )
+        .join(Offer, Offer.id == OfferPrice.offer_id)
+        .where(
+            OfferPrice.gpu_id.in_(gpu_ids),
+            OfferPrice.pricing == pricing,
+            OfferPrice.valid_from < end,
+            or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > first),
+        )
+    )
+    if not include_reference and (refs := reference_providers()):
+        stmt = stmt.where(Offer.provider.not_in(refs))
+    return session.execute(stmt).all()  # plain ints, floats and strings: no ORM entities, no datetimes
+
+
 def history(
     session: Session,
     *,
@@ -182,26 +236,7 @@ def history(
         origin -= timedelta(days=origin.weekday())
     first = _floor(start, step, origin)
     end = min(end, now)
-    stmt = (
-        select(
-            OfferPrice.offer_id,
-            epoch_us(OfferPrice.valid_from),
-            epoch_us(OfferPrice.valid_to),
-            cast(OfferPrice.price_per_gpu_hour, Float),
-            epoch_us(Offer.last_seen),
-            Offer.provider,
-        )
-        .join(Offer, Offer.id == OfferPrice.offer_id)
-        .where(
-            OfferPrice.gpu_id.in_(gpu_ids),
-            OfferPrice.pricing == pricing,
-            OfferPrice.valid_from < end,
-            or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > first),
-        )
-    )
-    if not include_reference and (refs := reference_providers()):
-        stmt = stmt.where(Offer.provider.not_in(refs))
-    rows = session.execute(stmt).all()  # plain ints, floats and strings: no ORM entities, no datetimes
+    rows = _interval_rows(session, gpu_ids, pricing, first, end, include_reference)
     if not rows:
         return []
     offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)
@@ -217,23 +252,18 @@ def history(
     open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], end_us)
     is_open = np.isnan(to)
     hi = np.where(is_open, open_until, np.nan_to_num(to).astype(np.int64))
+    columns = {"lo": lo, "hi": hi, "price": price, "offer": offer_code, "provider": provider_code}
+    lo, hi, price, offer_code, provider_code = _without_outages(session, settings, names.tolist(), first, end, columns)
     keep = hi > lo
     if not keep.any():
         return []
     lo, hi, price, offer_code, provider_code = lo[keep], hi[keep], price[keep], offer_code[keep], provider_code[keep]
 
     # Explode each interval into the buckets it spans, clipped to each bucket.
-    first_bucket = np.maximum((lo - first_us) // step_us, 0)
-    last_bucket = (hi - first_us - 1) // step_us
-    spans = np.maximum(last_bucket - first_bucket + 1, 0)
-    idx = np.repeat(np.arange(len(lo)), spans)
-    bucket = np.repeat(first_bucket, spans) + (np.arange(spans.sum()) - np.repeat(np.cumsum(spans) - spans, spans))
-    b_start = first_us + bucket * step_us
-    weight = np.minimum(hi[idx], np.minimum(b_start + step_us, end_us)) - np.maximum(lo[idx], b_start)
-    piece = weight > 0
-    if not piece.any():
+    pieces = _bucket_pieces(lo, hi, first_us, step_us, end_us)
+    if pieces is None:
         return []
-    idx, bucket, weight = idx[piece], bucket[piece], weight[piece]
+    idx, bucket, weight = pieces
 
     # All buckets at once: sort by (bucket, price); one cumulative weight; each bucket a contiguous run.
     order = np.lexsort((price[idx], bucket))
@@ -253,19 +283,15 @@ def history(
     group = np.repeat(np.arange(len(starts)), stops - starts)
     offers = _distinct_per_group(group, offer_code[idx], len(starts)).tolist()
     providers = _distinct_per_group(group, provider_code[idx], len(starts)).tolist()
-    columns = ("min", "p25", "median", "p75", "max")
-    decs = _decimals(np.stack([stats[c] for c in columns]))
+    stat_names = ("min", "p25", "median", "p75", "max")
+    decs = _decimals(np.stack([stats[c] for c in stat_names]))
     n = len(starts)
     first_utc, tz = first.astimezone(UTC), first.tzinfo
     return [
-        {
-            "bucket": (first_utc + step * b).astimezone(tz),
-            **{c: decs[k * n + i] for k, c in enumerate(columns)},
-            "offers": offers[i],
-            "providers": providers[i],
-        }
+        {"bucket": (first_utc + step * b).astimezone(tz), **{c: decs[k * n + i] for k, c in enumerate(stat_names)},
+         "offers": offers[i], "providers": providers[i]}
         for i, b in enumerate(bucket[starts].tolist())
-    ]
+    ]  # fmt: skip
 
 
 __all__ = ["INTERVALS", "MarketStat", "history", "snapshot", "weighted_quantiles"]

@@ -44,6 +44,7 @@ from tracker.alerts.evaluate import EvaluationReport, evaluate_after_ingest, eva
 from tracker.alerts.job_cost import CostModel
 from tracker.clock import Clock, utcnow
 from tracker.config import Settings
+from tracker.history.export import scheduled_export
 from tracker.ingest.batch import IngestReport
 from tracker.market import freshness
 from tracker.pipeline.backlog import Backlog, short_error, unreachable_error
@@ -430,6 +431,10 @@ class Worker:
             name="exchange rates",
             replace_existing=True,
         )
+        if self.settings.export_dir:  # the install's own open dataset, daily (tracker.history.export)
+            scheduler.add_job(scheduled_export, SlotTrigger(timedelta(days=1), self.settings.worker_jitter_s),
+                              args=[self.engine, self.settings, self.clock], id="history:export",
+                              name="dataset export", replace_existing=True)  # fmt: skip
         scheduler.add_job(
             self.sweep,
             IntervalTrigger(seconds=self.settings.alert_sweep_s, timezone=UTC),

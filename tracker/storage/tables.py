@@ -102,7 +102,10 @@ class ScrapeRun(Base):
     attempt: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # host:pid of the process that wrote the row: whose claim a `running` row is (storage.claims).
     claimed_by: Mapped[str | None] = mapped_column(String(255), default=holder_id)
-    source: Mapped[str] = mapped_column(String(16), default="live")  # live | replay | demo
+    source: Mapped[str] = mapped_column(String(16), default="live")  # live | replay | demo | import
+    # An imported run's origin (tracker.history.imports): the published version its observation came from
+    # (a snapshot file and its SHA-256, an export file's hash, a catalog commit); NULL for scrapes.
+    source_version: Mapped[str | None] = mapped_column(String(255))
     status: Mapped[str] = mapped_column(String(16))  # running | ok | failed | quarantined | skipped
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
@@ -303,3 +306,34 @@ class OfferCostTerms(Base):
     # strings instead of reading back and re-normalising ten numeric columns per offer.
     digest: Mapped[str] = mapped_column(String(40))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
+
+
+class ExternalAggregate(Base):
+    """A third party's published market statistics for one card at one instant (tracker.history.imports).
+
+    A reference series, not offers: it is drawn beside our own median and never enters our statistics.
+    `gpu_id` is the catalog card the source's name resolved to (NULL: unresolved, kept and reported).
+    """
+
+    __tablename__ = "external_aggregates"
+    __table_args__ = (
+        UniqueConstraint("source", "raw_gpu_name", "observed_at", name="uq_external_aggregates_source_name_at"),
+        Index("ix_external_aggregates_gpu_at", "gpu_id", "observed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    source: Mapped[str] = mapped_column(String(64))
+    raw_gpu_name: Mapped[str] = mapped_column(String(255))
+    gpu_id: Mapped[str | None] = mapped_column(String(64))
+    observed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    min: Mapped[Decimal | None] = mapped_column(Money)
+    p10: Mapped[Decimal | None] = mapped_column(Money)
+    p25: Mapped[Decimal | None] = mapped_column(Money)
+    median: Mapped[Decimal | None] = mapped_column(Money)
+    p75: Mapped[Decimal | None] = mapped_column(Money)
+    p90: Mapped[Decimal | None] = mapped_column(Money)
+    max: Mapped[Decimal | None] = mapped_column(Money)
+    mean: Mapped[Decimal | None] = mapped_column(Money)
+    offers: Mapped[int | None] = mapped_column(Integer)  # listings the statistic is over, as the source says
+    available: Mapped[int | None] = mapped_column(Integer)
+    source_version: Mapped[str] = mapped_column(String(255))

@@ -84,3 +84,58 @@ export function sparkline(points, width = 110, height = 34) {
   node.prepend(title);
   return node;
 }
+
+// A time chart's frame. `times` is every bucket from the first with data to the last before `end`, so a
+// bucket without data is a null, drawn as a gap (an outage is never a line across it); `range` is the
+// selected window ending now, or from the first observation when the history is shorter: never the future.
+export function timeFrame(observed, startS, endS, stepS) {
+  const first = observed[0];
+  const times = [];
+  for (let t = first; t <= endS && times.length < 50000; t += stepS) times.push(t);
+  const all = [...new Set([...times, ...observed])].sort((a, b) => a - b);
+  const lo = Math.max(startS, first);
+  return { times: all, first, range: [Math.min(lo, endS - stepS), endS] };
+}
+
+// The x scale of a frame: fixed to its range whatever the data (uPlot would otherwise pad a lone point by years).
+export const frameScale = (frame) => ({ time: true, range: () => frame.range });
+
+// Points on a series that has too few values to draw a line (one observation is a point, not nothing).
+export function pointsFor(column) {
+  const values = column.filter((v) => v != null).length;
+  return values <= 2 ? { show: true, size: 9 } : undefined;
+}
+
+// Where the history begins inside the window: a label over the chart, "history starts <date>".
+export function markStart(name, container, frame, startS) {
+  const chart = registry[name];
+  if (!chart || frame.first <= startS) return;
+  const day = fmtDay()(utc(frame.first));
+  const label = el("div", { class: "chart-start", dataset: { first: String(frame.first) } }, `history starts ${day}`);
+  container.append(label);
+  // Placed at the history's first bucket (the plotting area's offset in the container plus the value's x),
+  // once the chart has laid out its scales.
+  requestAnimationFrame(() => {
+    const offset = chart.over.getBoundingClientRect().left - container.getBoundingClientRect().left;
+    const x = offset + chart.valToPos(frame.first, "x");
+    if (Number.isFinite(x)) label.style.left = `${Math.max(0, Math.min(x, container.clientWidth - label.offsetWidth))}px`;
+  });
+  chart.historyStarts = day;
+}
+
+// Imported stretches shaded behind the lines (uPlot draw hook), so imported and live segments differ.
+export function shadeSpans(spans, color) {
+  return {
+    drawClear: [(u) => {
+      const { ctx, bbox } = u;
+      ctx.save();
+      ctx.fillStyle = color;
+      for (const s of spans) {
+        const x0 = Math.max(u.valToPos(s.from, "x", true), bbox.left);
+        const x1 = Math.min(u.valToPos(s.to, "x", true), bbox.left + bbox.width);
+        if (x1 > x0) ctx.fillRect(x0, bbox.top, x1 - x0, bbox.height);
+      }
+      ctx.restore();
+    }],
+  };
+}

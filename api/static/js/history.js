@@ -1,7 +1,9 @@
 // History view: per card, median line with a p25–p75 band and the minimum, per pricing type, over a range.
 import { getJSON, query } from "./api.js";
 import { markDemo } from "./banner.js";
-import { destroyChart, emptyChart, mountChart, timeValue, usdTicks, usdValue } from "./charts.js";
+import {
+  destroyChart, emptyChart, frameScale, markStart, mountChart, pointsFor, shadeSpans, timeFrame, timeValue, usdTicks, usdValue,
+} from "./charts.js";
 import { clear, el, showError } from "./dom.js";
 import { PRICING, PRICING_COLOR, PRICING_LABEL, seconds } from "./format.js";
 
@@ -14,12 +16,16 @@ const RANGES = {
   all: { days: null, interval: "1w" },
 };
 const ALL_START = "2015-01-01T00:00:00Z";
+const STEP_S = { "1h": 3600, "1d": 86400, "1w": 7 * 86400 };
+const EXTERNAL_COLOR = "#8a5cf6";
+const IMPORTED_FILL = "rgba(128, 128, 128, 0.18)";
 
 const section = document.getElementById("view-history");
 const select = document.getElementById("history-gpu");
 const rangeBox = document.getElementById("history-range");
 const pricingBox = document.getElementById("history-pricing");
 const reference = document.getElementById("history-reference");
+const external = document.getElementById("history-external");
 const chartBox = document.getElementById("history-chart");
 const state = { gpu: "H100-SXM-80GB", range: "90d" };
 let started = false;
@@ -37,6 +43,7 @@ function init() {
   }
   select.addEventListener("change", () => { location.hash = `#history/${encodeURIComponent(select.value)}/${state.range}`; });
   reference.addEventListener("change", load);
+  external.addEventListener("change", load);
 }
 
 function setRange(name) {
@@ -94,8 +101,12 @@ async function load() {
   markDemo("history", demoCards.has(state.gpu));
   const params = (p) => ({ gpu: state.gpu, pricing: p, interval, start, end, include_reference: reference.checked });
   let results;
+  let extra;
   try {
-    results = await Promise.all(pricing.map((p) => getJSON("/v1/market/history", params(p))));
+    [extra, ...results] = await Promise.all([
+      getJSON("/v1/market/reference", { gpu: state.gpu, start, end }),
+      ...pricing.map((p) => getJSON("/v1/market/history", params(p))),
+    ]);
     showError(document.getElementById("history-error"), null);
   } catch (error) {
     if (token !== loadToken) return;
@@ -108,17 +119,45 @@ async function load() {
   const csv = document.getElementById("history-csv");
   clear(csv).append("Download CSV: ", ...pricing.map((p) =>
     el("a", { href: `/v1/market/history${query({ ...params(p), format: "csv" })}`, download: "" }, PRICING_LABEL[p])));
-  draw(pricing, results, interval);
+  draw(pricing, results, interval, extra, { start: seconds(start), end: seconds(end) });
 }
 
-function draw(pricing, results, interval) {
-  // Align every pricing type on one time axis; a missing bucket is a gap, never an interpolation.
-  const times = [...new Set(results.flatMap((r) => r.buckets.map((b) => seconds(b.bucket))))].sort((a, b) => a - b);
-  if (times.length === 0) {
+// An external series' median per bucket of ours (the mean of its points in the bucket), on our time axis.
+function externalColumn(points, times, stepS) {
+  const sums = new Map();
+  for (const p of points) {
+    const at = seconds(p.at);
+    const i = times.findLastIndex((t) => t <= at);
+    if (i < 0 || at >= times[i] + stepS || p.median == null) continue;
+    const [sum, n] = sums.get(i) || [0, 0];
+    sums.set(i, [sum + Number(p.median), n + 1]);
+  }
+  return times.map((_, i) => (sums.has(i) ? sums.get(i)[0] / sums.get(i)[1] : null));
+}
+
+function draw(pricing, results, interval, extra, window) {
+  // Every bucket of the window on one time axis: a missing bucket is a gap, never an interpolation.
+  const observed = [...new Set(results.flatMap((r) => r.buckets.map((b) => seconds(b.bucket))))].sort((a, b) => a - b);
+  const key = document.getElementById("history-key");
+  clear(key);
+  if (observed.length === 0) {
     emptyChart("history", chartBox, "No prices for this card and pricing type in this range.");
     section.dataset.state = "empty";
     return;
   }
+  const ownFirst = observed[0];
+  if (external.checked && observed.length) {
+    // The external series may start before our own history: the axis reaches back to it, on our bucket grid.
+    const step = STEP_S[interval];
+    const earliest = Math.min(...extra.series.flatMap((s) => s.points.map((p) => seconds(p.at))));
+    if (earliest < observed[0]) {
+      const from = Math.max(earliest, window.start);
+      observed.unshift(observed[0] - Math.ceil((observed[0] - from) / step) * step);
+    }
+  }
+  const frame = timeFrame(observed, window.start, window.end, STEP_S[interval]);
+  frame.first = ownFirst; // "history starts" speaks of our own history
+  const { times } = frame;
   const index = new Map(times.map((t, i) => [t, i]));
   const data = [times];
   const series = [{ label: "Time", value: timeValue(interval === "1h") }];
@@ -136,18 +175,34 @@ function draw(pricing, results, interval) {
     const label = PRICING_LABEL[p];
     series.push(
       { label: `${label} p75`, stroke: `${color}66`, width: 1, value: usdValue, points: { show: false } },
-      { label: `${label} median`, stroke: color, width: 2, value: usdValue },
+      { label: `${label} median`, stroke: color, width: 2, value: usdValue, points: pointsFor(data[base + 1]) },
       { label: `${label} p25`, stroke: `${color}66`, width: 1, value: usdValue, points: { show: false } },
       { label: `${label} min`, stroke: color, width: 1, dash: [5, 4], value: usdValue, points: { show: false } },
     );
     bands.push({ series: [base, base + 2], fill: `${color}22` });
   });
+  if (external.checked) {
+    for (const s of extra.series) {
+      const column = externalColumn(s.points, times, STEP_S[interval]);
+      if (!column.some((v) => v != null)) continue;
+      data.push(column);
+      series.push({ label: `${s.source} median (external)`, stroke: EXTERNAL_COLOR, width: 1.5, dash: [2, 3],
+        value: usdValue, points: pointsFor(column) });
+    }
+  }
+  const spans = extra.imported.map((s) => ({ from: seconds(s.from), to: seconds(s.to), provider: s.provider, kind: s.kind }));
   mountChart("history", chartBox, {
     series,
     bands,
-    scales: { x: { time: true } },
+    scales: { x: frameScale(frame) },
     axes: [{}, { values: usdTicks, size: 64 }],
     cursor: { drag: { x: true, y: false } },
+    hooks: shadeSpans(spans, IMPORTED_FILL),
   }, data);
+  markStart("history", chartBox, frame, window.start);
+  if (spans.length) {
+    const names = [...new Set(spans.map((s) => `${s.provider} (${s.kind})`))].join(", ");
+    key.append(el("span", { class: "imported" }), ` imported history: ${names}; the rest observed live`);
+  }
   section.dataset.state = "ready";
 }

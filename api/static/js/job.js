@@ -2,7 +2,9 @@
 // job's cost per run per card over time (POST /v1/rank/history).
 import { getJSON, postJSON } from "./api.js";
 import { markDemo } from "./banner.js";
-import { destroyChart, emptyChart, mountChart, timeValue, usdTicks, usdValue } from "./charts.js";
+import {
+  destroyChart, emptyChart, frameScale, markStart, mountChart, pointsFor, timeFrame, timeValue, usdTicks, usdValue,
+} from "./charts.js";
 import { badge, el, showError, table } from "./dom.js";
 import { PRICING, PRICING_LABEL, SERIES_COLORS, age, gpus, hours, seconds, usd } from "./format.js";
 import { costCell } from "./costs.js";
@@ -158,18 +160,23 @@ async function chart() {
     emptyChart("job", box, "No card that fits this job has prices of this type in the last 90 days.");
     return;
   }
-  const times = [...new Set(series.flatMap((s) => s.points.map((p) => seconds(p.day))))].sort((a, b) => a - b);
-  const index = new Map(times.map((t, i) => [t, i]));
-  const data = [times];
+  // Every day of the 90 ending now on the axis: a day without prices is a gap, and nothing runs into the future.
+  const end = Date.now() / 1e3;
+  const observed = [...new Set(series.flatMap((s) => s.points.map((p) => seconds(p.day))))].sort((a, b) => a - b);
+  const frame = timeFrame(observed, end - 90 * 86400, end, 86400);
+  const index = new Map(frame.times.map((t, i) => [t, i]));
+  const data = [frame.times];
   for (const s of series) {
-    const column = new Array(times.length).fill(null);
+    const column = new Array(frame.times.length).fill(null);
     for (const p of s.points) column[index.get(seconds(p.day))] = Number(p.cost_per_run);
     data.push(column);
   }
   mountChart("job", box, {
     series: [{ label: "Day", value: timeValue(false) },
-      ...series.map((s, i) => ({ label: `${s.gpu} ×${s.gpus}`, stroke: SERIES_COLORS[i % SERIES_COLORS.length], width: 2, value: usdValue }))],
-    scales: { x: { time: true } },
+      ...series.map((s, i) => ({ label: `${s.gpu} ×${s.gpus}`, stroke: SERIES_COLORS[i % SERIES_COLORS.length], width: 2,
+        value: usdValue, points: pointsFor(data[i + 1]) }))],
+    scales: { x: frameScale(frame) },
     axes: [{}, { values: usdTicks, size: 64 }],
   }, data);
+  markStart("job", box, frame, end - 90 * 86400);
 }

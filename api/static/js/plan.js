@@ -3,7 +3,7 @@
 // last 90 days (POST /v1/plan/history). The server parses the text, so a bad mix gets the CLI's message.
 import { postJSON } from "./api.js";
 import { markDemo } from "./banner.js";
-import { emptyChart, mountChart, timeValue, usdTicks, usdValue } from "./charts.js";
+import { emptyChart, frameScale, markStart, mountChart, pointsFor, timeFrame, timeValue, usdTicks, usdValue } from "./charts.js";
 import { clear, el, showError, svg, table } from "./dom.js";
 import { PRICING_LABEL, SERIES_COLORS, hours, seconds, usd } from "./format.js";
 
@@ -200,16 +200,19 @@ async function history(request, mine) {
     emptyChart("plan", box, "No price history for the cards of this plan in the last 90 days.");
     return;
   }
-  const data = [
-    points.map((p) => seconds(p.day)),
-    points.map((p) => (p.monthly_cost == null ? null : Number(p.monthly_cost))),
-    points.map((p) => (p.single_card_monthly_cost == null ? null : Number(p.single_card_monthly_cost))),
-  ];
+  // The 90 days ending now, every day on the axis: a day without prices is a gap, never a line across it.
+  const end = Date.now() / 1e3;
+  const frame = timeFrame(points.map((p) => seconds(p.day)), end - 90 * 86400, end, 86400);
+  const byDay = new Map(points.map((p) => [seconds(p.day), p]));
+  const value = (key) => frame.times.map((t) => (byDay.get(t)?.[key] == null ? null : Number(byDay.get(t)[key])));
+  const data = [frame.times, value("monthly_cost"), value("single_card_monthly_cost")];
   mountChart("plan", box, {
     series: [{ label: "Day", value: timeValue(false) },
-      { label: "Mixed fleet", stroke: SERIES_COLORS[0], width: 2, value: usdValue },
-      { label: "Best single card type", stroke: SERIES_COLORS[1], width: 2, dash: [6, 4], value: usdValue }],
-    scales: { x: { time: true } },
+      { label: "Mixed fleet", stroke: SERIES_COLORS[0], width: 2, value: usdValue, points: pointsFor(data[1]) },
+      { label: "Best single card type", stroke: SERIES_COLORS[1], width: 2, dash: [6, 4], value: usdValue,
+        points: pointsFor(data[2]) }],
+    scales: { x: frameScale(frame) },
     axes: [{}, { values: usdTicks, size: 72 }],
   }, data);
+  markStart("plan", box, frame, end - 90 * 86400);
 }
