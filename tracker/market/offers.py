@@ -62,8 +62,11 @@ def region_matches(region: object, wanted: Sequence[str]) -> bool:
 
 
 def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
-    """`region_matches` as SQL, for queries that filter in the database."""
-    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-")) for r in wanted])
+    """`region_matches` as SQL, for queries that filter in the database.
+
+    The prefix is a LIKE pattern: `autoescape` makes `_` and `%` in a region literal characters, so
+    "us_east" never matches "usXeast-1" and "%" never matches every region (as `region_matches` says)."""
+    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-", autoescape=True)) for r in wanted])
 
 
 def gpu_ids_for(query: str) -> list[str]:

@@ -1,0 +1,28 @@
+"""The region filter on both backends: exact or prefix, and `_` / `%` in a region are literal characters
+(the SQL filter is a LIKE prefix; before it was escaped, "us_east" matched "usXeast-1" and "%" matched
+every region), agreeing with the in-memory rule the ranking uses."""
+
+from __future__ import annotations
+
+from tests.factories.clock import FakeClock
+from tests.factories.offers import batch, do_ingest, offer
+from tracker.market.offers import OfferFilters, current_offers, region_matches
+from tracker.storage.engine import session_scope
+
+REGIONS = ["us-texas", "usXeast-1", "us_east-1", "eu-ro-1", "100%-a"]
+
+
+def _regions(engine, wanted: list[str]) -> list[str]:
+    with session_scope(engine) as session:
+        return sorted(o.region or "" for o in current_offers(session, OfferFilters(regions=wanted)))
+
+
+def test_region_prefix_is_literal(engine, settings):
+    clock = FakeClock()
+    do_ingest(engine, settings, clock, batch(*[offer(f"o{i}", f"1.{i}0", region=r) for i, r in enumerate(REGIONS)]))
+    assert _regions(engine, ["us"]) == ["us-texas"]
+    assert _regions(engine, ["us_east"]) == ["us_east-1"]  # not usXeast-1: `_` is no wildcard
+    assert _regions(engine, ["%"]) == []  # not every region
+    assert _regions(engine, ["100%"]) == ["100%-a"]
+    for wanted in (["us"], ["us_east"], ["%"], ["100%"]):
+        assert _regions(engine, wanted) == sorted(r for r in REGIONS if region_matches(r, wanted))
