@@ -19,12 +19,11 @@ from sqlalchemy import select
 from sqlalchemy.orm.exc import StaleDataError
 
 from api.auth import require_token
-from api.deps import DbSession
+from api.deps import Clock, DbSession, Now
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, rule_dict, update_rule
-from tracker.clock import utcnow
 from tracker.storage.alert_tables import AlertRule
 
 router = APIRouter(prefix="/v1", tags=["alerts"], dependencies=[Depends(require_token)])
@@ -108,7 +107,7 @@ def list_alerts(session: DbSession) -> dict[str, Any]:
 
 
 @router.post("/alerts", status_code=status.HTTP_201_CREATED, response_model=None)
-def create_alert(body: AlertBody, request: Request, session: DbSession) -> dict[str, Any] | JSONResponse:
+def create_alert(body: AlertBody, request: Request, session: DbSession, now: Now) -> dict[str, Any] | JSONResponse:
     """Create a rule. A rule whose condition already holds is refused (422, field threshold) unless
     `allow_immediate` is true. The response carries webhook signing secrets; later reads redact them."""
     inp = RuleInput(
@@ -142,7 +141,7 @@ def create_alert(body: AlertBody, request: Request, session: DbSession) -> dict[
         rule = create_rule(
             session,
             inp,
-            now=utcnow(),
+            now=now,
             settings=request.app.state.settings,
             cost_model=default_cost_model(),
         )
@@ -159,7 +158,7 @@ def get_alert(rule_id: RuleId, session: DbSession) -> dict[str, Any] | JSONRespo
 
 @router.patch("/alerts/{rule_id}", response_model=None)
 def patch_alert(
-    rule_id: RuleId, body: AlertPatch, request: Request, session: DbSession
+    rule_id: RuleId, body: AlertPatch, request: Request, session: DbSession, now: Now
 ) -> dict[str, Any] | JSONResponse:
     """Change thresholds, timing, channels, enabled or silence. The subject and metric are fixed."""
     rule = session.get(AlertRule, rule_id, with_for_update=True)
@@ -173,7 +172,7 @@ def patch_alert(
             return JSONResponse(status_code=422, content={"detail": f"{key} cannot be null", "field": key})
         changes[key] = _channels(value) if key == "channels" and value is not None else value
     try:
-        update_rule(session, rule, changes, now=utcnow(), settings=request.app.state.settings)
+        update_rule(session, rule, changes, now=now, settings=request.app.state.settings)
     except RuleError as exc:
         return _error(exc)
     except StaleDataError:
@@ -207,7 +206,7 @@ def alert_events(
 
 
 @router.post("/alerts/{rule_id}/test", response_model=None)
-def test_alert(rule_id: RuleId, request: Request) -> dict[str, Any] | JSONResponse:
+def test_alert(rule_id: RuleId, request: Request, clock: Clock) -> dict[str, Any] | JSONResponse:
     """Send a test notification to every channel now (one attempt each, recorded like any delivery)."""
     engine = request.app.state.engine
     try:
@@ -216,4 +215,4 @@ def test_alert(rule_id: RuleId, request: Request) -> dict[str, Any] | JSONRespon
         return _missing(rule_id)
     if not results:
         return JSONResponse(status_code=422, content={"detail": "the rule has no channels", "field": "channels"})
-    return {"rule_id": rule_id, "sent_at": utcnow(), "results": results}
+    return {"rule_id": rule_id, "sent_at": clock(), "results": results}

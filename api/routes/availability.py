@@ -12,15 +12,14 @@ from decimal import Decimal
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
+from sqlalchemy.orm import Session
 
-from api.cached import cached_body, json_response, minute
+from api.cached import json_response, market_answer
+from api.deps import Now
 from api.routes.offers import NAME
 from providers.contract import Pricing
-from tracker.clock import utcnow
-from tracker.market import freshness
 from tracker.market.availability import availability
 from tracker.market.offers import gpu_ids_for
-from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["availability"])
 
@@ -28,6 +27,7 @@ router = APIRouter(prefix="/v1", tags=["availability"])
 @router.get("/availability", response_model=None)
 async def get_availability(
     request: Request,
+    now: Now,
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card id, family or alias")],
     min_gpus: Annotated[Decimal | None, Query(gt=0, le=1024, description="Offers with at least this many GPUs")] = None,
     provider: Annotated[list[Annotated[str, Query(pattern=NAME)]] | None, Query(max_length=64)] = None,
@@ -39,17 +39,15 @@ async def get_availability(
 ) -> Any:
     """Per provider and card: matching offers live and available now, the last time one was available,
     and the share of the window during which at least one was (time-weighted, from the intervals)."""
-    now = utcnow()
     gpu_ids = gpu_ids_for(gpu)  # unknown names are a 404 with suggestions, never cached
-    engine, settings = request.app.state.engine, request.app.state.settings
+    settings = request.app.state.settings
     pricings = sorted({p.value for p in pricing}) if pricing else None
 
-    def compute() -> dict[str, Any]:
-        with session_scope(engine) as session:
-            rows = availability(
-                session, settings, now, gpu_ids=gpu_ids, days=days, min_gpus=min_gpus, providers=provider,
-                regions=region, pricing=pricings,
-            )  # fmt: skip
+    def compute(session: Session) -> dict[str, Any]:
+        rows = availability(
+            session, settings, now, gpu_ids=gpu_ids, days=days, min_gpus=min_gpus, providers=provider,
+            regions=region, pricing=pricings,
+        )  # fmt: skip
         return {
             "as_of": now,
             "gpu": gpu,
@@ -63,5 +61,5 @@ async def get_availability(
         }
 
     key = ("availability", tuple(gpu_ids), gpu, min_gpus, tuple(provider or ()), tuple(region or ()),
-           tuple(pricings or ()), days, freshness.signature(settings), minute(now))  # fmt: skip
-    return json_response(await cached_body(request, key, compute))
+           tuple(pricings or ()), days)  # fmt: skip
+    return json_response(await market_answer(request, key, compute, now))

@@ -7,9 +7,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
-from api.deps import db_session
+from api.deps import Live, Now, db_session
 from providers.contract import Pricing
-from tracker.clock import utcnow
 from tracker.market.overview import market_overview
 
 router = APIRouter(prefix="/v1", tags=["market"])
@@ -19,6 +18,8 @@ router = APIRouter(prefix="/v1", tags=["market"])
 def get_market_overview(
     request: Request,
     session: Annotated[Session, Depends(db_session)],
+    now: Now,
+    live: Live,
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
     aggregated: Annotated[
@@ -28,6 +29,7 @@ def get_market_overview(
     """Per card × pricing type: live min/p25/median/p75, offers, providers, demo flag, change over 7 and
     30 days (against the daily median of that day) and a 30-day sparkline of daily median and min."""
     return market_overview(
-        request.app.state.engine, session, request.app.state.settings, utcnow(),
+        request.app.state.engine, session, request.app.state.settings, now,
         pricing=[p.value for p in pricing or []], include_reference=include_reference, aggregated=aggregated,
+        live=live,
     )  # fmt: skip

@@ -10,19 +10,18 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Request
 from pydantic import Field, model_validator
+from sqlalchemy.orm import Session
 
-from api.cached import cached_body, json_response, minute, with_field
+from api.cached import json_response, market_answer
+from api.deps import Live, Now
 from providers.contract import Pricing
 from tracker.catalog.gpus import get_catalog
-from tracker.clock import utcnow
 from tracker.costs import RunPlan, plan_for
 from tracker.estimate import JobInput, PreparedJob, prepare
 from tracker.estimate.serving import PreparedServing, prepare_serving
-from tracker.market import freshness
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.service import rank_history, rank_offers
-from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["rank"])
 
@@ -88,45 +87,37 @@ def _filters(body: RankBody) -> RankFilters:
 
 
 @router.post("/rank", response_model=None)
-async def post_rank(body: RankBody, request: Request) -> Any:
+async def post_rank(body: RankBody, request: Request, now: Now, live: Live) -> Any:
     """Live offers ranked by cost per run (or hours, or $/Mtoken) for the job."""
-    now = utcnow()
     engine, settings = request.app.state.engine, request.app.state.settings
 
-    def compute() -> dict[str, Any]:
+    def compute(session: Session) -> dict[str, Any]:
         # Errors (unknown model, GPU, bad job) propagate in the order they always did and are never cached.
         prepared, plan = _job(body)
         filters = _filters(body)
         options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit,
                               best_per_card=body.best_per_card, limit=body.limit, gpu_only=body.gpu_only)  # fmt: skip
         max_age = timedelta(hours=body.max_age_hours) if body.max_age_hours else None
-        with session_scope(engine) as session:
-            result = rank_offers(engine, session, settings, now, prepared, filters, options, max_age, plan)
-        del result["as_of"]  # the request's own, added below
-        return result
+        return rank_offers(engine, session, settings, now, prepared, filters, options, max_age, plan, live=live)
 
-    key = ("rank", body.model_dump_json(), freshness.signature(settings), minute(now))
-    return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=False))
+    return json_response(await market_answer(request, ("rank", body.model_dump_json()), compute, now, as_of="last"))
 
 
 @router.post("/rank/history", response_model=None)
-async def post_rank_history(body: RankHistoryBody, request: Request) -> Any:
+async def post_rank_history(body: RankHistoryBody, request: Request, now: Now) -> Any:
     """Cost per run of the job per card per day, from a daily market statistic of $/GPU-hour."""
-    now = utcnow()
-    engine, settings = request.app.state.engine, request.app.state.settings
+    settings = request.app.state.settings
 
-    def compute() -> dict[str, Any]:
+    def compute(session: Session) -> dict[str, Any]:
         prepared, plan = _job(body)
         ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
-        with session_scope(engine) as session:
-            result = rank_history(
-                session, settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
-                statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
-                include_reference=body.include_reference, plan=plan, gpu_only=body.gpu_only,
-            )  # fmt: skip
+        result = rank_history(
+            session, settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
+            statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
+            include_reference=body.include_reference, plan=plan, gpu_only=body.gpu_only,
+        )  # fmt: skip
         if not body.gpu:  # all cards: keep those with data, so the answer stays small
             result["series"] = [s for s in result["series"] if s["points"]]
         return result
 
-    key = ("rank-history", body.model_dump_json(), freshness.signature(settings), minute(now))
-    return json_response(await cached_body(request, key, compute))
+    return json_response(await market_answer(request, ("rank-history", body.model_dump_json()), compute, now))

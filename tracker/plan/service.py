@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from tracker import money
 from tracker.config import Settings
 from tracker.market import statistics
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import LiveOffers, fresh_mask, live_table
 from tracker.plan.mix import TRAINING_KINDS, WorkloadMix
 from tracker.plan.planner import PlanOptions, evaluate, plan
 from tracker.plan.serving import serving_estimator
@@ -38,9 +38,16 @@ def options_for(mix: WorkloadMix, power_budget_kw: float | None = None, overhead
 
 
 def plan_live(
-    engine: Engine, session: Session, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
+    engine: Engine,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    mix: WorkloadMix,
+    options: PlanOptions,
+    *,
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
-    _, frame = LIVE.frame(engine, session)
+    _, frame = live_table(live).frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
     return plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
 
@@ -55,11 +62,12 @@ def plan_history(
     *,
     days: int = 90,
     statistic: str = "median",
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     """Per day: the mixed fleet's monthly cost, each workload's card, and the best single-card fleet."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
-    _, frame = LIVE.frame(engine, session)
+    _, frame = live_table(live).frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
     evaluated = [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
     start, end = now - timedelta(days=days), now

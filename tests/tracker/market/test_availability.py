@@ -15,7 +15,6 @@ from fastapi.testclient import TestClient
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.market.availability import availability, covered
-from tracker.market.live import LIVE
 from tracker.storage.engine import session_scope
 
 H100 = ["H100-SXM-80GB"]
@@ -120,14 +119,11 @@ def test_filters_and_windows(engine, settings, now):
 
 
 @pytest.fixture
-def client(engine, settings, monkeypatch, now):
+def client(engine, settings, now):
     from api.app import create_app
 
-    monkeypatch.setattr("api.routes.availability.utcnow", lambda: now)
-    LIVE.clear()
-    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+    with TestClient(create_app(settings, engine, clock=lambda: now), raise_server_exceptions=False) as c:
         yield c
-    LIVE.clear()
 
 
 def test_endpoint(engine, settings, now, client):
