@@ -27,7 +27,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, make_job, prepare
 from tracker.market.live import fresh_mask
-from tracker.market.offers import OfferFilters, current_offers, offer_row
+from tracker.market.offers import OfferListing, current_offers, offer_row
 from tracker.market.rank import RankFilters, RankOptions, _mark_within_band, _row, filter_mask, rank
 from tracker.market.service import market_history, market_snapshot, rank_history, rank_offers
 from tracker.storage.engine import session_scope
@@ -162,7 +162,7 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
             gpu_ids=["H100-SXM-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"],
             pricing=["on_demand", "spot"],
         )
-        filters = OfferFilters(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
+        filters = OfferListing(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
         rows = [offer_row(o) for o in current_offers(s, filters)]
         prepared = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
         plan = plan_for(JobInput(**JOB_70B), prepared.job)  # the whole run's cost, as the API ranks (tracker.costs)

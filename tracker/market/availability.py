@@ -2,8 +2,8 @@
 
 Answered from `offer_availability`, the change-only history ingest writes beside the prices: each row
 says an offer was listed with one `available` flag on [valid_from, valid_to). Per provider and card,
-over the offers matching the filters (card, at least `min_gpus` GPUs, providers, region prefixes,
-pricing types):
+over the offers of the cards matching the offer filters (tracker.market.filters: GPUs, providers, region
+prefixes, pricing types, quality):
 
 * `offers_now` / `available_now`: matching offers live now (the freshness rule) / of those, available;
 * `last_available_at`: the last instant any matching offer was available (now, if one is), all history;
@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -33,8 +32,8 @@ from sqlalchemy.orm import Session
 
 from tracker.config import Settings
 from tracker.market import freshness
+from tracker.market.filters import OfferFilters
 from tracker.market.live import epoch_us as epoch_us_of
-from tracker.market.offers import region_condition
 from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferAvailability
 
@@ -57,26 +56,6 @@ def covered(lo: np.ndarray, hi: np.ndarray) -> int:
     return int(np.maximum(hi - np.maximum(lo, before), 0).sum())
 
 
-def _matching(
-    stmt: Any,
-    gpu_ids: Sequence[str],
-    min_gpus: Decimal | None,
-    providers: Sequence[str] | None,
-    regions: Sequence[str] | None,
-    pricing: Sequence[str] | None,
-) -> Any:
-    stmt = stmt.where(Offer.gpu_id.in_(gpu_ids))
-    if min_gpus is not None:
-        stmt = stmt.where(Offer.gpu_count >= min_gpus)
-    if providers:
-        stmt = stmt.where(Offer.provider.in_(providers))
-    if regions:
-        stmt = stmt.where(region_condition(regions))
-    if pricing:
-        stmt = stmt.where(Offer.pricing.in_(pricing))
-    return stmt
-
-
 def availability(
     session: Session,
     settings: Settings,
@@ -84,17 +63,15 @@ def availability(
     *,
     gpu_ids: Sequence[str],
     days: float = 7,
-    min_gpus: Decimal | None = None,
-    providers: Sequence[str] | None = None,
-    regions: Sequence[str] | None = None,
-    pricing: Sequence[str] | None = None,
+    filters: OfferFilters | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (provider, card) with matching offers in the window or ever available, sorted."""
     start = now - timedelta(days=days)
     start_us, now_us = epoch_us_of(start), epoch_us_of(now)
+    conditions = [Offer.gpu_id.in_(gpu_ids), *(filters or OfferFilters()).conditions()]
 
     def matching(stmt: Any) -> Any:
-        return _matching(stmt, gpu_ids, min_gpus, providers, regions, pricing)
+        return stmt.where(*conditions)
 
     window_rows = session.execute(
         matching(
