@@ -66,6 +66,9 @@ class OfferFilters(BaseModel):
     pricing: list[Pricing] | None = Field(None, description="Only these pricing types (on_demand, spot, reserved).")
     min_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at least this many GPUs.")
     max_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at most this many GPUs.")
+    max_price: Decimal | None = Field(
+        None, gt=0, lt=Decimal("1e6"), description="Only offers at most this many USD per GPU-hour."
+    )
     available_only: bool = Field(False, description="Only offers the provider says are available.")
     verified_only: bool = Field(False, description="Only verified machines (stated, or a cloud's own).")
     datacenter_only: bool = Field(False, description="Only datacenter machines (stated, or a cloud's own).")
@@ -99,6 +102,8 @@ class OfferFilters(BaseModel):
             out.append(Offer.gpu_count >= self.min_gpus)
         if self.max_gpus is not None:
             out.append(Offer.gpu_count <= self.max_gpus)
+        if self.max_price is not None:
+            out.append(Offer.price_per_gpu_hour <= self.max_price)
         if quality.active(self):
             out.extend(quality.conditions(self))
         if not self.include_reference and (refs := reference_providers()):
@@ -123,6 +128,9 @@ class OfferFilters(BaseModel):
             mask &= table["gpu_count_f"] >= float(self.min_gpus)
         if self.max_gpus is not None:
             mask &= table["gpu_count_f"] <= float(self.max_gpus)
+        if self.max_price is not None:  # on the exact Decimals, as the SQL compares them
+            limit, prices = self.max_price, table["price_per_gpu_hour"]
+            mask &= np.fromiter((p is not None and p <= limit for p in prices), dtype=bool, count=len(prices))
         if not self.include_reference:
             mask &= ~table["reference"]
         if quality.active(self):
