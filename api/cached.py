@@ -139,12 +139,19 @@ def with_field(body: bytes, name: str, value: Any, *, first: bool) -> bytes:
     return b"{" + field + b"," + body[1:] if first else body[:-1] + b"," + field + b"}"
 
 
-def json_response(body: bytes) -> Response:
-    return Response(content=body, media_type="application/json")
+def json_response(body: bytes, status_code: int = 200) -> Response:
+    return Response(content=body, status_code=status_code, media_type="application/json")
+
+
+def answer(content: Any, status_code: int = 200) -> Response:
+    """`content` encoded as FastAPI would (`encode`), sent as it is: a route's `response_model` documents
+    the answer without re-serialising it, so datetimes and Decimals keep the encoding every route uses."""
+    return json_response(encode(content), status_code)
 
 
 __all__ = [
     "VersionReads",
+    "answer",
     "cached_body",
     "data_version",
     "encode",

@@ -19,10 +19,12 @@ from sqlalchemy import select
 from sqlalchemy.orm.exc import StaleDataError
 
 from api.auth import require_token
+from api.cached import answer
 from api.deps import Clock, DbSession, Now
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
+from tracker.alerts.models import RuleEvents, RuleList, RuleRead, TestSent
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, rule_dict, update_rule
 from tracker.storage.alert_tables import AlertRule
 
@@ -100,14 +102,14 @@ def _channels(bodies: list[ChannelBody]) -> list[ChannelInput]:
     return [ChannelInput(c.type, c.url, c.secret) for c in bodies]
 
 
-@router.get("/alerts")
-def list_alerts(session: DbSession) -> dict[str, Any]:
+@router.get("/alerts", response_model=RuleList)
+def list_alerts(session: DbSession) -> Response:
     rows = [rule_dict(r) for r in session.scalars(select(AlertRule).order_by(AlertRule.id))]
-    return {"alerts": rows, "count": len(rows)}
+    return answer({"alerts": rows, "count": len(rows)})
 
 
-@router.post("/alerts", status_code=status.HTTP_201_CREATED, response_model=None)
-def create_alert(body: AlertBody, request: Request, session: DbSession, now: Now) -> dict[str, Any] | JSONResponse:
+@router.post("/alerts", status_code=status.HTTP_201_CREATED, response_model=RuleRead)
+def create_alert(body: AlertBody, request: Request, session: DbSession, now: Now) -> Response:
     """Create a rule. A rule whose condition already holds is refused (422, field threshold) unless
     `allow_immediate` is true. The response carries webhook signing secrets; later reads redact them."""
     inp = RuleInput(
@@ -147,19 +149,17 @@ def create_alert(body: AlertBody, request: Request, session: DbSession, now: Now
         )
     except RuleError as exc:
         return _error(exc)
-    return rule_dict(rule, reveal=True)
+    return answer(rule_dict(rule, reveal=True), status.HTTP_201_CREATED)
 
 
-@router.get("/alerts/{rule_id}", response_model=None)
-def get_alert(rule_id: RuleId, session: DbSession) -> dict[str, Any] | JSONResponse:
+@router.get("/alerts/{rule_id}", response_model=RuleRead)
+def get_alert(rule_id: RuleId, session: DbSession) -> Response:
     rule = session.get(AlertRule, rule_id)
-    return rule_dict(rule) if rule else _missing(rule_id)
+    return answer(rule_dict(rule)) if rule else _missing(rule_id)
 
 
-@router.patch("/alerts/{rule_id}", response_model=None)
-def patch_alert(
-    rule_id: RuleId, body: AlertPatch, request: Request, session: DbSession, now: Now
-) -> dict[str, Any] | JSONResponse:
+@router.patch("/alerts/{rule_id}", response_model=RuleRead)
+def patch_alert(rule_id: RuleId, body: AlertPatch, request: Request, session: DbSession, now: Now) -> Response:
     """Change thresholds, timing, channels, enabled or silence. The subject and metric are fixed."""
     rule = session.get(AlertRule, rule_id, with_for_update=True)
     if rule is None:
@@ -177,7 +177,7 @@ def patch_alert(
         return _error(exc)
     except StaleDataError:
         return JSONResponse(status_code=409, content={"detail": "the rule changed meanwhile; retry", "field": "id"})
-    return rule_dict(rule)
+    return answer(rule_dict(rule))
 
 
 @router.delete("/alerts/{rule_id}", status_code=status.HTTP_204_NO_CONTENT, response_model=None)
@@ -189,24 +189,24 @@ def delete_alert(rule_id: RuleId, session: DbSession) -> Response:
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.get("/alerts/{rule_id}/events", response_model=None)
+@router.get("/alerts/{rule_id}/events", response_model=RuleEvents)
 def alert_events(
     rule_id: RuleId,
     session: DbSession,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> dict[str, Any] | JSONResponse:
+) -> Response:
     """Transitions (newest first, with the value that caused each) and notifications with their attempts."""
     if session.get(AlertRule, rule_id) is None:
         return _missing(rule_id)
-    return {
+    return answer({
         "rule_id": rule_id,
         "events": events(session, rule_id, limit=limit),
         "notifications": notifications(session, rule_id, limit=limit),
-    }
+    })  # fmt: skip
 
 
-@router.post("/alerts/{rule_id}/test", response_model=None)
-def test_alert(rule_id: RuleId, request: Request, clock: Clock) -> dict[str, Any] | JSONResponse:
+@router.post("/alerts/{rule_id}/test", response_model=TestSent)
+def test_alert(rule_id: RuleId, request: Request, clock: Clock) -> Response:
     """Send a test notification to every channel now (one attempt each, recorded like any delivery)."""
     engine = request.app.state.engine
     try:
@@ -215,4 +215,4 @@ def test_alert(rule_id: RuleId, request: Request, clock: Clock) -> dict[str, Any
         return _missing(rule_id)
     if not results:
         return JSONResponse(status_code=422, content={"detail": "the rule has no channels", "field": "channels"})
-    return {"rule_id": rule_id, "sent_at": clock(), "results": results}
+    return answer({"rule_id": rule_id, "sent_at": clock(), "results": results})

@@ -19,11 +19,12 @@ from api.filters import offer_filters
 from tracker.market.availability import availability
 from tracker.market.filters import OfferFilters
 from tracker.market.offers import gpu_ids_for
+from tracker.market.responses import AvailabilityAnswer
 
 router = APIRouter(prefix="/v1", tags=["availability"])
 
 
-@router.get("/availability", response_model=None)
+@router.get("/availability", response_model=AvailabilityAnswer)
 async def get_availability(
     request: Request,
     now: Now,

@@ -21,6 +21,7 @@ from api.deps import Live, Now
 from api.validation import FieldError, aware_in_range
 from providers.contract import Pricing
 from tracker.market.offers import gpu_ids_for
+from tracker.market.responses import MarketHistory, MarketSnapshot
 from tracker.market.service import market_history, market_snapshot
 from tracker.market.statistics import INTERVALS
 
@@ -36,7 +37,7 @@ def _utc(value: datetime | None, field: str) -> datetime | None:
     return None if value is None else aware_in_range(value, field)
 
 
-@router.get("/market", response_model=None)
+@router.get("/market", response_model=MarketSnapshot)
 async def get_market(
     request: Request,
     now: Now,
@@ -66,7 +67,11 @@ async def get_market(
     return json_response(await market_answer(request, key, compute, now, as_of="first"))
 
 
-@router.get("/market/history", response_model=None)
+@router.get(
+    "/market/history",
+    response_model=MarketHistory,
+    responses={200: {"content": {"text/csv": {}}, "description": "JSON, or CSV with format=csv"}},
+)
 async def get_market_history(
     request: Request,
     now: Now,

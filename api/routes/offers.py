@@ -14,13 +14,14 @@ from api.cached import cached_body, json_response
 from api.filters import offer_filters
 from tracker.market.filters import OfferFilters
 from tracker.market.offers import SORTS, OfferListing, current_offers, gpu_ids_for, offer_row
+from tracker.market.responses import OffersPage
 from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["offers"])
 
 
 
-@router.get("/offers", response_model=None)
+@router.get("/offers", response_model=OffersPage)
 async def list_offers(
     request: Request,
     filters: Annotated[OfferFilters, Depends(offer_filters())],

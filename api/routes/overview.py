@@ -7,14 +7,16 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
+from api.cached import answer
 from api.deps import Live, Now, db_session
 from providers.contract import Pricing
 from tracker.market.overview import market_overview
+from tracker.market.responses import MarketOverview
 
 router = APIRouter(prefix="/v1", tags=["market"])
 
 
-@router.get("/market/overview", response_model=None)
+@router.get("/market/overview", response_model=MarketOverview)
 def get_market_overview(
     request: Request,
     session: Annotated[Session, Depends(db_session)],
@@ -28,8 +30,8 @@ def get_market_overview(
 ) -> Any:
     """Per card × pricing type: live min/p25/median/p75, offers, providers, demo flag, change over 7 and
     30 days (against the daily median of that day) and a 30-day sparkline of daily median and min."""
-    return market_overview(
+    return answer(market_overview(
         request.app.state.engine, session, request.app.state.settings, now,
         pricing=[p.value for p in pricing or []], include_reference=include_reference, aggregated=aggregated,
         live=live,
-    )  # fmt: skip
+    ))  # fmt: skip

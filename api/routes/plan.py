@@ -26,6 +26,7 @@ from tracker.plan.mix import (
     load_mix,
     validate_mix,
 )
+from tracker.plan.responses import PlanAnswer, PlanHistory
 from tracker.plan.service import options_for, plan_history, plan_live
 
 router = APIRouter(prefix="/v1", tags=["plan"])
@@ -71,7 +72,7 @@ class PlanHistoryBody(PlanBody):
     statistic: Literal["min", "p25", "median"] = "median"
 
 
-@router.post("/plan", response_model=None)
+@router.post("/plan", response_model=PlanAnswer)
 async def post_plan(body: PlanBody, request: Request, now: Now, live: Live) -> Any:
     """Each workload on the live offer that runs its month cheapest; the fleet, one card type beside it, power."""
     engine, settings = request.app.state.engine, request.app.state.settings
@@ -84,7 +85,7 @@ async def post_plan(body: PlanBody, request: Request, now: Now, live: Live) -> A
     return json_response(await market_answer(request, ("plan", body.model_dump_json()), compute, now, as_of="first"))
 
 
-@router.post("/plan/history", response_model=None)
+@router.post("/plan/history", response_model=PlanHistory)
 async def post_plan_history(body: PlanHistoryBody, request: Request, now: Now, live: Live) -> Any:
     """The plan's monthly cost and per-workload cards per day, mixed against the best single card type."""
     engine, settings = request.app.state.engine, request.app.state.settings

@@ -22,6 +22,7 @@ from tracker.estimate.serving import PreparedServing, prepare_serving
 from tracker.market.filters import OfferFilters
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
+from tracker.market.responses import RankAnswer, RankHistory
 from tracker.market.service import rank_history, rank_offers
 
 router = APIRouter(prefix="/v1", tags=["rank"])
@@ -63,7 +64,7 @@ def _filters(body: RankBody) -> RankFilters:
     return RankFilters(**own, gpu_ids=gpu_ids_for(body.gpu) if body.gpu else None, max_hours=body.max_hours)
 
 
-@router.post("/rank", response_model=None)
+@router.post("/rank", response_model=RankAnswer)
 async def post_rank(body: RankBody, request: Request, now: Now, live: Live) -> Any:
     """Live offers ranked by cost per run (or hours, or $/Mtoken) for the job."""
     engine, settings = request.app.state.engine, request.app.state.settings
@@ -80,7 +81,7 @@ async def post_rank(body: RankBody, request: Request, now: Now, live: Live) -> A
     return json_response(await market_answer(request, ("rank", body.model_dump_json()), compute, now, as_of="last"))
 
 
-@router.post("/rank/history", response_model=None)
+@router.post("/rank/history", response_model=RankHistory)
 async def post_rank_history(body: RankHistoryBody, request: Request, now: Now) -> Any:
     """Cost per run of the job per card per day, from a daily market statistic of $/GPU-hour."""
     settings = request.app.state.settings
