@@ -39,6 +39,7 @@ from tracker.storage.tables import Offer, OfferAvailability
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_US = timedelta(microseconds=1)
+Interval = tuple[int, int, int, bool | None, bool]  # offer id, from, to (µs), available, live now
 
 __all__ = ["availability", "covered"]
 
@@ -106,7 +107,7 @@ def availability(
     }
 
     windows_us = {p: freshness.window(p, settings) // _EPOCH_US for p in {r[1] for r in window_rows}}
-    groups: dict[tuple[str, str], list[tuple[int, int, int, bool | None, bool]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Interval]] = defaultdict(list)
     for offer_id, provider, gpu, lo, hi, available, seen in window_rows:
         live_until = min(int(seen) + windows_us[provider], now_us)
         is_open = hi is None
@@ -114,29 +115,33 @@ def availability(
         groups[(provider, gpu)].append((offer_id, int(lo), end, available, is_open and live_until == now_us))
 
     window_us = now_us - start_us
-    out = []
-    for key in sorted(set(groups) | set(closed_last)):
-        rows = groups.get(key, [])
-        avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
-        lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
-        hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
-        share_us = covered(lo, hi) if avail else 0
-        ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
-        last_us = max([*ends, *([closed_last[key]] if key in closed_last else [])], default=None)
-        live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
-        out.append(
-            {
-                "provider": key[0],
-                "gpu": key[1],
-                "offers_now": len(live),
-                "available_now": sum(1 for a in live.values() if a is True),
-                "last_available_at": None if last_us is None else _at(last_us),
-                "available_share": share_us / window_us if window_us > 0 else 0.0,
-                "available_hours": round(share_us / 3.6e9, 3),
-                "reports_availability": any(a is not None for _, _, _, a, _ in rows),
-            }
-        )
-    return out
+    return [
+        _row(key, groups.get(key, []), closed_last.get(key), start_us, now_us, window_us)
+        for key in sorted(set(groups) | set(closed_last))
+    ]
+
+
+def _row(
+    key: tuple[str, str], rows: list[Interval], closed_last: int | None, start_us: int, now_us: int, window_us: int
+) -> dict[str, Any]:
+    """One (provider, card): its intervals in the window, and its last closed available interval's end."""
+    avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
+    lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
+    hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
+    share_us = covered(lo, hi) if avail else 0
+    ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
+    last_us = max([*ends, *([closed_last] if closed_last is not None else [])], default=None)
+    live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
+    return {
+        "provider": key[0],
+        "gpu": key[1],
+        "offers_now": len(live),
+        "available_now": sum(1 for a in live.values() if a is True),
+        "last_available_at": None if last_us is None else _at(last_us),
+        "available_share": share_us / window_us if window_us > 0 else 0.0,
+        "available_hours": round(share_us / 3.6e9, 3),
+        "reports_availability": any(a is not None for _, _, _, a, _ in rows),
+    }
 
 
 def _at(us: int) -> datetime:
