@@ -8,13 +8,11 @@ before its answer is sent (api.deps.DbSession): a 2xx means the change is there 
 
 from __future__ import annotations
 
-from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, status
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm.exc import StaleDataError
 
@@ -24,70 +22,13 @@ from api.deps import Clock, DbSession, Now
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
-from tracker.alerts.models import RuleEvents, RuleList, RuleRead, TestSent
-from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, rule_dict, update_rule
+from tracker.alerts.models import RuleCreate, RuleEvents, RuleList, RulePatch, RuleRead, TestSent
+from tracker.alerts.rules import RuleError, create_rule, rule_dict, update_rule
 from tracker.storage.alert_tables import AlertRule
 
 router = APIRouter(prefix="/v1", tags=["alerts"], dependencies=[Depends(require_token)])
 
-# usd_per_mtoken: the earlier name of usd_per_mtok, still accepted
-Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_per_mtoken"]
-Duration = Annotated[str | int, Field(description="Seconds, or 15m / 4h / 1d")]
 RuleId = Annotated[int, PathParam(ge=1, le=2**62, description="Alert rule id")]
-
-
-class ChannelBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    type: Literal["webhook", "apprise"]
-    url: str = Field(..., min_length=1, max_length=2000)
-    secret: str | None = Field(None, max_length=128, description="webhook only: whsec_<base64>; generated if absent")
-
-
-class AlertBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    name: str | None = Field(None, max_length=200)
-    gpu: str = Field(..., min_length=1, max_length=100, description="Card id, family or alias")
-    pricing: Literal["on_demand", "spot", "reserved"] = "on_demand"
-    metric: Metric = "min"
-    condition: Literal["below", "above"]
-    threshold: Decimal = Field(..., gt=0, lt=Decimal("1e8"))
-    recovery_threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
-    for_: Duration = Field(0, alias="for")
-    repeat: Duration | None = None
-    providers: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=100)
-    regions: list[Annotated[str, Field(max_length=128)]] | None = Field(None, max_length=100)
-    min_offers: int = Field(1, ge=1, le=10_000)
-    # Offer filters (fixed once saved, like the card): only matching offers count, and none matching
-    # resolves a `below` rule. What each means for offers without the attribute: tracker.market.quality.
-    available_only: bool = Field(False, description="Only offers the provider says are available")
-    min_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at least this many GPUs")
-    verified_only: bool = Field(False, description="Only verified machines (stated, or a cloud's own)")
-    datacenter_only: bool = Field(False, description="Only datacenter machines (stated, or a cloud's own)")
-    min_reliability: Decimal | None = Field(None, ge=0, le=1, description="Host reliability score, 0-1")
-    cloud: Literal["secure", "community"] | None = None
-    price_statistic: Literal["min", "p25", "median"] = "min"
-    job: dict[str, Any] | None = None
-    job_gpus: Decimal = Field(Decimal(1), gt=0, le=64)
-    channels: list[ChannelBody] = Field(default_factory=list, max_length=20)
-    enabled: bool = True
-    silenced_until: AwareDatetime | None = None
-    allow_immediate: bool = Field(False, description="Accept a rule whose condition already holds")
-
-
-class AlertPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    name: str | None = Field(None, max_length=200)
-    threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
-    recovery_threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
-    for_: Duration | None = Field(None, alias="for")
-    repeat: Duration | None = None
-    enabled: bool | None = None
-    silenced_until: AwareDatetime | None = None
-    min_offers: int | None = Field(None, ge=1, le=10_000)
-    channels: list[ChannelBody] | None = Field(None, max_length=20)
 
 
 def _error(exc: RuleError) -> JSONResponse:
@@ -98,10 +39,6 @@ def _missing(rule_id: RuleId) -> JSONResponse:
     return JSONResponse(status_code=404, content={"detail": f"no alert rule {rule_id}", "field": "id"})
 
 
-def _channels(bodies: list[ChannelBody]) -> list[ChannelInput]:
-    return [ChannelInput(c.type, c.url, c.secret) for c in bodies]
-
-
 @router.get("/alerts", response_model=RuleList)
 def list_alerts(session: DbSession) -> Response:
     rows = [rule_dict(r) for r in session.scalars(select(AlertRule).order_by(AlertRule.id))]
@@ -109,40 +46,13 @@ def list_alerts(session: DbSession) -> Response:
 
 
 @router.post("/alerts", status_code=status.HTTP_201_CREATED, response_model=RuleRead)
-def create_alert(body: AlertBody, request: Request, session: DbSession, now: Now) -> Response:
+def create_alert(body: RuleCreate, request: Request, session: DbSession, now: Now) -> Response:
     """Create a rule. A rule whose condition already holds is refused (422, field threshold) unless
     `allow_immediate` is true. The response carries webhook signing secrets; later reads redact them."""
-    inp = RuleInput(
-        gpu=body.gpu,
-        condition=body.condition,
-        threshold=body.threshold,
-        pricing=body.pricing,
-        metric=body.metric,
-        recovery_threshold=body.recovery_threshold,
-        for_=body.for_,
-        repeat=body.repeat,
-        providers=body.providers,
-        regions=body.regions,
-        min_offers=body.min_offers,
-        available_only=body.available_only,
-        min_gpus=body.min_gpus,
-        verified_only=body.verified_only,
-        datacenter_only=body.datacenter_only,
-        min_reliability=body.min_reliability,
-        cloud=body.cloud,
-        price_statistic=body.price_statistic,
-        job=body.job,
-        job_gpus=body.job_gpus,
-        channels=_channels(body.channels),
-        name=body.name,
-        enabled=body.enabled,
-        silenced_until=body.silenced_until,
-        allow_immediate=body.allow_immediate,
-    )
     try:
         rule = create_rule(
             session,
-            inp,
+            body.rule_input(),
             now=now,
             settings=request.app.state.settings,
             cost_model=default_cost_model(),
@@ -159,18 +69,15 @@ def get_alert(rule_id: RuleId, session: DbSession) -> Response:
 
 
 @router.patch("/alerts/{rule_id}", response_model=RuleRead)
-def patch_alert(rule_id: RuleId, body: AlertPatch, request: Request, session: DbSession, now: Now) -> Response:
+def patch_alert(rule_id: RuleId, body: RulePatch, request: Request, session: DbSession, now: Now) -> Response:
     """Change thresholds, timing, channels, enabled or silence. The subject and metric are fixed."""
     rule = session.get(AlertRule, rule_id, with_for_update=True)
     if rule is None:
         return _missing(rule_id)
-    changes: dict[str, Any] = {}
-    for name in body.model_fields_set:
-        key = "for" if name == "for_" else name
-        value = getattr(body, name)
-        if key in ("name", "threshold", "enabled", "min_offers") and value is None:
-            return JSONResponse(status_code=422, content={"detail": f"{key} cannot be null", "field": key})
-        changes[key] = _channels(value) if key == "channels" and value is not None else value
+    try:
+        changes = body.changes()
+    except RuleError as exc:
+        return _error(exc)
     try:
         update_rule(session, rule, changes, now=now, settings=request.app.state.settings)
     except RuleError as exc:

@@ -1,16 +1,123 @@
-"""An alert rule's public shape as a schema: `RuleRead` is what `rule_dict` returns and what the API's
-rule endpoints answer with (documented in /docs and checked by schemathesis against every answer)."""
+"""An alert rule as schemas, declared once: `RuleCreate` (a new rule), `RulePatch` (a change to one) and
+`RuleRead` (what `rule_dict` returns).
+
+The API's rule endpoints take and answer these (documented in /docs, checked by schemathesis), and
+`gpu-tracker alerts add` builds a `RuleCreate` from its options, so a rule given over HTTP and on a
+command line is validated by the same code: the schema checks shapes and ranges, then
+`tracker.alerts.rules` checks what needs the catalog, the market or the network (the card, the channels,
+"would it fire at once"), with one validator per field for creating and updating alike.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from tracker.alerts.rules import ChannelInput, RuleError, RuleInput
+from tracker.market.filters import OfferFilters
 from tracker.market.responses import Number
 
-__all__ = ["ChannelRead", "RuleEvents", "RuleList", "RuleRead", "TestSent"]
+__all__ = [
+    "ChannelRead",
+    "ChannelSpec",
+    "Metric",
+    "RuleCreate",
+    "RuleEvents",
+    "RuleList",
+    "RulePatch",
+    "RuleRead",
+    "TestSent",
+]
+
+# usd_per_mtoken: the earlier name of usd_per_mtok, still accepted
+Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_per_mtoken"]
+Duration = Annotated[str | int, Field(description="Seconds, or 15m / 4h / 1d")]
+_FILTER = OfferFilters.model_fields  # the offer filters a rule takes are declared there, once
+
+
+class ChannelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["webhook", "apprise"]
+    url: str = Field(..., min_length=1, max_length=2000)
+    secret: str | None = Field(None, max_length=128, description="webhook only: whsec_<base64>; generated if absent")
+
+    def channel_input(self) -> ChannelInput:
+        return ChannelInput(self.type, self.url, self.secret)
+
+
+class RuleCreate(BaseModel):
+    """A new rule. The offer filters (fixed once saved, like the card) keep only matching offers, and none
+    matching resolves a `below` rule; what each means for offers without the attribute:
+    tracker.market.quality."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str | None = Field(None, max_length=200)
+    gpu: str = Field(..., min_length=1, max_length=100, description="Card id, family or alias")
+    pricing: Literal["on_demand", "spot", "reserved"] = "on_demand"
+    metric: Metric = "min"
+    condition: Literal["below", "above"]
+    threshold: Decimal = Field(..., gt=0, lt=Decimal("1e8"))
+    recovery_threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
+    for_: Duration = Field(0, alias="for")
+    repeat: Duration | None = None
+    providers: list[Annotated[str, Field(max_length=64)]] | None = Field(None, max_length=100)
+    regions: list[Annotated[str, Field(max_length=128)]] | None = Field(None, max_length=100)
+    min_offers: int = Field(1, ge=1, le=10_000)
+    available_only: bool = Field(False, description=_FILTER["available_only"].description)
+    min_gpus: Decimal | None = Field(None, gt=0, le=1024, description=_FILTER["min_gpus"].description)
+    verified_only: bool = Field(False, description=_FILTER["verified_only"].description)
+    datacenter_only: bool = Field(False, description=_FILTER["datacenter_only"].description)
+    min_reliability: Decimal | None = Field(None, ge=0, le=1, description=_FILTER["min_reliability"].description)
+    cloud: Literal["secure", "community"] | None = None
+    price_statistic: Literal["min", "p25", "median"] = "min"
+    job: dict[str, Any] | None = None
+    job_gpus: Decimal = Field(Decimal(1), gt=0, le=64)
+    channels: list[ChannelSpec] = Field(default_factory=list, max_length=20)
+    enabled: bool = True
+    silenced_until: AwareDatetime | None = None
+    allow_immediate: bool = Field(False, description="Accept a rule whose condition already holds")
+
+    def rule_input(self) -> RuleInput:
+        """What `tracker.alerts.rules.create_rule` validates further and stores."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields if name != "channels"}
+        return RuleInput(**fields, channels=[c.channel_input() for c in self.channels])
+
+
+# What a change may not set to null: these have no "unset" value.
+_NOT_NULL = ("name", "threshold", "enabled", "min_offers")
+
+
+class RulePatch(BaseModel):
+    """A change to a rule: thresholds, timing, channels, enabled, silence. The subject and metric are fixed."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str | None = Field(None, max_length=200)
+    threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
+    recovery_threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
+    for_: Duration | None = Field(None, alias="for")
+    repeat: Duration | None = None
+    enabled: bool | None = None
+    silenced_until: AwareDatetime | None = None
+    min_offers: int | None = Field(None, ge=1, le=10_000)
+    channels: list[ChannelSpec] | None = Field(None, max_length=20)
+
+    def changes(self) -> dict[str, Any]:
+        """The fields given, by the names `tracker.alerts.rules.update_rule` takes; RuleError for a null
+        where the field has no unset value."""
+        out: dict[str, Any] = {}
+        for name in self.model_fields_set:
+            key = "for" if name == "for_" else name
+            value = getattr(self, name)
+            if key in _NOT_NULL and value is None:
+                raise RuleError(f"{key} cannot be null", key)
+            out[key] = [c.channel_input() for c in value] if key == "channels" and value is not None else value
+        return out
 
 
 class ChannelRead(BaseModel):
