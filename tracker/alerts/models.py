@@ -21,6 +21,7 @@ from tracker.market.filters import OfferFilters
 from tracker.market.responses import Number
 
 __all__ = [
+    "RULE_FILTERS",
     "ChannelRead",
     "ChannelSpec",
     "Metric",
@@ -36,6 +37,9 @@ __all__ = [
 Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_per_mtoken"]
 Duration = Annotated[str | int, Field(description="Seconds, or 15m / 4h / 1d")]
 _FILTER = OfferFilters.model_fields  # the offer filters a rule takes are declared there, once
+# The offer filters a rule stores (a column each in alert_rules); the others apply to listings only.
+RULE_FILTERS = ("providers", "regions", "min_gpus", "available_only", "verified_only", "datacenter_only",
+                "min_reliability", "cloud")  # fmt: skip
 
 
 class ChannelSpec(BaseModel):
