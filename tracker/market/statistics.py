@@ -182,6 +182,32 @@ def history(
         origin -= timedelta(days=origin.weekday())
     first = _floor(start, step, origin)
     end = min(end, now)
+    found = _intervals(session, gpu_ids, pricing, first, end, settings, include_reference)
+    if found is None:
+        return []
+    lo, hi, price, offer_code, provider_code = found
+    pieces = _pieces(lo, hi, _us(first), step // _US, _us(end))
+    if pieces is None:
+        return []
+    idx, bucket, weight = pieces
+    return _bucket_rows(idx, bucket, weight, price, offer_code, provider_code, first, step)
+
+
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _intervals(
+    session: Session,
+    gpu_ids: Sequence[str],
+    pricing: str,
+    first: datetime,
+    end: datetime,
+    settings: Settings,
+    include_reference: bool,
+) -> Arrays | None:
+    """Every price interval overlapping [first, end) as (from, to, price, offer code, provider code)
+    arrays; an open interval holds until last seen plus the provider's freshness window, never beyond
+    `end`. None when there are none."""
     stmt = (
         select(
             OfferPrice.offer_id,
@@ -203,7 +229,7 @@ def history(
         stmt = stmt.where(Offer.provider.not_in(refs))
     rows = session.execute(stmt).all()  # plain ints, floats and strings: no ORM entities, no datetimes
     if not rows:
-        return []
+        return None
     offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)
     lo = np.array(from_col, dtype=np.int64)
     to = np.array(to_col, dtype=np.float64)  # NULL (open) → NaN; microseconds < 2**53 are exact
@@ -212,17 +238,19 @@ def history(
     names, provider_code = np.unique(np.array(provider_col, dtype=object), return_inverse=True)
     offer_code, provider_code = offer_code.ravel(), provider_code.ravel()
     window = np.array([freshness.window(n, settings) // _US for n in names.tolist()], dtype=np.int64)
-    end_us, first_us, step_us = _us(end), _us(first), step // _US
-    # An open interval holds until last seen plus the provider's freshness window, never beyond `end`.
-    open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], end_us)
-    is_open = np.isnan(to)
-    hi = np.where(is_open, open_until, np.nan_to_num(to).astype(np.int64))
+    open_until = np.minimum(np.array(seen_col, dtype=np.int64) + window[provider_code], _us(end))
+    hi = np.where(np.isnan(to), open_until, np.nan_to_num(to).astype(np.int64))
     keep = hi > lo
     if not keep.any():
-        return []
-    lo, hi, price, offer_code, provider_code = lo[keep], hi[keep], price[keep], offer_code[keep], provider_code[keep]
+        return None
+    return lo[keep], hi[keep], price[keep], offer_code[keep], provider_code[keep]
 
-    # Explode each interval into the buckets it spans, clipped to each bucket.
+
+def _pieces(
+    lo: np.ndarray, hi: np.ndarray, first_us: int, step_us: int, end_us: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Each interval exploded into the buckets it spans, clipped to each: (interval index, bucket,
+    weight in µs), sorted by bucket; None when no piece has any weight."""
     first_bucket = np.maximum((lo - first_us) // step_us, 0)
     last_bucket = (hi - first_us - 1) // step_us
     spans = np.maximum(last_bucket - first_bucket + 1, 0)
@@ -232,10 +260,21 @@ def history(
     weight = np.minimum(hi[idx], np.minimum(b_start + step_us, end_us)) - np.maximum(lo[idx], b_start)
     piece = weight > 0
     if not piece.any():
-        return []
-    idx, bucket, weight = idx[piece], bucket[piece], weight[piece]
+        return None
+    return idx[piece], bucket[piece], weight[piece]
 
-    # All buckets at once: sort by (bucket, price); one cumulative weight; each bucket a contiguous run.
+
+def _bucket_rows(
+    idx: np.ndarray,
+    bucket: np.ndarray,
+    weight: np.ndarray,
+    price: np.ndarray,
+    offer_code: np.ndarray,
+    provider_code: np.ndarray,
+    first: datetime,
+    step: timedelta,
+) -> list[dict[str, Any]]:
+    """All buckets at once: sorted by (bucket, price), one cumulative weight, each bucket a contiguous run."""
     order = np.lexsort((price[idx], bucket))
     idx, bucket, weight = idx[order], bucket[order], weight[order]
     prices = price[idx]
