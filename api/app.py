@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from fastapi import FastAPI
@@ -17,7 +18,9 @@ from api.limits import BodyLimit, RequestLimits
 from api.methods import HeadAsGet
 from api.schemas import ERROR_RESPONSES
 from tracker import __version__
+from tracker.clock import utcnow
 from tracker.config import Settings, get_settings
+from tracker.market.live import LiveOffers
 from tracker.storage.engine import engine_for
 
 
@@ -48,8 +51,15 @@ def _engine(settings: Settings) -> Engine:
 
 
 def create_app(
-    settings: Settings | None = None, engine: Engine | None = None, limits: RequestLimits | None = None
+    settings: Settings | None = None,
+    engine: Engine | None = None,
+    limits: RequestLimits | None = None,
+    *,
+    clock: Callable[[], datetime] | None = None,
+    live: LiveOffers | None = None,
 ) -> FastAPI:
+    """`clock` and `live` (api.deps): the time and the live-offer table the routes use; by default the
+    system clock and a table of the app's own."""
     settings = settings or get_settings()
     limits = limits or RequestLimits()
     app = FastAPI(
@@ -66,6 +76,8 @@ def create_app(
     )
     app.state.settings = settings
     app.state.engine = engine or _engine(settings)
+    app.state.clock = clock or utcnow
+    app.state.live = live if live is not None else LiveOffers()
     errors.install(app)
     # Middleware added later wraps what came before: HEAD-as-GET outermost (the metrics see the route it
     # matched as a GET, labelled HEAD), then the metrics (which count the 413s), then the body limit.

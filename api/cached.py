@@ -2,7 +2,8 @@
 
 A cached endpoint reads the data version — bumped by every ingest inside its transaction, so any
 process sees the invalidation (`tracker.market.live`) — with one primary-key SELECT on an autocommit connection
-(no ORM session, no BEGIN/COMMIT, no pre-ping), then looks the encoded body up in `LIVE.memo` under
+(no ORM session, no BEGIN/COMMIT, no pre-ping), then looks the encoded body up in the app's live table
+(`request.app.state.live`, a `tracker.market.live.LiveOffers` injected by `create_app`) under
 (database, version, endpoint, normalised parameters[, minute]). Only a miss opens a session and computes,
 in the threadpool; a hit runs on the event loop without a thread hop, neither validating nor encoding:
 FastAPI gets a ready `Response`. Bodies are encoded exactly as FastAPI's `jsonable_encoder` +
@@ -14,6 +15,7 @@ that arrived before it started. Under load that is one round trip per batch of r
 
 Answers that depend on "now" (freshness, ages, ranges ending now) carry the minute in their key, as the
 market snapshot always has; a request's own `as_of` is spliced into the cached bytes, so it stays exact.
+`market_answer` is that whole pattern, once, for the routes that answer from the live market.
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ import weakref
 from collections.abc import Callable, Hashable
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.encoders import decimal_encoder, jsonable_encoder
 from fastapi.responses import Response
 from sqlalchemy import Engine, event
+from sqlalchemy.orm import Session
 
-from tracker.market.live import LIVE
+from tracker.market import freshness
+from tracker.storage.engine import session_scope
 from tracker.storage.versions import VersionReads, data_version
 
 # Every reader, so disposing of an engine closes its readers' connections too.
@@ -83,10 +87,10 @@ async def cached_body(request: Request, key: tuple[Hashable, ...], compute: Call
 
     `compute` runs in the threadpool, once per key however many requests miss together; its errors
     propagate and are never cached."""
-    engine = request.app.state.engine
+    engine, live = request.app.state.engine, request.app.state.live
     version = await version_reads(request).current()
     params = ("api", *key)
-    peeked = LIVE.peek(engine, version, params)
+    peeked = live.peek(engine, version, params)
     if isinstance(peeked, bytes):
         return peeked
 
@@ -95,8 +99,36 @@ async def cached_body(request: Request, key: tuple[Hashable, ...], compute: Call
         return content if isinstance(content, bytes) else encode(content)
 
     # Not memoised yet: computed once, whoever asks at the same time waits for that computation.
-    body: bytes = await run_in_threadpool(LIVE.memo, engine, version, params, encoded)
+    body: bytes = await run_in_threadpool(live.memo, engine, version, params, encoded)
     return body
+
+
+async def market_answer(
+    request: Request,
+    key: tuple[Hashable, ...],
+    compute: Callable[[Session], Any],
+    now: datetime,
+    *,
+    as_of: Literal["first", "last"] | None = None,
+) -> bytes:
+    """The encoded answer of a route that reads the live market at `now`.
+
+    `compute` gets a session of its own; its answer is memoised under `key` plus the freshness rules and
+    the minute (what makes it depend on the time). With `as_of`, the answer's own `as_of` is replaced by
+    this request's, spliced in as the first or the last key: one cached answer serves the whole minute,
+    each request stating the instant it was answered for."""
+    engine = request.app.state.engine
+    settings = request.app.state.settings
+
+    def run() -> Any:
+        with session_scope(engine) as session:
+            result = compute(session)
+        if as_of is not None and isinstance(result, dict):
+            result.pop("as_of", None)  # the request's own, added below
+        return result
+
+    body = await cached_body(request, (*key, freshness.signature(settings), minute(now)), run)
+    return body if as_of is None else with_field(body, "as_of", now, first=as_of == "first")
 
 
 def with_field(body: bytes, name: str, value: Any, *, first: bool) -> bytes:
@@ -107,8 +139,24 @@ def with_field(body: bytes, name: str, value: Any, *, first: bool) -> bytes:
     return b"{" + field + b"," + body[1:] if first else body[:-1] + b"," + field + b"}"
 
 
-def json_response(body: bytes) -> Response:
-    return Response(content=body, media_type="application/json")
+def json_response(body: bytes, status_code: int = 200) -> Response:
+    return Response(content=body, status_code=status_code, media_type="application/json")
 
 
-__all__ = ["VersionReads", "cached_body", "data_version", "encode", "json_response", "minute", "with_field"]
+def answer(content: Any, status_code: int = 200) -> Response:
+    """`content` encoded as FastAPI would (`encode`), sent as it is: a route's `response_model` documents
+    the answer without re-serialising it, so datetimes and Decimals keep the encoding every route uses."""
+    return json_response(encode(content), status_code)
+
+
+__all__ = [
+    "VersionReads",
+    "answer",
+    "cached_body",
+    "data_version",
+    "encode",
+    "json_response",
+    "market_answer",
+    "minute",
+    "with_field",
+]

@@ -17,6 +17,8 @@ from sqlalchemy import Engine, create_engine, insert, text
 
 from tests.factories.clock import FakeClock
 from tracker.config import Settings
+from tracker.market import live as live_module
+from tracker.market.live import LiveOffers
 from tracker.storage import metadata
 from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine
@@ -106,6 +108,17 @@ def settings(tmp_path: Path, engine: Engine) -> Settings:
 @pytest.fixture
 def clock() -> FakeClock:
     return FakeClock()
+
+
+@pytest.fixture(autouse=True)
+def live(monkeypatch: pytest.MonkeyPatch) -> LiveOffers:
+    """A fresh live-offer table for each test: the process's own (what the CLI and direct calls use) is
+    replaced for the test, and an app built with `create_app(..., live=live)` shares it. Every test
+    empties the database, so the data version starts over and a shared table would answer from an
+    earlier test's offers."""
+    fresh = LiveOffers()
+    monkeypatch.setattr(live_module, "LIVE", fresh)
+    return fresh
 
 
 @pytest.fixture

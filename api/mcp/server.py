@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import timedelta
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -38,6 +37,7 @@ from tracker.estimate import EstimateError
 from tracker.estimate.service import EstimateRequest, run_estimate
 from tracker.inference_apis.sheets import load_sheet
 from tracker.market.availability import availability
+from tracker.market.filters import OfferFilters
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankOptions
 from tracker.market.service import market_history, market_snapshot, rank_offers
@@ -179,23 +179,20 @@ class Tools:
     def availability(
         self,
         gpu: GpuName,
-        min_gpus: Annotated[Decimal | None, Field(gt=0, le=1024)] = None,
-        providers: Names = None,
-        regions: Names = None,
-        pricing: list[Pricing] | None = None,
+        filters: OfferFilters | None = None,
         days: Annotated[int, Field(ge=1, le=365)] = 7,
     ) -> dict[str, Any]:
         """Per provider and card: offers live and available now, the last time one was available, and the
-        share of the last `days` during which one was (GET /v1/availability; `gpu-tracker availability`)."""
+        share of the last `days` during which one was (GET /v1/availability; `gpu-tracker availability`).
+        `filters` are the API's offer filters (providers, regions, pricing, min_gpus, ...)."""
         now = utcnow()
-        kinds = sorted({p.value for p in pricing}) if pricing else None
+        chosen = filters or OfferFilters()
         with _as_tool_errors():
             ids = gpu_ids_for(gpu)
             with session_scope(self.engine) as session:
-                rows = availability(session, self.settings, now, gpu_ids=ids, days=days, min_gpus=min_gpus,
-                                    providers=providers, regions=regions, pricing=kinds)  # fmt: skip
-        return _json({"as_of": now, "gpu": gpu, "gpu_ids": ids, "min_gpus": min_gpus, "providers": providers,
-                      "regions": regions, "pricing": kinds, "days": days, "rows": rows})  # fmt: skip
+                rows = availability(session, self.settings, now, gpu_ids=ids, days=days, filters=chosen)
+        return _json({"as_of": now, "gpu": gpu, "gpu_ids": ids, "filters": chosen.model_dump(mode="json"),
+                      "days": days, "rows": rows})  # fmt: skip
 
     def plan(self, request: PlanBody) -> dict[str, Any]:
         """A workload mix (fine-tuning and serving workloads) placed on the live offers that run each

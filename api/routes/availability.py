@@ -8,60 +8,48 @@ since shares and liveness move with the clock. `as_of` is the instant the answer
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.orm import Session
 
-from api.cached import cached_body, json_response, minute
-from api.routes.offers import NAME
-from providers.contract import Pricing
-from tracker.clock import utcnow
-from tracker.market import freshness
+from api.cached import json_response, market_answer
+from api.deps import Now
+from api.filters import offer_filters
 from tracker.market.availability import availability
+from tracker.market.filters import OfferFilters
 from tracker.market.offers import gpu_ids_for
-from tracker.storage.engine import session_scope
+from tracker.market.responses import AvailabilityAnswer
 
 router = APIRouter(prefix="/v1", tags=["availability"])
 
 
-@router.get("/availability", response_model=None)
+@router.get("/availability", response_model=AvailabilityAnswer)
 async def get_availability(
     request: Request,
+    now: Now,
+    filters: Annotated[OfferFilters, Depends(offer_filters())],
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card id, family or alias")],
-    min_gpus: Annotated[Decimal | None, Query(gt=0, le=1024, description="Offers with at least this many GPUs")] = None,
-    provider: Annotated[list[Annotated[str, Query(pattern=NAME)]] | None, Query(max_length=64)] = None,
-    region: Annotated[
-        list[Annotated[str, Query(pattern=NAME)]] | None, Query(max_length=128, description="Region or prefix")
-    ] = None,
-    pricing: Annotated[list[Pricing] | None, Query()] = None,
     days: Annotated[int, Query(ge=1, le=365, description="Window: the last this many days")] = 7,
 ) -> Any:
     """Per provider and card: matching offers live and available now, the last time one was available,
     and the share of the window during which at least one was (time-weighted, from the intervals)."""
-    now = utcnow()
     gpu_ids = gpu_ids_for(gpu)  # unknown names are a 404 with suggestions, never cached
-    engine, settings = request.app.state.engine, request.app.state.settings
-    pricings = sorted({p.value for p in pricing}) if pricing else None
+    settings = request.app.state.settings
 
-    def compute() -> dict[str, Any]:
-        with session_scope(engine) as session:
-            rows = availability(
-                session, settings, now, gpu_ids=gpu_ids, days=days, min_gpus=min_gpus, providers=provider,
-                regions=region, pricing=pricings,
-            )  # fmt: skip
+    def compute(session: Session) -> dict[str, Any]:
+        rows = availability(session, settings, now, gpu_ids=gpu_ids, days=days, filters=filters)
         return {
             "as_of": now,
             "gpu": gpu,
             "gpu_ids": gpu_ids,
-            "min_gpus": min_gpus,
-            "providers": provider,
-            "regions": region,
-            "pricing": pricings,
+            "min_gpus": filters.min_gpus,
+            "providers": filters.providers,
+            "regions": filters.regions,
+            "pricing": filters.pricing_values(),
             "days": days,
             "rows": rows,
         }
 
-    key = ("availability", tuple(gpu_ids), gpu, min_gpus, tuple(provider or ()), tuple(region or ()),
-           tuple(pricings or ()), days, freshness.signature(settings), minute(now))  # fmt: skip
-    return json_response(await cached_body(request, key, compute))
+    key = ("availability", tuple(gpu_ids), gpu, filters.model_dump_json(), days)
+    return json_response(await market_answer(request, key, compute, now))

@@ -12,8 +12,9 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
+from api.cached import answer
 from api.schemas import ErrorBody
 from tracker.catalog.gpus import GpuNameError, UnknownGpuName, get_catalog
 from tracker.estimate import (
@@ -25,6 +26,7 @@ from tracker.estimate import (
     get_assumptions,
     set_names,
 )
+from tracker.estimate.responses import AssumptionSets, EstimateAnswer, GpuList, ModelList
 from tracker.estimate.service import EstimateRequest, resolve_gpus, run_estimate
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -37,10 +39,10 @@ def _error(status: int, message: str, field: str | None, **extra: Any) -> JSONRe
     return JSONResponse(status_code=status, content={"detail": message, "field": field, **extra})
 
 
-@router.post("/estimate", response_model=None)  # Decimals as JSON numbers, like every other route
+@router.post("/estimate", response_model=EstimateAnswer)
 def post_estimate(body: EstimateRequest) -> Any:
     try:
-        return run_estimate(body)
+        return answer(run_estimate(body))  # Decimals as JSON numbers, like every other route
     except UnknownModel as exc:
         return _error(404, exc.message, "model", suggestions=exc.suggestions)
     except UnknownGpuName as exc:
@@ -53,13 +55,13 @@ def post_estimate(body: EstimateRequest) -> Any:
         return _error(422, exc.message, exc.field)
 
 
-@router.get("/models")
-def list_models() -> dict[str, Any]:
+@router.get("/models", response_model=ModelList)
+def list_models() -> Response:
     models = [m.summary() for m in all_models()]
-    return {"models": models, "count": len(models)}
+    return answer({"models": models, "count": len(models)})
 
 
-@router.get("/gpus")
+@router.get("/gpus", response_model=GpuList)
 def list_gpus(
     gpu: Annotated[str | None, Query(max_length=100, description="Card or family filter, e.g. H100")] = None,
 ) -> Any:
@@ -69,9 +71,9 @@ def list_gpus(
         return _error(404, str(exc), "gpu", suggestions=exc.suggestions)
     except GpuNameError as exc:
         return _error(422, str(exc), "gpu")
-    return {"gpus": [asdict(s) for s in specs], "count": len(specs)}
+    return answer({"gpus": [asdict(s) for s in specs], "count": len(specs)})
 
 
-@router.get("/assumptions")
-def list_assumptions() -> dict[str, Any]:
-    return {"default": default_name(), "sets": [get_assumptions(n).describe() for n in set_names()]}
+@router.get("/assumptions", response_model=AssumptionSets)
+def list_assumptions() -> Response:
+    return answer({"default": default_name(), "sets": [get_assumptions(n).describe() for n in set_names()]})

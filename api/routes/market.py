@@ -14,16 +14,16 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
+from sqlalchemy.orm import Session
 
-from api.cached import cached_body, json_response, minute, with_field
+from api.cached import json_response, market_answer
+from api.deps import Live, Now
 from api.validation import FieldError, aware_in_range
 from providers.contract import Pricing
-from tracker.clock import utcnow
-from tracker.market import freshness
 from tracker.market.offers import gpu_ids_for
+from tracker.market.responses import MarketHistory, MarketSnapshot
 from tracker.market.service import market_history, market_snapshot
 from tracker.market.statistics import INTERVALS
-from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["market"])
 
@@ -37,9 +37,11 @@ def _utc(value: datetime | None, field: str) -> datetime | None:
     return None if value is None else aware_in_range(value, field)
 
 
-@router.get("/market", response_model=None)
+@router.get("/market", response_model=MarketSnapshot)
 async def get_market(
     request: Request,
+    now: Now,
+    live: Live,
     gpu: Annotated[str | None, Query(max_length=100, description="Card, family or alias")] = None,
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
@@ -51,28 +53,28 @@ async def get_market(
 ) -> Any:
     """Per card × pricing type (× reservation term): min, p25, median, p75, max, offers, providers,
     freshness; `sheets` gives each rate sheet's age, and a card names the stale ones it counts."""
-    now = utcnow()
     engine, settings = request.app.state.engine, request.app.state.settings
     gpu_ids = gpu_ids_for(gpu) if gpu else None  # unknown names are a 404 with suggestions, never cached
     kinds = [p.value for p in pricing or []]
     max_age = timedelta(hours=max_age_hours) if max_age_hours else None
 
-    def compute() -> dict[str, Any]:
-        with session_scope(engine) as session:
-            snapshot = market_snapshot(engine, session, settings, now, gpu_ids=gpu_ids, pricing=kinds,
-                                       include_reference=include_reference, max_age=max_age,
-                                       aggregated=aggregated)  # fmt: skip
-        del snapshot["as_of"]  # the request's own, added below
-        return snapshot
+    def compute(session: Session) -> dict[str, Any]:
+        return market_snapshot(engine, session, settings, now, gpu_ids=gpu_ids, pricing=kinds,
+                               include_reference=include_reference, max_age=max_age, aggregated=aggregated,
+                               live=live)  # fmt: skip
 
-    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, aggregated,
-           freshness.signature(settings), minute(now))  # fmt: skip
-    return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=True))
+    key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, aggregated)
+    return json_response(await market_answer(request, key, compute, now, as_of="first"))
 
 
-@router.get("/market/history", response_model=None)
+@router.get(
+    "/market/history",
+    response_model=MarketHistory,
+    responses={200: {"content": {"text/csv": {}}, "description": "JSON, or CSV with format=csv"}},
+)
 async def get_market_history(
     request: Request,
+    now: Now,
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card, family or alias")],
     pricing: Pricing = Pricing.on_demand,
     interval: Literal["1h", "1d", "1w"] = "1d",
@@ -82,7 +84,6 @@ async def get_market_history(
     format: Literal["json", "csv"] = "json",
 ) -> Any:
     """Bucketed statistics over time, exact from the change-only history (see tracker.market.statistics)."""
-    now = utcnow()
     end_at = _utc(end, "end") or now
     start_at = _utc(start, "start") or end_at - timedelta(days=30)
     if start_at >= end_at:
@@ -90,14 +91,13 @@ async def get_market_history(
     if (end_at - start_at) / INTERVALS[interval] > MAX_BUCKETS:
         raise FieldError(f"too many buckets: use a coarser interval than {interval} for this range", "interval")
     ids = gpu_ids_for(gpu)
-    engine, settings = request.app.state.engine, request.app.state.settings
+    settings = request.app.state.settings
 
-    def compute() -> bytes | dict[str, Any]:
-        with session_scope(engine) as session:
-            rows = market_history(
-                session, settings, now, gpu_ids=ids, pricing=pricing.value, interval=interval,
-                start=start_at, end=end_at, include_reference=include_reference,
-            )  # fmt: skip
+    def compute(session: Session) -> bytes | dict[str, Any]:
+        rows = market_history(
+            session, settings, now, gpu_ids=ids, pricing=pricing.value, interval=interval,
+            start=start_at, end=end_at, include_reference=include_reference,
+        )  # fmt: skip
         if format == "csv":
             out = io.StringIO()
             writer = csv.writer(out)
@@ -111,9 +111,8 @@ async def get_market_history(
 
     # Explicit bounds are keyed as written: the answer echoes them, offset included.
     bounds = (start.isoformat() if start else None, end.isoformat() if end else None)
-    key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, format,
-           freshness.signature(settings), minute(now))  # fmt: skip
-    body = await cached_body(request, key, compute)
+    key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, format)
+    body = await market_answer(request, key, compute, now)
     if format == "csv":
         name = f"{gpu}-{pricing.value}-{interval}.csv".replace(" ", "_")
         return Response(body, media_type="text/csv", headers={"content-disposition": f'attachment; filename="{name}"'})

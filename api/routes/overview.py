@@ -7,18 +7,21 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
-from api.deps import db_session
+from api.cached import answer
+from api.deps import Live, Now, db_session
 from providers.contract import Pricing
-from tracker.clock import utcnow
 from tracker.market.overview import market_overview
+from tracker.market.responses import MarketOverview
 
 router = APIRouter(prefix="/v1", tags=["market"])
 
 
-@router.get("/market/overview", response_model=None)
+@router.get("/market/overview", response_model=MarketOverview)
 def get_market_overview(
     request: Request,
     session: Annotated[Session, Depends(db_session)],
+    now: Now,
+    live: Live,
     pricing: Annotated[list[Pricing] | None, Query()] = None,
     include_reference: Annotated[bool, Query(description="Count static reference sheets")] = True,
     aggregated: Annotated[
@@ -27,7 +30,8 @@ def get_market_overview(
 ) -> Any:
     """Per card × pricing type: live min/p25/median/p75, offers, providers, demo flag, change over 7 and
     30 days (against the daily median of that day) and a 30-day sparkline of daily median and min."""
-    return market_overview(
-        request.app.state.engine, session, request.app.state.settings, utcnow(),
+    return answer(market_overview(
+        request.app.state.engine, session, request.app.state.settings, now,
         pricing=[p.value for p in pricing or []], include_reference=include_reference, aggregated=aggregated,
-    )  # fmt: skip
+        live=live,
+    ))  # fmt: skip

@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy.orm import Session
 
-from api.cached import cached_body, json_response, minute, with_field
+from api.cached import json_response, market_answer
+from api.deps import Live, Now
 from api.validation import FieldError
-from tracker.clock import utcnow
-from tracker.market import freshness
 from tracker.plan.mix import (
     DEFAULT_OVERHEAD,
     MAX_WORKLOADS,
@@ -26,8 +26,8 @@ from tracker.plan.mix import (
     load_mix,
     validate_mix,
 )
+from tracker.plan.responses import PlanAnswer, PlanHistory
 from tracker.plan.service import options_for, plan_history, plan_live
-from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["plan"])
 # Mix text in a body: bounded so that even escaped (6 bytes a character in JSON) it stays under the API's
@@ -72,38 +72,29 @@ class PlanHistoryBody(PlanBody):
     statistic: Literal["min", "p25", "median"] = "median"
 
 
-@router.post("/plan", response_model=None)
-async def post_plan(body: PlanBody, request: Request) -> Any:
+@router.post("/plan", response_model=PlanAnswer)
+async def post_plan(body: PlanBody, request: Request, now: Now, live: Live) -> Any:
     """Each workload on the live offer that runs its month cheapest; the fleet, one card type beside it, power."""
-    now = utcnow()
     engine, settings = request.app.state.engine, request.app.state.settings
     mix = body.mix()  # a bad mix is a 422 before anything is computed or cached
     options = options_for(mix, body.power_budget_kw, body.overhead_factor)
 
-    def compute() -> dict[str, Any]:
-        with session_scope(engine) as session:
-            result = plan_live(engine, session, settings, now, mix, options)
-        del result["as_of"]  # the request's own, added below
-        return result
+    def compute(session: Session) -> dict[str, Any]:
+        return plan_live(engine, session, settings, now, mix, options, live=live)
 
-    key = ("plan", body.model_dump_json(), freshness.signature(settings), minute(now))
-    return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=True))
+    return json_response(await market_answer(request, ("plan", body.model_dump_json()), compute, now, as_of="first"))
 
 
-@router.post("/plan/history", response_model=None)
-async def post_plan_history(body: PlanHistoryBody, request: Request) -> Any:
+@router.post("/plan/history", response_model=PlanHistory)
+async def post_plan_history(body: PlanHistoryBody, request: Request, now: Now, live: Live) -> Any:
     """The plan's monthly cost and per-workload cards per day, mixed against the best single card type."""
-    now = utcnow()
     engine, settings = request.app.state.engine, request.app.state.settings
     mix = body.mix()
     options = options_for(mix, body.power_budget_kw, body.overhead_factor)
 
-    def compute() -> dict[str, Any]:
-        with session_scope(engine) as session:
-            result = plan_history(engine, session, settings, now, mix, options, days=body.days,
-                                  statistic=body.statistic)  # fmt: skip
-        del result["as_of"]
-        return result
+    def compute(session: Session) -> dict[str, Any]:
+        return plan_history(engine, session, settings, now, mix, options, days=body.days, statistic=body.statistic,
+                            live=live)  # fmt: skip
 
-    key = ("plan-history", body.model_dump_json(), freshness.signature(settings), minute(now))
-    return json_response(with_field(await cached_body(request, key, compute), "as_of", now, first=True))
+    key = ("plan-history", body.model_dump_json())
+    return json_response(await market_answer(request, key, compute, now, as_of="first"))

@@ -29,7 +29,7 @@ from providers.adapters.vastai import VastAi
 from providers.cassette import Cassette, bundled_cassette
 from tests.factories.servers import serve
 from tracker.config import Settings
-from tracker.market.live import LIVE, LiveOffers
+from tracker.market.live import LiveOffers
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 
 JOB = {"model": "llama-3.1-8b", "tokens": "1M"}
@@ -49,11 +49,9 @@ def thirteen_mb() -> bytes:
 
 @pytest.fixture
 def app(engine, settings):
-    LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
     asyncio.run(run_scrape(jobs, engine, settings))
     yield create_app(settings, engine)
-    LIVE.clear()
 
 
 @pytest.fixture
@@ -284,7 +282,8 @@ def _footprint(objects: object) -> int:
 # The memo is the same code on either backend: 2,000 requests once, on SQLite, is enough.
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 def test_cache_defeating_history_requests_keep_the_memo_within_its_byte_bound(engine, client, monkeypatch):
-    monkeypatch.setattr(LIVE, "max_bytes", 64 * 1024)
+    table = client.app.state.live
+    monkeypatch.setattr(table, "max_bytes", 64 * 1024)
     # Each a new key: bounds one minute apart, in a year without data, so every answer is small and
     # the memo's cost is mostly its keys and bookkeeping, which it did not count.
     end = datetime(2021, 6, 1, tzinfo=UTC)
@@ -293,11 +292,11 @@ def test_cache_defeating_history_requests_keep_the_memo_within_its_byte_bound(en
         r = client.get("/v1/market/history", params={"gpu": "H100", "end": at.isoformat(),
                                                      "start": (at - timedelta(days=2)).isoformat()})  # fmt: skip
         assert r.status_code == 200
-    entries, counted = LIVE.memo_size()
-    held = _footprint(LIVE._derived)
-    assert entries > 10 and counted <= LIVE.max_bytes
+    entries, counted = table.memo_size()
+    held = _footprint(table._derived)
+    assert entries > 10 and counted <= table.max_bytes
     # Counting only the bytes of encoded bodies, this memo held 4.7 times its bound.
-    assert held <= LIVE.max_bytes, (held, counted, entries)
+    assert held <= table.max_bytes, (held, counted, entries)
 
 
 def test_values_that_are_not_bytes_count_against_the_bound(engine):

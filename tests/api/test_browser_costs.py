@@ -16,7 +16,6 @@ from providers.cassette import Cassette, bundled_cassette
 from tests.factories.browser import SHOTS, console_errors, open_view, wait_state
 from tests.factories.servers import serve
 from tracker.config import Settings
-from tracker.market.live import LIVE
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine
@@ -30,7 +29,6 @@ def cost_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.db'}")
     engine = make_engine(settings.resolved_database_url())
     migrate.upgrade(engine)
-    LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
     asyncio.run(run_scrape(jobs, engine, settings))
     try:
@@ -38,7 +36,6 @@ def cost_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield base
     finally:
         engine.dispose()
-        LIVE.clear()
 
 
 def test_ranked_offers_show_their_cost_breakdown(browser, cost_server):

@@ -26,8 +26,8 @@ from tests.factories.offers import batch, do_ingest, offer
 from tracker.catalog.gpus import get_catalog
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, make_job, prepare
-from tracker.market.live import LIVE, fresh_mask
-from tracker.market.offers import OfferFilters, current_offers, offer_row
+from tracker.market.live import fresh_mask
+from tracker.market.offers import OfferListing, current_offers, offer_row
 from tracker.market.rank import RankFilters, RankOptions, _mark_within_band, _row, filter_mask, rank
 from tracker.market.service import market_history, market_snapshot, rank_history, rank_offers
 from tracker.storage.engine import session_scope
@@ -49,15 +49,12 @@ def _market(engine, settings, clock, *, h100: str = "2.00") -> None:
 
 
 @pytest.fixture
-def client(engine, settings, clock, monkeypatch):
-    LIVE.clear()
+def client(engine, settings, clock):
     _market(engine, settings, clock)
     clock.advance(minutes=3, seconds=7, microseconds=5)  # requests come a little after the scrape
-    for module in (market_routes, rank_routes):
-        monkeypatch.setattr(module, "utcnow", clock)
-    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+    # The app's own live table: its answers never come from what a direct call in the test memoised.
+    with TestClient(create_app(settings, engine, clock=clock), raise_server_exceptions=False) as c:
         yield c
-    LIVE.clear()
 
 
 def _counting(monkeypatch, module, name: str) -> list[int]:
@@ -165,7 +162,7 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
             gpu_ids=["H100-SXM-80GB", "H100-PCIE-80GB", "H100-NVL-94GB"],
             pricing=["on_demand", "spot"],
         )
-        filters = OfferFilters(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
+        filters = OfferListing(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
         rows = [offer_row(o) for o in current_offers(s, filters)]
         prepared = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
         plan = plan_for(JobInput(**JOB_70B), prepared.job)  # the whole run's cost, as the API ranks (tracker.costs)
@@ -177,7 +174,6 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
         trend = rank_history(s, settings, now, prepared_8b, gpu_ids=["A100-SXM-80GB"], pricing="on_demand",
                              statistic="median", start=now - timedelta(days=7), end=now,
                              plan=plan_for(JobInput(**JOB), prepared_8b.job))  # fmt: skip
-    LIVE.clear()
     got = client.get("/v1/market", params={"gpu": "H100", "pricing": ["on_demand", "spot"]})
     assert got.content == _json_bytes(market)
     got = client.get("/v1/offers", params={"gpu": "A100", "region": "us", "sort": "price_per_hour", "limit": 2,
@@ -257,15 +253,14 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
         (RankFilters(providers=["nobody"]), RankOptions()),
     ],
 )
-def test_rank_equals_the_previous_implementation(engine, settings, clock, filters, options):
-    LIVE.clear()
+def test_rank_equals_the_previous_implementation(engine, settings, clock, filters, options, live):
     _market(engine, settings, clock)
     do_ingest(engine, settings, clock, batch(*[offer(f"v{i}", f"{1 + (i % 7) * 0.25:.2f}", count=1 + i % 3,
                                                       region=("us-texas", "eu-west", "")[i % 3]) for i in range(30)]),
               provider="runpod")  # fmt: skip
     now = clock.advance(minutes=5)
     with session_scope(engine) as s:
-        _, frame = LIVE.frame(engine, s)
+        _, frame = live.frame(engine, s)
     fresh = fresh_mask(frame, now, settings)
     for job in (prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed"),
                 prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")):  # fmt: skip
@@ -279,42 +274,42 @@ def test_rank_equals_the_previous_implementation(engine, settings, clock, filter
             ]
         # A frame without the live frame's card codes ranks the same.
         assert rank(frame.without("gpu_code"), fresh, job, filters, options, now) == expected
-    LIVE.clear()
 
 
 # -------------------------------------------------------------------------------------------- bounded
 
 
 def test_memo_is_bounded(client, monkeypatch):
-    monkeypatch.setattr(LIVE, "max_entries", 5)
+    table = client.app.state.live
+    monkeypatch.setattr(table, "max_entries", 5)
     for offset in range(12):
         assert client.get("/v1/offers", params={"offset": offset}).status_code == 200
-    entries, held = LIVE.memo_size()
+    entries, held = table.memo_size()
     assert entries <= 5
-    monkeypatch.setattr(LIVE, "max_entries", 1000)
-    monkeypatch.setattr(LIVE, "max_bytes", 3000)
+    monkeypatch.setattr(table, "max_entries", 1000)
+    monkeypatch.setattr(table, "max_bytes", 3000)
     for limit in range(1, 12):
         client.get("/v1/offers", params={"limit": limit})
-    entries, held = LIVE.memo_size()
+    entries, held = table.memo_size()
     assert 0 < held <= 3000
     # An answer bigger than the whole budget is served but not kept.
     big = client.get("/v1/offers", params={"limit": 1000})
     assert big.status_code == 200 and len(big.content) > 3000
-    assert LIVE.memo_size()[1] <= 3000
+    assert table.memo_size()[1] <= 3000
 
 
 def test_a_new_version_drops_older_answers(engine, settings, client, clock):
+    table = client.app.state.live
     for offset in range(5):
         client.get("/v1/offers", params={"offset": offset})
-    before = LIVE.memo_size()[0]
+    before = table.memo_size()[0]
     assert before >= 5
     _market(engine, settings, clock, h100="1.75")
     client.get("/v1/offers", params={"offset": 0})
-    assert LIVE.memo_size()[0] < before
+    assert table.memo_size()[0] < before
 
 
-def test_concurrent_misses_compute_once(engine):
-    LIVE.clear()
+def test_concurrent_misses_compute_once(engine, live):
     calls: list[int] = []
 
     def slow() -> bytes:
@@ -323,7 +318,7 @@ def test_concurrent_misses_compute_once(engine):
         return b"{}"
 
     results: list[bytes] = []
-    threads = [threading.Thread(target=lambda: results.append(LIVE.memo(engine, 1, ("k",), slow))) for _ in range(8)]
+    threads = [threading.Thread(target=lambda: results.append(live.memo(engine, 1, ("k",), slow))) for _ in range(8)]
     for t in threads:
         t.start()
     for t in threads:
@@ -334,9 +329,8 @@ def test_concurrent_misses_compute_once(engine):
         raise RuntimeError("no")
 
     with pytest.raises(RuntimeError):
-        LIVE.memo(engine, 1, ("boom",), boom)
-    assert LIVE.memo(engine, 1, ("boom",), lambda: b"ok") == b"ok"  # a failure is not cached
-    LIVE.clear()
+        live.memo(engine, 1, ("boom",), boom)
+    assert live.memo(engine, 1, ("boom",), lambda: b"ok") == b"ok"  # a failure is not cached
 
 
 def test_numpy_values_never_reach_the_encoder(client):

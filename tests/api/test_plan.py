@@ -14,7 +14,6 @@ from api.app import create_app
 from tests.factories.api import seeded_client
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.clock import utcnow
-from tracker.market.live import LIVE
 from tracker.plan.mix import load_mix
 from tracker.plan.service import options_for, plan_live
 from tracker.storage.engine import session_scope
@@ -27,13 +26,11 @@ FT = {"name": "ft", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "token
 
 @pytest.fixture
 def client(engine, settings, clock):
-    LIVE.clear()
     clock.now = datetime.now(UTC)
     do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
                                              offer("b", "0.30", gpu="RTX4090-24GB")))  # fmt: skip
     with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
         yield c
-    LIVE.clear()
 
 
 def test_plan_from_workloads_and_from_yaml_source_agree(client):

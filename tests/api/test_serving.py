@@ -13,7 +13,6 @@ from providers.sheet import load_sheet, parse_sheet
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.clock import utcnow
-from tracker.market.live import LIVE
 
 SERVING_70B = {"kind": "inference", "model": "llama-3.1-70b", "precision": "fp8", "prompt_tokens": 1000,
                "output_tokens": 200, "concurrency": 64}  # fmt: skip
@@ -28,7 +27,6 @@ def _reference_rates() -> dict[str, Decimal]:
 @pytest.fixture
 def machines(engine, settings):
     """Machines of 1, 2, 4 and 8 GPUs of every reference card at the sheet's $/GPU-hour."""
-    LIVE.clear()
     clock = FakeClock(utcnow())
     offers = [
         offer(f"{gpu}-{n}", str(price * n), gpu=gpu, count=n)
@@ -37,16 +35,13 @@ def machines(engine, settings):
     ]
     do_ingest(engine, settings, clock, batch(*offers))
     yield clock
-    LIVE.clear()
 
 
 @pytest.fixture
 def reference_sheet(engine, settings):
-    LIVE.clear()
     clock = FakeClock(utcnow())
     do_ingest(engine, settings, clock, parse_sheet(load_sheet("reference")), provider="reference")
     yield clock
-    LIVE.clear()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from providers.adapters.reference import ReferenceRates
 from providers.adapters.vastai import VastAi
 from providers.cassette import Cassette, bundled_cassette
 from tracker.config import Settings
-from tracker.market.live import LIVE
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 
 
@@ -24,7 +23,6 @@ def seeded_client(
     engine: Engine, settings: Settings, *, token: str | None = None, vast: bool = True
 ) -> Iterator[TestClient]:
     """The reference sheet (and Vast's bundled cassette) ingested; the app on `engine`; caches emptied."""
-    LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates)]
     if vast:
         jobs.append(ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai"))))
@@ -33,4 +31,3 @@ def seeded_client(
         settings = settings.model_copy(update={"api_token": SecretStr(token)})
     with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
         yield c
-    LIVE.clear()

@@ -20,7 +20,6 @@ from api.app import create_app
 from tests.factories.dashboard import seed
 from tests.factories.servers import serve
 from tracker.config import Settings
-from tracker.market.live import LIVE
 from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine, session_scope
 
@@ -61,7 +60,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.db'}", api_token=TOKEN)
     engine = make_engine(settings.resolved_database_url())
     migrate.upgrade(engine)
-    LIVE.clear()
     now = datetime.now(UTC)
     seed(engine, settings, now)
     _alert_rules(engine, now)
@@ -70,7 +68,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield base
     finally:
         engine.dispose()
-        LIVE.clear()
 
 
 @contextmanager

@@ -256,16 +256,39 @@ def _names(values: list[str] | None, field: str, known: Sequence[str] | None = N
     return cleaned or None
 
 
-def create_rule(
-    session: Session,
-    inp: RuleInput,
-    *,
-    now: datetime,
-    settings: Settings,
-    cost_model: CostModel | None,
-    resolver: Resolver = system_resolver,
-) -> AlertRule:
-    """Validate `inp`, store the rule with its channels, and return it (flushed, with ids)."""
+# One validator per field a rule is created with and may later change: both give the same answer and message.
+
+
+def _name(value: Any) -> str:
+    name = (value or "").strip() if isinstance(value, str) or value is None else value
+    if not isinstance(name, str) or not name or len(name) > 200:
+        raise RuleError("name must be 1-200 characters", "name")
+    _printable(name, "name")
+    return name
+
+
+def _for_s(value: Any) -> int:
+    for_s = parse_duration(value, "for") or 0
+    if for_s > MAX_FOR.total_seconds():
+        raise RuleError(f"for must be at most {MAX_FOR}", "for")
+    return for_s
+
+
+def _repeat_s(value: Any) -> int | None:
+    repeat_s = parse_duration(value, "repeat")
+    if repeat_s is not None and not MIN_REPEAT.total_seconds() <= repeat_s <= MAX_REPEAT.total_seconds():
+        raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT} (or none, for no reminders)", "repeat")
+    return repeat_s
+
+
+def _min_offers(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 10_000:
+        raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
+    return value
+
+
+def _subject(inp: RuleInput) -> tuple[str, list[Any], str, RuleInput]:
+    """The card query, its cards, the pricing type, and `inp` with its metric's current name."""
     gpu_query = (inp.gpu or "").strip()
     _printable(gpu_query, "gpu")
     if not gpu_query or len(gpu_query) > 100:
@@ -296,51 +319,74 @@ def create_rule(
         )
     if inp.condition not in CONDITIONS:
         raise RuleError(f"condition must be 'below' or 'above', got {inp.condition!r}", "condition")
+    return gpu_query, cards, pricing, inp
+
+
+def _cost_job(inp: RuleInput, card: str, cost_model: CostModel | None) -> tuple[dict[str, Any] | None, Decimal]:
+    """The job and GPU count a cost alert prices (None and 1 for a price alert)."""
+    if inp.metric not in COST_METRICS:
+        if inp.job:
+            raise RuleError("job only applies to cost_per_run and usd_per_mtok alerts", "job")
+        return None, Decimal(1)
+    if cost_model is None:
+        raise RuleError("cost metrics need the estimate model (tracker.estimate), which is not available", "metric")
+    if not inp.job:
+        raise RuleError(
+            f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", '
+            '"tokens": "22.5M"}',
+            "job",
+        )
+    try:
+        job_gpus = Decimal(str(inp.job_gpus))
+    except InvalidOperation:
+        raise RuleError(f"job_gpus must be a number, got {inp.job_gpus!r}", "job_gpus") from None
+    if not job_gpus.is_finite() or not 0 < job_gpus <= 64:
+        raise RuleError("job_gpus must be between 0 and 64", "job_gpus")
+    try:
+        cost_model.check(inp.job, card, job_gpus)
+    except CostError as exc:
+        raise RuleError(str(exc), exc.field) from None
+    return dict(inp.job), job_gpus
+
+
+def _refuse_immediate(rule: AlertRule, obs: Any, inp: RuleInput) -> None:
+    # No matching offer is a value too (infinity): an `above` rule with none would fire at once.
+    current = obs.value if obs.value is not None else (NO_OFFER if obs.unmatched else None)
+    if current is not None and breached(rule.condition, current, rule.threshold) and not inp.allow_immediate:
+        now_text = f"is {obs.value} now" if obs.value is not None else f"has no matching offer now ({obs.unmatched})"
+        raise RuleError(
+            f"the {rule.metric} of {rule.gpu_query} ({rule.pricing}) {now_text}, already {rule.condition} "
+            f"{rule.threshold}: this rule would fire at once. Choose another threshold, or set allow_immediate "
+            "to keep it",
+            "threshold",
+        )
+
+
+def create_rule(
+    session: Session,
+    inp: RuleInput,
+    *,
+    now: datetime,
+    settings: Settings,
+    cost_model: CostModel | None,
+    resolver: Resolver = system_resolver,
+) -> AlertRule:
+    """Validate `inp`, store the rule with its channels, and return it (flushed, with ids)."""
+    gpu_query, cards, pricing, inp = _subject(inp)
     threshold = parse_money(inp.threshold, "threshold")
     recovery = threshold
     if inp.recovery_threshold is not None:
         recovery = parse_money(inp.recovery_threshold, "recovery_threshold")
     _thresholds(inp.condition, threshold, recovery)
-    for_s = parse_duration(inp.for_, "for") or 0
-    if for_s > MAX_FOR.total_seconds():
-        raise RuleError(f"for must be at most {MAX_FOR}", "for")
-    repeat_s = parse_duration(inp.repeat, "repeat")
-    if repeat_s is not None and not MIN_REPEAT.total_seconds() <= repeat_s <= MAX_REPEAT.total_seconds():
-        raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT} (or omitted for no reminders)", "repeat")
-    if isinstance(inp.min_offers, bool) or not isinstance(inp.min_offers, int) or not 1 <= inp.min_offers <= 10_000:
-        raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
+    for_s, repeat_s, min_offers = _for_s(inp.for_), _repeat_s(inp.repeat), _min_offers(inp.min_offers)
     providers = _names(inp.providers, "providers", list(all_providers()))
     regions = _names(inp.regions, "regions")
     offer_filters = _offer_filters(inp)
-    job, job_gpus = None, Decimal(1)
-    if inp.metric in COST_METRICS:
-        if cost_model is None:
-            raise RuleError("cost metrics need the estimate model (tracker.estimate), which is not available", "metric")
-        if not inp.job:
-            raise RuleError(
-                f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", '
-                '"tokens": "22.5M"}',
-                "job",
-            )
-        try:
-            job_gpus = Decimal(str(inp.job_gpus))
-        except InvalidOperation:
-            raise RuleError(f"job_gpus must be a number, got {inp.job_gpus!r}", "job_gpus") from None
-        if not job_gpus.is_finite() or not 0 < job_gpus <= 64:
-            raise RuleError("job_gpus must be between 0 and 64", "job_gpus")
-        try:
-            cost_model.check(inp.job, cards[0].id, job_gpus)
-        except CostError as exc:
-            raise RuleError(str(exc), exc.field) from None
-        job = dict(inp.job)
-    elif inp.job:
-        raise RuleError("job only applies to cost_per_run and usd_per_mtok alerts", "job")
+    job, job_gpus = _cost_job(inp, cards[0].id, cost_model)
     silenced_until = check_silence(inp.silenced_until)
     channels = _channels(inp.channels, settings, resolver, now)
-    name = (inp.name or "").strip() or (f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}")
-    if len(name) > 200:
-        raise RuleError("name must be at most 200 characters", "name")
-    _printable(name, "name")
+    default_name = f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}"
+    name = _name((inp.name or "").strip() or default_name)
 
     rule = AlertRule(
         name=name,
@@ -349,7 +395,7 @@ def create_rule(
         pricing=pricing,
         providers=providers,
         regions=regions,
-        min_offers=inp.min_offers,
+        min_offers=min_offers,
         **offer_filters,
         metric=inp.metric,
         price_statistic=inp.price_statistic,
@@ -372,15 +418,7 @@ def create_rule(
         updated_at=now,
     )
     obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
-    # No matching offer is a value too (infinity): an `above` rule with none would fire at once.
-    current = obs.value if obs.value is not None else (NO_OFFER if obs.unmatched else None)
-    if current is not None and breached(rule.condition, current, threshold) and not inp.allow_immediate:
-        now_text = f"is {obs.value} now" if obs.value is not None else f"has no matching offer now ({obs.unmatched})"
-        raise RuleError(
-            f"the {inp.metric} of {gpu_query} ({pricing}) {now_text}, already {inp.condition} {threshold}: "
-            "this rule would fire at once. Choose another threshold, or set allow_immediate to keep it",
-            "threshold",
-        )
+    _refuse_immediate(rule, obs, inp)
     rule.last_value = obs.value
     rule.channels = channels
     session.add(rule)
@@ -424,11 +462,7 @@ def update_rule(
         )
     new: dict[str, Any] = {}
     if "name" in changes:
-        name = (changes["name"] or "").strip()
-        if not name or len(name) > 200:
-            raise RuleError("name must be 1-200 characters", "name")
-        _printable(name, "name")
-        new["name"] = name
+        new["name"] = _name(changes["name"])
     threshold = parse_money(changes["threshold"], "threshold") if "threshold" in changes else rule.threshold
     if changes.get("recovery_threshold") is not None:
         recovery = parse_money(changes["recovery_threshold"], "recovery_threshold")
@@ -439,15 +473,9 @@ def update_rule(
     _thresholds(rule.condition, threshold, recovery)
     new["threshold"], new["recovery_threshold"] = threshold, recovery
     if "for" in changes:
-        for_s = parse_duration(changes["for"], "for") or 0
-        if for_s > MAX_FOR.total_seconds():
-            raise RuleError(f"for must be at most {MAX_FOR}", "for")
-        new["for_s"] = for_s
+        new["for_s"] = _for_s(changes["for"])
     if "repeat" in changes:
-        repeat_s = parse_duration(changes["repeat"], "repeat")
-        if repeat_s is not None and not MIN_REPEAT.total_seconds() <= repeat_s <= MAX_REPEAT.total_seconds():
-            raise RuleError(f"repeat must be between {MIN_REPEAT} and {MAX_REPEAT}", "repeat")
-        new["repeat_s"] = repeat_s
+        new["repeat_s"] = _repeat_s(changes["repeat"])
     if "enabled" in changes:
         if not isinstance(changes["enabled"], bool):
             raise RuleError("enabled must be true or false", "enabled")
@@ -455,10 +483,7 @@ def update_rule(
     if "silenced_until" in changes:
         new["silenced_until"] = check_silence(changes["silenced_until"])
     if "min_offers" in changes:
-        m = changes["min_offers"]
-        if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= 10_000:
-            raise RuleError("min_offers must be an integer from 1 to 10000", "min_offers")
-        new["min_offers"] = m
+        new["min_offers"] = _min_offers(changes["min_offers"])
     if "channels" in changes:
         # Replacing channels drops messages still queued for the old ones (their rows cascade away).
         new["channels"] = _channels(changes["channels"] or [], settings, resolver, now)

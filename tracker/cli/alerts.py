@@ -15,10 +15,13 @@ from sqlalchemy.orm import Session
 from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
+from tracker.alerts.models import RULE_FILTERS
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, parse_duration, rule_dict, update_rule
 from tracker.cli.context import Runtime, runtime
+from tracker.cli.filter_options import with_filters
 from tracker.cli.output import console, emit_json, fail
 from tracker.clock import utcnow
+from tracker.market.filters import OfferFilters
 from tracker.storage.alert_tables import AlertRule
 from tracker.storage.engine import session_scope
 
@@ -35,8 +38,10 @@ def _runtime(ctx: typer.Context) -> Runtime:
 
 
 @alerts_app.command("add")
+@with_filters(exclude=[f for f in OfferFilters.model_fields if f not in RULE_FILTERS])
 def add(
     ctx: typer.Context,
+    filters: OfferFilters,
     gpu: str = typer.Option(..., "--gpu", help='Card id, family or alias, e.g. "H100-SXM-80GB" or "H100".'),
     below: str | None = typer.Option(None, "--below", help="Fire when the metric drops below this."),
     above: str | None = typer.Option(None, "--above", help="Fire when the metric rises above this."),
@@ -45,15 +50,7 @@ def add(
     pricing: str = typer.Option("on_demand", "--pricing", help="on_demand | spot | reserved"),
     for_: str = typer.Option("0", "--for", help="Pending period before firing, e.g. 15m."),
     repeat: str | None = typer.Option(None, "--repeat", help="Remind while firing, e.g. 4h."),
-    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
-    region: list[str] = typer.Option(None, "--region", help="Region or prefix (repeatable)."),
     min_offers: int = typer.Option(1, "--min-offers", help="Fewer fresh offers than this is no_data."),
-    available: bool = typer.Option(False, "--available", help="Only offers the provider says are available."),
-    min_gpus: float | None = typer.Option(None, "--min-gpus", help="Only offers with at least this many GPUs."),
-    verified: bool = typer.Option(False, "--verified", help="Only verified machines (stated, or a cloud's own)."),
-    datacenter: bool = typer.Option(False, "--datacenter", help="Only datacenter machines (stated, or a cloud's own)."),
-    min_reliability: float | None = typer.Option(None, "--min-reliability", help="Host reliability score, 0-1."),
-    cloud: str | None = typer.Option(None, "--cloud", help="secure | community (RunPod's cloud tiers)."),
     webhook: list[str] = typer.Option(None, "--webhook", help="Webhook URL (repeatable), signed."),
     webhook_secret: str | None = typer.Option(None, "--webhook-secret", help="whsec_… (default: generated)."),
     apprise_url: list[str] = typer.Option(None, "--apprise", help="Apprise URL: slack://, tgram://, ntfy://, …"),
@@ -72,16 +69,6 @@ def add(
     """Create an alert rule. A rule that would fire at once is refused unless --allow-firing-now."""
     if (below is None) == (above is None):
         fail("give exactly one of --below or --above")
-    job_spec: dict[str, Any] | None = None
-    if job is not None:
-        try:
-            job_spec = json.loads(job)
-        except ValueError as exc:
-            fail(f"--job is not JSON: {exc}")
-    channels = [ChannelInput("webhook", u, webhook_secret) for u in webhook or []]
-    channels += [ChannelInput("apprise", u) for u in apprise_url or []]
-    if webhook_secret and not webhook:
-        fail("--webhook-secret needs --webhook")
     inp = RuleInput(
         gpu=gpu,
         condition="below" if below is not None else "above",
@@ -91,23 +78,37 @@ def add(
         recovery_threshold=recovery,
         for_=for_,
         repeat=repeat,
-        providers=provider or None,
-        regions=region or None,
         min_offers=min_offers,
-        available_only=available,
-        min_gpus=min_gpus,
-        verified_only=verified,
-        datacenter_only=datacenter,
-        min_reliability=min_reliability,
-        cloud=cloud,
+        **{f: getattr(filters, f) for f in RULE_FILTERS},
         price_statistic=price_statistic,
-        job=job_spec,
+        job=_job(job),
         job_gpus=job_gpus,
-        channels=channels,
+        channels=_channel_inputs(webhook, webhook_secret, apprise_url),
         name=name,
         enabled=not disabled,
         allow_immediate=allow_firing_now,
     )
+    _create(ctx, inp, json_out)
+
+
+def _job(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        spec: dict[str, Any] = json.loads(text)
+    except ValueError as exc:
+        fail(f"--job is not JSON: {exc}")
+    return spec
+
+
+def _channel_inputs(webhook: list[str] | None, secret: str | None, apprise_url: list[str] | None) -> list[ChannelInput]:
+    if secret and not webhook:
+        fail("--webhook-secret needs --webhook")
+    channels = [ChannelInput("webhook", u, secret) for u in webhook or []]
+    return channels + [ChannelInput("apprise", u) for u in apprise_url or []]
+
+
+def _create(ctx: typer.Context, inp: RuleInput, json_out: bool) -> None:
     rt = _runtime(ctx)
     try:
         with session_scope(rt.engine) as session:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 import typer
 
+from tracker.cli.filter_options import with_filters
 from tracker.cli.output import console, emit_json, fail
+from tracker.market.filters import OfferFilters
 
 # Domain modules are imported inside the command: a command-line call loads only what it runs.
 
@@ -16,18 +18,15 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 
 @commands.command("availability")
+@with_filters()
 def availability_cmd(
     ctx: typer.Context,
+    filters: OfferFilters,
     gpu: str = typer.Argument(..., help='Card, family or alias, e.g. "H100".'),
-    min_gpus: float | None = typer.Option(None, "--min-gpus", help="Only offers with at least this many GPUs."),
-    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
-    region: list[str] = typer.Option(None, "--region", help="Region or region prefix (repeatable)."),
-    pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
     days: int = typer.Option(7, "--days", min=1, max=365, help="Window: the last this many days."),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Per provider and card: available now, last available, and the share of the last DAYS available."""
-    from providers.contract import Pricing
     from tracker.catalog.gpus import GpuNameError
     from tracker.cli.context import runtime
     from tracker.clock import utcnow
@@ -36,26 +35,14 @@ def availability_cmd(
     from tracker.storage.engine import session_scope
 
     try:
-        minimum = Decimal(str(min_gpus)) if min_gpus is not None else None
-    except InvalidOperation:
-        fail("--min-gpus must be a number")
-    if minimum is not None and not (minimum.is_finite() and 0 < minimum <= 1024):
-        fail("--min-gpus must be above 0 and at most 1024")
-    try:
-        pricings = sorted({Pricing(p).value for p in pricing}) if pricing else None
-    except ValueError:
-        fail(f"--pricing must be one of {', '.join(p.value for p in Pricing)}")
-    try:
         gpu_ids = gpu_ids_for(gpu)
     except GpuNameError as exc:
         fail(str(exc))
     rt = runtime(ctx)
     now = utcnow()
+    minimum = filters.min_gpus
     with session_scope(rt.engine) as session:
-        rows = availability(
-            session, rt.settings, now, gpu_ids=gpu_ids, days=days, min_gpus=minimum, providers=provider or None,
-            regions=region or None, pricing=pricings,
-        )  # fmt: skip
+        rows = availability(session, rt.settings, now, gpu_ids=gpu_ids, days=days, filters=filters)
     if json_out:
         emit_json({"as_of": now, "gpu": gpu, "gpu_ids": gpu_ids, "min_gpus": minimum, "days": days, "rows": rows})
         return

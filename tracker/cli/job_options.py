@@ -21,7 +21,7 @@ import typer
 from tracker.cli.output import fail
 from tracker.estimate.job import JobInput
 
-__all__ = ["JOB_OPTION_NAMES", "build_job", "with_job"]
+__all__ = ["JOB_OPTION_NAMES", "build_job", "cli_type", "with_job"]
 
 # An inline config.json cannot be typed on a command line; `--model` takes a path to one instead.
 _NOT_ON_THE_COMMAND_LINE = frozenset({"hf_config"})
@@ -37,7 +37,7 @@ def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _cli_type(annotation: Any) -> Any:
+def cli_type(annotation: Any) -> Any:
     """The type a command-line parser should read for a schema annotation: unions with `str` are read
     as text (the schema parses "22.5M" and "q,v,o" itself), Literals as text checked by the schema."""
     if get_origin(annotation) is Literal:
@@ -45,7 +45,7 @@ def _cli_type(annotation: Any) -> Any:
     if get_origin(annotation) in (typing.Union, types.UnionType):
         members = [a for a in get_args(annotation) if a is not type(None)]
         optional = len(members) < len(get_args(annotation))
-        base = str if str in members or len(members) != 1 else _cli_type(members[0])
+        base = str if str in members or len(members) != 1 else cli_type(members[0])
         return base | None if optional else base
     return annotation
 
@@ -54,7 +54,7 @@ def _parameters() -> list[inspect.Parameter]:
     params = []
     for name in JOB_OPTION_NAMES:
         info = JobInput.model_fields[name]
-        kind = _cli_type(info.annotation)
+        kind = cli_type(info.annotation)
         decls = [_flag(name), *([_SHORT_FLAGS[name]] if name in _SHORT_FLAGS else [])]
         if kind is bool:
             decls = [f"{_flag(name)}/--no-{name.replace('_', '-')}"]

@@ -7,9 +7,11 @@ from typing import Any
 
 import typer
 
+from tracker.cli.filter_options import with_filters
 from tracker.cli.job_options import with_job
 from tracker.cli.output import console, emit_json, fail
 from tracker.estimate.job import JobInput
+from tracker.market.filters import OfferFilters
 
 # Domain modules are imported inside the commands: a command-line call loads only what it runs.
 
@@ -28,25 +30,13 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 @commands.command("cheapest")
 @with_job
+@with_filters()
 def cheapest(
     ctx: typer.Context,
     job: JobInput,
+    filters: OfferFilters,
     gpu: str | None = typer.Option(None, "--gpu", help="Only this card, family or alias."),
-    provider: list[str] = typer.Option(None, "--provider", help="Only these providers (repeatable)."),
-    pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
-    region: list[str] = typer.Option(None, "--region", help="Region or prefix (repeatable)."),
     max_hours: float | None = typer.Option(None, "--max-hours", min=0),
-    no_reference: bool = typer.Option(False, "--no-reference", help="Leave out static reference sheets."),
-    aggregated: str = typer.Option(
-        "include", "--aggregated", help="Offers resold by aggregators: include | exclude | dedupe (each machine once)."
-    ),
-    available: bool = typer.Option(False, "--available", help="Only offers the provider says are available."),
-    verified: bool = typer.Option(False, "--verified", help="Only verified machines (stated, or a cloud's own)."),
-    datacenter: bool = typer.Option(False, "--datacenter", help="Only datacenter machines (stated, or a cloud's own)."),
-    min_reliability: float | None = typer.Option(
-        None, "--min-reliability", min=0, max=1, help="Host reliability score, 0-1."
-    ),
-    cloud: str | None = typer.Option(None, "--cloud", help="secure | community (RunPod's cloud tiers)."),
     sort_by: str = typer.Option("cost_per_run", "--sort", help="cost_per_run | hours | usd_per_mtok"),
     show_unfit: bool = typer.Option(False, "--show-unfit", help="Also list offers the job does not fit."),
     best_per_card: bool = typer.Option(False, "--best-per-card"),
@@ -78,21 +68,14 @@ def cheapest(
             spec = job.spec(allow_model_files=True)
             prepared = prepare(spec, job.assumptions)
             plan = plan_for(job, spec)
-        filters = RankFilters(
-            providers=provider or None, pricing=_pricing(pricing), regions=region or None,
-            gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours, include_reference=not no_reference,
-            available_only=available, verified_only=verified, datacenter_only=datacenter,
-            min_reliability=min_reliability, cloud=cloud, aggregated=aggregated,
-        )  # fmt: skip
+        ranked = RankFilters(**dict(filters), gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours)
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
-    except ValueError as exc:  # a filter out of range (tracker.market.quality, tracker.market.aggregated)
-        fail(str(exc))
     options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top,  # type: ignore[arg-type]
                           gpu_only=gpu_only)  # fmt: skip
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:
-        result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, filters, options, plan=plan)
+        result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, ranked, options, plan=plan)
     if json_out:
         emit_json(result["rows"])
         return

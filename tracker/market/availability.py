@@ -2,8 +2,8 @@
 
 Answered from `offer_availability`, the change-only history ingest writes beside the prices: each row
 says an offer was listed with one `available` flag on [valid_from, valid_to). Per provider and card,
-over the offers matching the filters (card, at least `min_gpus` GPUs, providers, region prefixes,
-pricing types):
+over the offers of the cards matching the offer filters (tracker.market.filters: GPUs, providers, region
+prefixes, pricing types, quality):
 
 * `offers_now` / `available_now`: matching offers live now (the freshness rule) / of those, available;
 * `last_available_at`: the last instant any matching offer was available (now, if one is), all history;
@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -33,13 +32,14 @@ from sqlalchemy.orm import Session
 
 from tracker.config import Settings
 from tracker.market import freshness
+from tracker.market.filters import OfferFilters
 from tracker.market.live import epoch_us as epoch_us_of
-from tracker.market.offers import region_condition
 from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferAvailability
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_US = timedelta(microseconds=1)
+Interval = tuple[int, int, int, bool | None, bool]  # offer id, from, to (µs), available, live now
 
 __all__ = ["availability", "covered"]
 
@@ -57,26 +57,6 @@ def covered(lo: np.ndarray, hi: np.ndarray) -> int:
     return int(np.maximum(hi - np.maximum(lo, before), 0).sum())
 
 
-def _matching(
-    stmt: Any,
-    gpu_ids: Sequence[str],
-    min_gpus: Decimal | None,
-    providers: Sequence[str] | None,
-    regions: Sequence[str] | None,
-    pricing: Sequence[str] | None,
-) -> Any:
-    stmt = stmt.where(Offer.gpu_id.in_(gpu_ids))
-    if min_gpus is not None:
-        stmt = stmt.where(Offer.gpu_count >= min_gpus)
-    if providers:
-        stmt = stmt.where(Offer.provider.in_(providers))
-    if regions:
-        stmt = stmt.where(region_condition(regions))
-    if pricing:
-        stmt = stmt.where(Offer.pricing.in_(pricing))
-    return stmt
-
-
 def availability(
     session: Session,
     settings: Settings,
@@ -84,17 +64,15 @@ def availability(
     *,
     gpu_ids: Sequence[str],
     days: float = 7,
-    min_gpus: Decimal | None = None,
-    providers: Sequence[str] | None = None,
-    regions: Sequence[str] | None = None,
-    pricing: Sequence[str] | None = None,
+    filters: OfferFilters | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (provider, card) with matching offers in the window or ever available, sorted."""
     start = now - timedelta(days=days)
     start_us, now_us = epoch_us_of(start), epoch_us_of(now)
+    conditions = [Offer.gpu_id.in_(gpu_ids), *(filters or OfferFilters()).conditions()]
 
     def matching(stmt: Any) -> Any:
-        return _matching(stmt, gpu_ids, min_gpus, providers, regions, pricing)
+        return stmt.where(*conditions)
 
     window_rows = session.execute(
         matching(
@@ -129,7 +107,7 @@ def availability(
     }
 
     windows_us = {p: freshness.window(p, settings) // _EPOCH_US for p in {r[1] for r in window_rows}}
-    groups: dict[tuple[str, str], list[tuple[int, int, int, bool | None, bool]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[Interval]] = defaultdict(list)
     for offer_id, provider, gpu, lo, hi, available, seen in window_rows:
         live_until = min(int(seen) + windows_us[provider], now_us)
         is_open = hi is None
@@ -137,29 +115,33 @@ def availability(
         groups[(provider, gpu)].append((offer_id, int(lo), end, available, is_open and live_until == now_us))
 
     window_us = now_us - start_us
-    out = []
-    for key in sorted(set(groups) | set(closed_last)):
-        rows = groups.get(key, [])
-        avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
-        lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
-        hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
-        share_us = covered(lo, hi) if avail else 0
-        ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
-        last_us = max([*ends, *([closed_last[key]] if key in closed_last else [])], default=None)
-        live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
-        out.append(
-            {
-                "provider": key[0],
-                "gpu": key[1],
-                "offers_now": len(live),
-                "available_now": sum(1 for a in live.values() if a is True),
-                "last_available_at": None if last_us is None else _at(last_us),
-                "available_share": share_us / window_us if window_us > 0 else 0.0,
-                "available_hours": round(share_us / 3.6e9, 3),
-                "reports_availability": any(a is not None for _, _, _, a, _ in rows),
-            }
-        )
-    return out
+    return [
+        _row(key, groups.get(key, []), closed_last.get(key), start_us, now_us, window_us)
+        for key in sorted(set(groups) | set(closed_last))
+    ]
+
+
+def _row(
+    key: tuple[str, str], rows: list[Interval], closed_last: int | None, start_us: int, now_us: int, window_us: int
+) -> dict[str, Any]:
+    """One (provider, card): its intervals in the window, and its last closed available interval's end."""
+    avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
+    lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
+    hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
+    share_us = covered(lo, hi) if avail else 0
+    ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
+    last_us = max([*ends, *([closed_last] if closed_last is not None else [])], default=None)
+    live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
+    return {
+        "provider": key[0],
+        "gpu": key[1],
+        "offers_now": len(live),
+        "available_now": sum(1 for a in live.values() if a is True),
+        "last_available_at": None if last_us is None else _at(last_us),
+        "available_share": share_us / window_us if window_us > 0 else 0.0,
+        "available_hours": round(share_us / 3.6e9, 3),
+        "reports_availability": any(a is not None for _, _, _, a, _ in rows),
+    }
 
 
 def _at(us: int) -> datetime:

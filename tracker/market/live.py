@@ -253,7 +253,14 @@ class LiveOffers:
             self._bytes = 0
 
 
+# The process's own table: the CLI and the worker use it. The API injects one per app (api.deps.Live), and
+# tests get a fresh one per test (tests/conftest.py), so nothing has to empty a shared cache.
 LIVE = LiveOffers()
+
+
+def live_table(live: LiveOffers | None) -> LiveOffers:
+    """The table a caller injected, else the process's own (read at call time, so it can be replaced)."""
+    return LIVE if live is None else live
 
 
 def fresh_mask(

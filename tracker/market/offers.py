@@ -5,20 +5,34 @@ Writes live in `tracker.ingest.batch`; everything that answers a question from t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, or_, select
+from pydantic import Field
+from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.orm import Session
 
-from providers.contract import Pricing, ProviderKind
-from providers.registry import all_providers, reference_providers
+from providers.contract import ProviderKind
+from providers.registry import all_providers
 from tracker.catalog.gpus import get_catalog
-from tracker.market import aggregated, quality
+from tracker.market.filters import OfferFilters, region_condition, region_matches
 from tracker.storage.tables import Offer, OfferPrice
+
+# The filters are tracker.market.filters'; they are re-exported for the modules that list offers.
+__all__ = [
+    "SORTS",
+    "OfferFilters",
+    "OfferListing",
+    "current_offers",
+    "current_offers_stmt",
+    "gpu_ids_for",
+    "native_price",
+    "offer_row",
+    "price_at",
+    "region_condition",
+    "region_matches",
+    "snapshot_at",
+]
 
 SORTS = {
     "price_per_gpu_hour": (Offer.price_per_gpu_hour, Offer.id),
@@ -28,42 +42,13 @@ SORTS = {
 }
 
 
-@dataclass
-class OfferFilters:
+class OfferListing(OfferFilters):
+    """The offer list: the filters, a card, an order and a page."""
+
     gpu: str | None = None  # family, canonical id or alias; resolved through the catalog
-    providers: list[str] | None = None
-    pricing: list[str] | None = None
-    regions: list[str] | None = None  # exact region or prefix ("us" matches "us-texas")
-    min_gpus: Decimal | None = None
-    # Availability and quality: what they mean, for offers without the attribute too, is tracker.market.quality.
-    available_only: bool = False
-    verified_only: bool = False
-    datacenter_only: bool = False
-    min_reliability: float | None = None
-    cloud: str | None = None
-    include_reference: bool = True
-    aggregated: str = "include"  # include | exclude | dedupe resales (tracker.market.aggregated)
-    sort: str = "price_per_gpu_hour"
-    limit: int | None = None
-    offset: int = 0
-
-    def __post_init__(self) -> None:
-        if self.sort not in SORTS:
-            raise ValueError(f"sort must be one of {', '.join(SORTS)}")
-        for p in self.pricing or []:
-            Pricing(p)  # raises ValueError naming the bad value
-        quality.check(self)
-        aggregated.check(self.aggregated)
-
-
-def region_matches(region: object, wanted: Sequence[str]) -> bool:
-    """The region filter's rule: a region matches exactly or as a prefix ("us" matches "us-texas")."""
-    return isinstance(region, str) and any(region == r or region.startswith(f"{r}-") for r in wanted)
-
-
-def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
-    """`region_matches` as SQL, for queries that filter in the database."""
-    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-")) for r in wanted])
+    sort: str = Field("price_per_gpu_hour", pattern="^(" + "|".join(SORTS) + ")$")
+    limit: int | None = Field(None, ge=1)
+    offset: int = Field(0, ge=0)
 
 
 def gpu_ids_for(query: str) -> list[str]:
@@ -72,28 +57,16 @@ def gpu_ids_for(query: str) -> list[str]:
 
 
 def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
-    stmt = select(Offer).where(Offer.delisted_at.is_(None))
-    if filters.gpu:
-        stmt = stmt.where(Offer.gpu_id.in_(gpu_ids_for(filters.gpu)))
-    if filters.providers:
-        stmt = stmt.where(Offer.provider.in_(filters.providers))
-    if filters.pricing:
-        stmt = stmt.where(Offer.pricing.in_(filters.pricing))
-    if filters.regions:
-        stmt = stmt.where(region_condition(filters.regions))
-    if filters.min_gpus is not None:
-        stmt = stmt.where(Offer.gpu_count >= filters.min_gpus)
-    if quality.active(filters):
-        stmt = stmt.where(*quality.conditions(filters))
-    if not filters.include_reference and (refs := reference_providers()):
-        stmt = stmt.where(Offer.provider.not_in(refs))
-    if filters.aggregated != "include":
-        stmt = stmt.where(*aggregated.conditions(filters.aggregated))
-    stmt = stmt.order_by(*SORTS[filters.sort])
-    if filters.offset:
-        stmt = stmt.offset(filters.offset)
-    if filters.limit is not None:
-        stmt = stmt.limit(filters.limit)
+    """Listed offers passing `filters`; an `OfferListing` also picks its card, order and page."""
+    listing = filters if isinstance(filters, OfferListing) else OfferListing.model_validate(filters.model_dump())
+    stmt = select(Offer).where(Offer.delisted_at.is_(None), *listing.conditions())
+    if listing.gpu:
+        stmt = stmt.where(Offer.gpu_id.in_(gpu_ids_for(listing.gpu)))
+    stmt = stmt.order_by(*SORTS[listing.sort])
+    if listing.offset:
+        stmt = stmt.offset(listing.offset)
+    if listing.limit is not None:
+        stmt = stmt.limit(listing.limit)
     return stmt
 
 

@@ -30,7 +30,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.market import freshness
 from tracker.market import statistics as market
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import LiveOffers, fresh_mask, live_table
 from tracker.market.service import market_snapshot
 
 SPARK_DAYS = 30
@@ -64,11 +64,13 @@ def market_overview(
     pricing: Sequence[str] | None = None,
     include_reference: bool = True,
     aggregated: str = "include",
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
+    table = live_table(live)
     snapshot = market_snapshot(engine, session, settings, now, pricing=pricing, include_reference=include_reference,
-                               aggregated=aggregated)  # fmt: skip
+                               aggregated=aggregated, live=table)  # fmt: skip
     version = snapshot["data_version"]
-    _, frame = LIVE.frame(engine, session)
+    _, frame = table.frame(engine, session)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=SPARK_DAYS)
     params = ("overview", tuple(pricing or ()), include_reference, aggregated, freshness.signature(settings),
@@ -99,7 +101,7 @@ def market_overview(
             rows.append(row)
         return rows
 
-    rows = LIVE.memo(engine, version, params, compute)
+    rows = table.memo(engine, version, params, compute)
     return {"as_of": now, "data_version": version, "sparkline_days": SPARK_DAYS, "cards": rows,
             "sheets": snapshot["sheets"], "aggregated": aggregated}  # fmt: skip
 

@@ -8,47 +8,31 @@ few hundred such combinations, so each combination is estimated once and the per
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
+from pydantic import Field
 
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
-from tracker.market import aggregated, quality
+from tracker.market.filters import OfferFilters
 from tracker.market.live import epoch_us, factorize
-from tracker.market.offers import region_matches
 from tracker.market.table import OfferTable
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 
 
-@dataclass
-class RankFilters:
-    providers: Sequence[str] | None = None
-    pricing: Sequence[str] | None = None  # None: on-demand and spot (reserved only when named)
-    regions: Sequence[str] | None = None  # exact, or a prefix such as "us"
-    gpu_ids: Sequence[str] | None = None
-    min_gpus: float | None = None
-    max_gpus: float | None = None
-    max_hours: float | None = None
-    include_reference: bool = True
-    aggregated: str = "include"  # include | exclude | dedupe resales (tracker.market.aggregated)
-    # Availability and quality: what they mean, for offers without the attribute too, is tracker.market.quality.
-    available_only: bool = False
-    verified_only: bool = False
-    datacenter_only: bool = False
-    min_reliability: float | None = None
-    cloud: str | None = None
+class RankFilters(OfferFilters):
+    """The offer filters, plus what only a ranking asks: the cards, and a cap on the run's hours."""
 
-    def __post_init__(self) -> None:
-        quality.check(self)
-        aggregated.check(self.aggregated)
+    gpu_ids: list[str] | None = None
+    max_hours: float | None = Field(None, gt=0)
 
 
 @dataclass
@@ -66,40 +50,14 @@ if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to
     Mask: TypeAlias = npt.NDArray[np.bool_]
 
 
-def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
-    allowed = set(wanted)
-    return np.fromiter((v in allowed for v in values), dtype=bool, count=len(values))
-
-
-def _region_mask(regions: npt.NDArray[Any], wanted: Sequence[str]) -> Mask:
-    return np.fromiter((region_matches(r, wanted) for r in regions), dtype=bool, count=len(regions))
-
-
 def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
-    mask = fresh.copy()
-    if f.providers:
-        mask &= _member(table["provider"], f.providers)
-    if f.pricing:
-        mask &= _member(table["pricing"], f.pricing)
-    else:
-        # A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price
-        # for the same run as on-demand, so it competes only when asked for (pricing=["reserved"]).
-        mask &= _member(table["pricing"], ("on_demand", "spot"))
-    if f.regions:
-        mask &= _region_mask(table["region"], f.regions)
-    if f.gpu_ids:
-        mask &= _member(table["gpu_id"], f.gpu_ids)
-    if f.min_gpus is not None:
-        mask &= table["gpu_count_f"] >= f.min_gpus
-    if f.max_gpus is not None:
-        mask &= table["gpu_count_f"] <= f.max_gpus
-    if not f.include_reference:
-        mask &= ~table["reference"]
-    if quality.active(f):
-        mask &= quality.mask(table, f)
-    if f.aggregated != "include" and "via" in table:  # last: a machine counts once among the offers kept
-        mask = aggregated.mask(table, mask, f.aggregated)
-    return mask
+    # A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price for the
+    # same run as on-demand, so it competes only when asked for (pricing=["reserved"]).
+    keep = fresh
+    if f.gpu_ids:  # before the filters: resales are deduplicated among the offers kept
+        allowed = set(f.gpu_ids)
+        keep = fresh & np.fromiter((g in allowed for g in table["gpu_id"]), dtype=bool, count=len(table))
+    return f.mask(table, keep, default_pricing=("on_demand", "spot"))
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).

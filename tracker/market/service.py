@@ -22,7 +22,7 @@ from tracker.estimate.serving import PreparedServing
 from tracker.inference_apis import api_alternatives
 from tracker.market import freshness
 from tracker.market import statistics as market
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import LiveOffers, fresh_mask, live_table
 from tracker.market.rank import RankFilters, RankOptions, rank
 
 # Multi-GPU machine sizes tried when pricing a job from per-GPU market statistics.
@@ -40,8 +40,10 @@ def market_snapshot(
     include_reference: bool = True,
     max_age: timedelta | None = None,
     aggregated: str = "include",
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
-    version, frame = LIVE.frame(engine, session)
+    table = live_table(live)
+    version, frame = table.frame(engine, session)
     params = ("market", tuple(gpu_ids or ()), tuple(pricing or ()), include_reference, max_age, aggregated,
               freshness.signature(settings), now.replace(second=0, microsecond=0))  # fmt: skip
     sheets = freshness.sheet_ages(now, settings)
@@ -54,7 +56,7 @@ def market_snapshot(
                                 stale_sheets=stale)  # fmt: skip
         return [s.as_dict() | {"age_s": (now - s.freshest).total_seconds()} for s in stats]
 
-    rows = LIVE.memo(engine, version, params, compute)
+    rows = table.memo(engine, version, params, compute)
     # Every rate sheet's age, stale or not: a client shows which reference prices are old (the dashboard).
     listed = [age.as_dict() for age in sheets.values()] if include_reference else []
     return {"as_of": now, "data_version": version, "cards": rows, "sheets": listed}
@@ -88,17 +90,20 @@ def rank_offers(
     options: RankOptions,
     max_age: timedelta | None = None,
     plan: RunPlan | None = None,
+    *,
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     """`plan` (the job's extras, tracker.costs.plan_for): rank on the whole run's cost; None: GPU time only."""
-    version, frame = LIVE.frame(engine, session)
+    table = live_table(live)
+    version, frame = table.frame(engine, session)
     fresh = fresh_mask(frame, now, settings, max_age)
     terms = None
     if plan is not None:  # every live offer's cost terms, once per data version
         columns = (frame["id"], frame["provider"], frame["pricing"], frame["reliability_f"])
-        terms = LIVE.memo(engine, version, ("cost-terms",), lambda: term_columns(*columns, load_stated(session)))
+        terms = table.memo(engine, version, ("cost-terms",), lambda: term_columns(*columns, load_stated(session)))
     # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
     a = prepared.assumptions
-    held, estimates = LIVE.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
+    held, estimates = table.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
     shared = estimates if held is a or held == a else None
     result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms)
     extras = {"plan": plan.describe() if plan is not None else None, "gpu_only": plan is None or options.gpu_only}

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from providers.contract import Pricing
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import EstimateError, prepare
@@ -125,9 +126,13 @@ class _Evaluated:
 
 def _filters(w: Workload) -> RankFilters:
     c = w.constraints
-    return RankFilters(
-        providers=c.providers, pricing=c.allowed_pricing(), regions=c.regions, min_gpus=c.min_gpus,
-        max_gpus=c.max_gpus, include_reference=c.include_reference, available_only=c.available_now,
+    # The mix validated its constraints already (tracker.plan.mix.Constraints): taken as they are, so a
+    # provider named in capitals matches nothing, as it always did, instead of failing the whole plan.
+    return RankFilters.model_construct(
+        providers=c.providers, pricing=[Pricing(p) for p in c.allowed_pricing()], regions=c.regions,
+        min_gpus=None if c.min_gpus is None else Decimal(c.min_gpus),
+        max_gpus=None if c.max_gpus is None else Decimal(c.max_gpus),
+        include_reference=c.include_reference, available_only=c.available_now,
     )  # fmt: skip
 
 

@@ -24,7 +24,7 @@ from tracker.estimate import EstimateError
 from tracker.estimate.serving.job import SECONDS_PER_MONTH
 from tracker.inference_apis import api_alternatives
 from tracker.market import statistics
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import LiveOffers, fresh_mask, live_table
 from tracker.plan.mix import SERVING_KINDS, TRAINING_KINDS, WorkloadMix
 from tracker.plan.planner import PlanOptions, evaluate, plan
 from tracker.plan.serving import serving_estimator
@@ -41,9 +41,16 @@ def options_for(mix: WorkloadMix, power_budget_kw: float | None = None, overhead
 
 
 def plan_live(
-    engine: Engine, session: Session, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
+    engine: Engine,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    mix: WorkloadMix,
+    options: PlanOptions,
+    *,
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
-    _, frame = LIVE.frame(engine, session)
+    _, frame = live_table(live).frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
     result = plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
     with_api_alternatives(result, mix, now)
@@ -83,60 +90,17 @@ def plan_history(
     *,
     days: int = 90,
     statistic: str = "median",
+    live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     """Per day: the mixed fleet's monthly cost, each workload's card, and the best single-card fleet."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
-    _, frame = LIVE.frame(engine, session)
+    _, frame = live_table(live).frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
     evaluated = [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
-    start, end = now - timedelta(days=days), now
-    prices: dict[tuple[str, str], dict[datetime, Decimal]] = {}
-    for ev in evaluated:
-        for gid, o in ev.by_card.items():
-            key = (gid, o.pricing)
-            if key not in prices:
-                include_reference = ev.workload.constraints.include_reference
-                buckets = statistics.history(
-                    session, gpu_ids=[gid], pricing=o.pricing, interval="1d", start=start, end=end, now=now,
-                    settings=settings, include_reference=include_reference,
-                )  # fmt: skip
-                prices[key] = {b["bucket"]: b[statistic] for b in buckets}
+    prices = _daily_prices(session, settings, now, evaluated, now - timedelta(days=days), statistic)
     days_seen = sorted({d for series in prices.values() for d in series})
-    points: list[dict[str, Any]] = []
-    for day in days_seen:
-        per_workload: list[dict[str, Any]] = []
-        by_card_total: dict[str, Decimal] = {}
-        complete_cards: set[str] | None = None
-        mixed: Decimal | None = Decimal(0)
-        for ev in evaluated:
-            costs = {}
-            for gid, o in ev.by_card.items():
-                price = prices[(gid, o.pricing)].get(day)
-                if price is not None:
-                    # Billed GPU-hours of today's placement on this card × that day's $/GPU-hour.
-                    costs[gid] = money.cost(price, o.billed_node_hours * o.combo.gpus)
-            for gid, c in costs.items():
-                by_card_total[gid] = by_card_total.get(gid, Decimal(0)) + c
-            complete_cards = set(costs) if complete_cards is None else complete_cards & set(costs)
-            if not costs:
-                per_workload.append({"workload": ev.workload.name, "gpu": None, "monthly_cost": None})
-                mixed = None
-                continue
-            gid = min(costs, key=lambda g: (costs[g], g))
-            per_workload.append({"workload": ev.workload.name, "gpu": gid, "monthly_cost": costs[gid]})
-            if mixed is not None:
-                mixed += costs[gid]
-        singles = {g: by_card_total[g] for g in complete_cards or set()}
-        single = min(singles, key=lambda g: (singles[g], g)) if singles else None
-        points.append({
-            "day": day,
-            "monthly_cost": None if mixed is None else money.to_money(mixed),
-            "single_card": single,
-            "single_card_monthly_cost": None if single is None else money.to_money(singles[single]),
-            "saving": None if mixed is None or single is None else money.to_money(singles[single] - mixed),
-            "choices": per_workload,
-        })  # fmt: skip
+    points = [_day(day, evaluated, prices) for day in days_seen]
     savings: list[Decimal] = [p["saving"] for p in points if p["saving"] is not None]
     return {
         "as_of": now,
@@ -160,6 +124,63 @@ def plan_history(
             "max_saving": max(savings) if savings else None,
         },
         "method": "today's placements repriced at the daily " + statistic + " $/GPU-hour of each card",
+    }
+
+
+Prices = dict[tuple[str, str], dict[datetime, Decimal]]  # (card, pricing) -> day -> the day's statistic
+
+
+def _daily_prices(
+    session: Session, settings: Settings, now: datetime, evaluated: list[Any], start: datetime, statistic: str
+) -> Prices:
+    """The daily statistic of $/GPU-hour of every (card, pricing type) some workload was placed on."""
+    prices: Prices = {}
+    for ev in evaluated:
+        for gid, o in ev.by_card.items():
+            key = (gid, o.pricing)
+            if key not in prices:
+                include_reference = ev.workload.constraints.include_reference
+                buckets = statistics.history(
+                    session, gpu_ids=[gid], pricing=o.pricing, interval="1d", start=start, end=now, now=now,
+                    settings=settings, include_reference=include_reference,
+                )  # fmt: skip
+                prices[key] = {b["bucket"]: b[statistic] for b in buckets}
+    return prices
+
+
+def _day(day: datetime, evaluated: list[Any], prices: Prices) -> dict[str, Any]:
+    """One day: each workload's cheapest card that day, the mixed fleet's cost, the best single card's."""
+    per_workload: list[dict[str, Any]] = []
+    by_card_total: dict[str, Decimal] = {}
+    complete_cards: set[str] | None = None
+    mixed: Decimal | None = Decimal(0)
+    for ev in evaluated:
+        costs = {}
+        for gid, o in ev.by_card.items():
+            price = prices[(gid, o.pricing)].get(day)
+            if price is not None:
+                # Billed GPU-hours of today's placement on this card × that day's $/GPU-hour.
+                costs[gid] = money.cost(price, o.billed_node_hours * o.combo.gpus)
+        for gid, c in costs.items():
+            by_card_total[gid] = by_card_total.get(gid, Decimal(0)) + c
+        complete_cards = set(costs) if complete_cards is None else complete_cards & set(costs)
+        if not costs:
+            per_workload.append({"workload": ev.workload.name, "gpu": None, "monthly_cost": None})
+            mixed = None
+            continue
+        gid = min(costs, key=lambda g: (costs[g], g))
+        per_workload.append({"workload": ev.workload.name, "gpu": gid, "monthly_cost": costs[gid]})
+        if mixed is not None:
+            mixed += costs[gid]
+    singles = {g: by_card_total[g] for g in complete_cards or set()}
+    single = min(singles, key=lambda g: (singles[g], g)) if singles else None
+    return {
+        "day": day,
+        "monthly_cost": None if mixed is None else money.to_money(mixed),
+        "single_card": single,
+        "single_card_monthly_cost": None if single is None else money.to_money(singles[single]),
+        "saving": None if mixed is None or single is None else money.to_money(singles[single] - mixed),
+        "choices": per_workload,
     }
 
 

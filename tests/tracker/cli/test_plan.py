@@ -9,17 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.factories.offers import batch, do_ingest, offer
-from tracker.market.live import LIVE
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "mixed-fleet.yaml"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 @pytest.mark.parametrize("engine", ["sqlite"], indirect=True)

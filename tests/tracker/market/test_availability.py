@@ -15,11 +15,14 @@ from fastapi.testclient import TestClient
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.market.availability import availability, covered
-from tracker.market.live import LIVE
+from tracker.market.filters import OfferFilters
 from tracker.storage.engine import session_scope
 
 H100 = ["H100-SXM-80GB"]
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)
+EIGHT = OfferFilters(min_gpus=Decimal(8))
+EIGHT_SE = OfferFilters(min_gpus=Decimal(8), regions=["se"])
+EIGHT_VAST = OfferFilters(min_gpus=Decimal(8), providers=["vastai"])
 
 
 def test_covered_is_the_length_of_the_union():
@@ -74,7 +77,7 @@ def by_provider(rows):
 def test_a_constructed_week_by_hand(engine, settings, now):
     week(engine, settings, now)
     with session_scope(engine) as s:
-        rows = by_provider(availability(s, settings, now, gpu_ids=H100, days=7, min_gpus=Decimal(8)))
+        rows = by_provider(availability(s, settings, now, gpu_ids=H100, days=7, filters=EIGHT))
     vast = rows[("vastai", "H100-SXM-80GB")]
     # Available: [T−7d, T−6d) 1 day (clipped to the window) ∪ A [T−4d, T−2d) ∪ B [T−5d, T−3d) = [T−5d, T−2d)
     # 3 days (overlap counted once) ∪ [T−1h, T) 1 hour: 97 of 168 hours.
@@ -97,37 +100,32 @@ def test_filters_and_windows(engine, settings, now):
     week(engine, settings, now)
     with session_scope(engine) as s:
         # No GPU minimum: C (1×H100, always available) covers the whole week.
-        vast = by_provider(availability(s, settings, now, gpu_ids=H100, providers=["vastai"]))
+        vast = by_provider(availability(s, settings, now, gpu_ids=H100, filters=OfferFilters(providers=["vastai"])))
         assert list(vast) == [("vastai", "H100-SXM-80GB")]
         assert vast[("vastai", "H100-SXM-80GB")]["available_share"] == 1.0
         # Regions by prefix: only B is in Sweden, and it was rented three days ago.
-        se = by_provider(availability(s, settings, now, gpu_ids=H100, min_gpus=Decimal(8), regions=["se"]))
+        se = by_provider(availability(s, settings, now, gpu_ids=H100, filters=EIGHT_SE))
         (row,) = se.values()
         assert (row["available_hours"], row["last_available_at"], row["offers_now"]) == (48.0, now - 3 * DAY, 0)
         # A one-day window: only the last hour.
-        day = by_provider(availability(s, settings, now, gpu_ids=H100, days=1, min_gpus=Decimal(8),
-                                       providers=["vastai"]))  # fmt: skip
+        day = by_provider(availability(s, settings, now, gpu_ids=H100, days=1, filters=EIGHT_VAST))
         assert day[("vastai", "H100-SXM-80GB")]["available_share"] == pytest.approx(1 / 24, abs=1e-12)
         # Asked at T−2d−1h for one day: B's last hour [T−3d−1h, T−3d) is in the window.
-        earlier = by_provider(availability(s, settings, now - 2 * DAY - HOUR, gpu_ids=H100, days=1,
-                                           min_gpus=Decimal(8), regions=["se"]))  # fmt: skip
+        earlier = by_provider(availability(s, settings, now - 2 * DAY - HOUR, gpu_ids=H100, days=1, filters=EIGHT_SE))
         assert earlier[("vastai", "H100-SXM-80GB")]["available_share"] == pytest.approx(1 / 24, abs=1e-12)
         # A window after B's last availability still reports when that was (from all history).
-        later = by_provider(availability(s, settings, now, gpu_ids=H100, days=2, min_gpus=Decimal(8), regions=["se"]))
+        later = by_provider(availability(s, settings, now, gpu_ids=H100, days=2, filters=EIGHT_SE))
         assert later[("vastai", "H100-SXM-80GB")]["last_available_at"] == now - 3 * DAY
         assert later[("vastai", "H100-SXM-80GB")]["available_share"] == 0.0
         assert availability(s, settings, now, gpu_ids=["A100-SXM-80GB"]) == []
 
 
 @pytest.fixture
-def client(engine, settings, monkeypatch, now):
+def client(engine, settings, now):
     from api.app import create_app
 
-    monkeypatch.setattr("api.routes.availability.utcnow", lambda: now)
-    LIVE.clear()
-    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
+    with TestClient(create_app(settings, engine, clock=lambda: now), raise_server_exceptions=False) as c:
         yield c
-    LIVE.clear()
 
 
 def test_endpoint(engine, settings, now, client):
@@ -180,7 +178,7 @@ def test_replayed_cassettes_answer_availability_history(engine, settings, provid
     later = clock.advance(minutes=5)
     with session_scope(engine) as s:
         rows = availability(s, settings, later, gpu_ids=[g.id for g in get_catalog().all()], days=1,
-                            providers=[provider])  # fmt: skip
+                            filters=OfferFilters(providers=[provider]))
     available = [r for r in rows if r["last_available_at"] is not None]
     assert available, rows
     assert all(r["provider"] == provider and 0.0 <= r["available_share"] <= 1.0 for r in rows)

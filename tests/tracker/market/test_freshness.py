@@ -15,7 +15,6 @@ from tests.factories.clock import FakeClock
 from tracker.alerts.observe import observe
 from tracker.estimate import make_job, prepare
 from tracker.market import freshness
-from tracker.market.live import LIVE
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.service import market_snapshot, rank_offers
 from tracker.ops.metrics import DatabaseCollector
@@ -25,13 +24,6 @@ from tracker.storage.alert_tables import AlertRule
 from tracker.storage.engine import session_scope
 
 H100 = "H100-SXM-80GB"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def _scrape_reference(engine, settings, clock) -> None:

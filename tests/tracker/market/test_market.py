@@ -15,7 +15,7 @@ from providers.registry import reference_providers
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.estimate import make_job, prepare
 from tracker.market import freshness
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import fresh_mask
 from tracker.market.rank import RankFilters, RankOptions, rank
 from tracker.market.service import market_history, market_snapshot, rank_history
 from tracker.market.statistics import INTERVALS, epoch_us, weighted_quantiles
@@ -26,13 +26,6 @@ T0 = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
 T1 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 T2 = datetime(2026, 11, 2, 6, 0, tzinfo=UTC)
 NOW = datetime(2026, 11, 3, 0, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def test_weighted_quantiles_inverted_cdf():
@@ -114,10 +107,10 @@ def _reference(engine, settings, clock):
     asyncio.run(run_scrape([ScrapeJob(ReferenceRates)], engine, settings, clock=clock))
 
 
-def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock):
+def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock, live):
     _reference(engine, settings, clock)
     with session_scope(engine) as s:
-        _, frame = LIVE.frame(engine, s)
+        _, frame = live.frame(engine, s)
     result = rank(frame, fresh_mask(frame, clock(), settings), _seed_job_8b(), RankFilters(),
                   RankOptions(), clock())  # fmt: skip
     rows = [r for r in result["rows"] if r["gpu"] in SEED_8B_COSTS]
@@ -128,11 +121,11 @@ def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock):
         assert float(r["cost_per_run"]) == pytest.approx(SEED_8B_COSTS[r["gpu"]], rel=0.005), r["gpu"]
 
 
-def test_rank_70b_qlora_leaves_out_cards_it_does_not_fit(engine, settings, clock):
+def test_rank_70b_qlora_leaves_out_cards_it_does_not_fit(engine, settings, clock, live):
     _reference(engine, settings, clock)
     job = prepare(make_job("llama-3.1-70b", "qlora", examples=2000, tokens_per_example=2000, epochs=2), "seed")
     with session_scope(engine) as s:
-        _, frame = LIVE.frame(engine, s)
+        _, frame = live.frame(engine, s)
     fresh = fresh_mask(frame, clock(), settings)
     fitting = rank(frame, fresh, job, RankFilters(), RankOptions(), clock())
     gpus = {r["gpu"] for r in fitting["rows"]}
@@ -147,26 +140,26 @@ def test_rank_70b_qlora_leaves_out_cards_it_does_not_fit(engine, settings, clock
     assert everything["rows"][-1]["fits"] is False  # unfit offers sort last
 
 
-def test_rank_multi_gpu_offer_fits_70b_bf16_lora(engine, settings, clock):
+def test_rank_multi_gpu_offer_fits_70b_bf16_lora(engine, settings, clock, live):
     do_ingest(engine, settings, clock, batch(offer("one-h200", "3.50", gpu="H200 SXM"),
                                              offer("two-h100", "5.00", gpu="H100 SXM", count=2)))  # fmt: skip
     job = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
     with session_scope(engine) as s:
-        _, frame = LIVE.frame(engine, s)
+        _, frame = live.frame(engine, s)
     result = rank(frame, fresh_mask(frame, clock(), settings), job, RankFilters(),
                   RankOptions(include_unfit=True), clock())  # fmt: skip
     by_key = {r["offer_key"]: r for r in result["rows"]}
     assert by_key["two-h100"]["fits"] is True and by_key["one-h200"]["fits"] is False
 
 
-def test_rank_filters_and_best_per_card(engine, settings, clock):
+def test_rank_filters_and_best_per_card(engine, settings, clock, live):
     do_ingest(engine, settings, clock, batch(
         offer("us1", "2.00", region="us-texas"), offer("us2", "2.50", region="us-oregon"),
         offer("eu1", "1.50", region="eu-west"), offer("spot", "0.90", pricing=Pricing.spot, region="us-texas"),
         offer("a100", "1.20", gpu="A100 SXM4", gpu_memory_gb=Decimal("80"), region="us-texas"),
     ))  # fmt: skip
     with session_scope(engine) as s:
-        _, frame = LIVE.frame(engine, s)
+        _, frame = live.frame(engine, s)
     fresh = fresh_mask(frame, clock(), settings)
     us = rank(frame, fresh, _seed_job_8b(), RankFilters(regions=["us"], pricing=["on_demand"]), RankOptions(),
               clock())  # fmt: skip

@@ -6,7 +6,6 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -15,7 +14,6 @@ from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.catalog.gpus import get_catalog
 from tracker.ingest.batch import ingest
-from tracker.market.live import LIVE
 from tracker.market.overview import market_overview
 from tracker.market.service import market_history
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
@@ -25,13 +23,6 @@ from tracker.storage.tables import ScrapeRun
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
 TODAY = datetime(2026, 11, 20, tzinfo=UTC)
 H100 = "H100-SXM-80GB"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def _spot(price: str):
@@ -115,10 +106,9 @@ def test_demo_and_reference_flags(engine, settings, clock):
     assert [(c["gpu"], c["pricing"]) for c in only_spot["cards"]] == [(H100, "spot")]
 
 
-def test_overview_endpoint(engine, settings, clock, monkeypatch):
+def test_overview_endpoint(engine, settings, clock):
     _scenario(engine, settings, clock)
-    monkeypatch.setattr("api.routes.overview.utcnow", lambda: NOW)
-    client = TestClient(create_app(settings, engine))
+    client = TestClient(create_app(settings, engine, clock=lambda: NOW))
     body = client.get("/v1/market/overview").json()
     row = next(c for c in body["cards"] if c["gpu"] == H100 and c["pricing"] == "on_demand")
     assert (row["median"], row["change_7d_pct"]) == (1.0, -66.67)

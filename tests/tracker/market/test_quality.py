@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.clock import utcnow
-from tracker.market.live import LIVE
+from tracker.market.live import LiveOffers
 from tracker.market.offers import OfferFilters, current_offers
 from tracker.market.rank import RankFilters, filter_mask
 from tracker.storage.engine import session_scope
@@ -63,8 +63,7 @@ def test_sql_and_live_table_agree_with_the_rules(engine, settings, filters, expe
     seed(engine, settings, clock)
     with session_scope(engine) as s:
         sql = {o.offer_key for o in current_offers(s, OfferFilters(**filters))}
-        LIVE.clear()
-        _, table = LIVE.frame(engine, s)
+        _, table = LiveOffers().frame(engine, s)  # loaded now, from this test's offers
         keep = filter_mask(table, np.ones(len(table), dtype=bool), RankFilters(**filters))
         live = set(table["offer_key"][keep].tolist())
     assert sql == expected
@@ -74,8 +73,7 @@ def test_sql_and_live_table_agree_with_the_rules(engine, settings, filters, expe
 def test_effective_values_in_the_live_table(engine, settings):
     seed(engine, settings, FakeClock())
     with session_scope(engine) as s:
-        LIVE.clear()
-        _, t = LIVE.frame(engine, s)
+        _, t = LiveOffers().frame(engine, s)
         row = {k: i for i, k in enumerate(t["offer_key"].tolist())}
         got = {k: (t["verification"][i], t["hosting"][i], t["cloud"][i]) for k, i in row.items()}
         assert got["v-good"] == ("verified", "datacenter", None)
@@ -84,7 +82,6 @@ def test_effective_values_in_the_live_table(engine, settings):
         assert got["aws"] == ("verified", "datacenter", "secure")
         assert got["ref"] == (None, None, None)
         assert t["reliability_f"][row["v-good"]] == 0.99 and np.isnan(t["reliability_f"][row["v-odd"]])
-    LIVE.clear()
 
 
 def test_bad_filter_values_are_refused():
@@ -98,10 +95,8 @@ def test_bad_filter_values_are_refused():
 def client(engine, settings):
     from api.app import create_app
 
-    LIVE.clear()
     with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
         yield c
-    LIVE.clear()
 
 
 def test_api_offers_and_rank(engine, settings, client):

@@ -18,7 +18,6 @@ from tracker import money
 from tracker.clock import utcnow
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, prepare
-from tracker.market.live import LIVE
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.service import rank_offers
 from tracker.storage.engine import session_scope
@@ -42,14 +41,12 @@ def _rank(engine, settings, now, *, gpu_only: bool, job: JobInput = SEED_JOB, **
 
 @pytest.fixture
 def two_hosts(engine, settings):
-    LIVE.clear()
     clock = FakeClock(utcnow())
     do_ingest(engine, settings, clock, batch(
         offer("cheap-dear", "0.30", gpu="RTX 4090", attributes=DEAR_TRANSFER),
         offer("dearer-free", "0.33", gpu="RTX 4090", attributes=FREE_TRANSFER),
     ))  # fmt: skip
     yield clock
-    LIVE.clear()
 
 
 def test_a_cheap_gpu_with_expensive_transfer_drops(engine, settings, two_hosts):
@@ -84,13 +81,11 @@ def test_gpu_only_is_todays_figure(engine, settings, two_hosts):
 
 def test_the_seed_job_on_real_vast_bundles(engine, settings):
     """On vast-cli's real capture the order moves, and every move is explained by the components."""
-    LIVE.clear()
     clock = FakeClock(utcnow())
     do_ingest(engine, settings, clock, parse({"offers": real_payload("vastai/vast-cli_11ecdfa_search_trimmed.json")}))
     now = clock()
     gpu = [r for r in _rank(engine, settings, now, gpu_only=True)["rows"] if r["fits"]]
     whole = [r for r in _rank(engine, settings, now, gpu_only=False)["rows"] if r["fits"]]
-    LIVE.clear()
     place = {r["offer_id"]: i for i, r in enumerate(whole)}
     assert [r["offer_id"] for r in gpu] != [r["offer_id"] for r in whole]
     beyond = {r["offer_id"]: r["cost_per_run"] - r["gpu_cost_per_run"] for r in whole}

@@ -6,23 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-import pytest
-
 from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import fresh_mask
 from tracker.market.rank import RankFilters, filter_mask
 from tracker.market.service import market_snapshot
 from tracker.storage.engine import session_scope
 
 NOW = datetime(2026, 11, 3, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def _ingest(engine, settings, clock):
@@ -48,10 +39,10 @@ def test_a_statistic_per_term(engine, settings, clock):
     }
 
 
-def test_ranking_leaves_commitments_out_unless_asked(engine, settings, clock):
+def test_ranking_leaves_commitments_out_unless_asked(engine, settings, clock, live):
     _ingest(engine, settings, clock)
     with session_scope(engine) as s:
-        _, table = LIVE.frame(engine, s)
+        _, table = live.frame(engine, s)
         fresh = fresh_mask(table, NOW, settings)
         default = set(table["offer_key"][filter_mask(table, fresh, RankFilters())].tolist())
         asked = set(table["offer_key"][filter_mask(table, fresh, RankFilters(pricing=["reserved"]))].tolist())

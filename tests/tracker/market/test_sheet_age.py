@@ -6,27 +6,17 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 
-import pytest
-
 from providers.adapters.crusoe import CrusoeRates
 from providers.adapters.reference import ReferenceRates
 from providers.registry import reference_providers
 from tests.factories.cassettes import replay
 from tests.factories.offers import do_ingest
 from tracker.market import freshness
-from tracker.market.live import LIVE
 from tracker.market.overview import market_overview
 from tracker.market.service import market_snapshot
 from tracker.storage.engine import session_scope
 
 CRUSOE_READ = date(2026, 8, 19)  # providers/sheets/crusoe.toml as_of
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def _at(day: date) -> datetime:

@@ -15,20 +15,12 @@ from providers.contract import Pricing
 from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.config import Settings
-from tracker.market.live import LIVE
 from tracker.ops.metrics import DatabaseCollector
 from tracker.storage.alert_tables import AlertChannel, AlertDeliveryAttempt, AlertNotification, AlertRule
 from tracker.storage.engine import make_engine, session_scope
 from tracker.storage.tables import ScrapeRun
 
 H100 = "H100-SXM-80GB"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def parse(text: str) -> tuple[dict[str, str], dict[tuple[str, frozenset], float]]:

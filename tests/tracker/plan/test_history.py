@@ -5,12 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-import pytest
-
 from tests.factories.offers import batch, do_ingest, offer
 from tests.factories.plans import SMALL, hours_per_run
 from tracker import money
-from tracker.market.live import LIVE
 from tracker.plan.mix import validate_mix
 from tracker.plan.service import options_for, plan_history
 from tracker.storage.engine import session_scope
@@ -18,13 +15,6 @@ from tracker.storage.engine import session_scope
 DAY0 = datetime(2026, 11, 1, tzinfo=UTC)
 DAY1 = DAY0 + timedelta(days=1)
 NOW = DAY1 + timedelta(hours=1)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
 
 
 def test_each_day_reprices_the_placements_and_picks_that_days_cheapest_card(engine, settings, clock):

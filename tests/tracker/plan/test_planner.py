@@ -16,7 +16,7 @@ from tests.factories.offers import batch, do_ingest, offer
 from tests.factories.plans import BIG, SMALL, hours_per_run
 from tracker import money
 from tracker.catalog.gpus import get_catalog
-from tracker.market.live import LIVE
+from tracker.market.live import LiveOffers
 from tracker.plan import planner as planner_module
 from tracker.plan.mix import HOURS_PER_MONTH, validate_mix
 from tracker.plan.service import options_for, plan_live
@@ -26,22 +26,16 @@ from tracker.storage.engine import session_scope
 PRICES = {"RTX4090-24GB": "0.30", "A100-SXM-80GB": "1.00", "H100-SXM-80GB": "5.00"}
 
 
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    LIVE.clear()
-    yield
-    LIVE.clear()
-
-
 def _market(engine, settings, clock, prices=PRICES, **kw):
     offers = [offer(gpu.lower(), price, gpu=gpu, **kw) for gpu, price in prices.items()]
     do_ingest(engine, settings, clock, batch(*offers))
 
 
-def _plan(engine, settings, clock, workloads, power_budget_kw=None, overhead=None):
+def _plan(engine, settings, clock, workloads, power_budget_kw=None, overhead=None, live=None):
     mix = validate_mix({"workloads": workloads})
     with session_scope(engine) as session:
-        return plan_live(engine, session, settings, clock(), mix, options_for(mix, power_budget_kw, overhead))
+        options = options_for(mix, power_budget_kw, overhead)
+        return plan_live(engine, session, settings, clock(), mix, options, live=live)
 
 
 def _cost(workload: dict, gpu: str) -> Decimal:
@@ -89,8 +83,7 @@ def test_two_workloads_three_offers_exact_assignment_and_cost(engine, settings, 
 def test_plan_is_deterministic(engine, settings, clock):
     _market(engine, settings, clock)
     first = _plan(engine, settings, clock, [SMALL, BIG])
-    LIVE.clear()
-    assert _plan(engine, settings, clock, [SMALL, BIG]) == first
+    assert _plan(engine, settings, clock, [SMALL, BIG], live=LiveOffers()) == first  # the table loaded anew
 
 
 def test_an_infeasible_constraint_is_reported_per_workload_never_relaxed(engine, settings, clock):

@@ -1,0 +1,156 @@
+"""Offer filters: declared once, applied by one implementation, in SQL and over the live table.
+
+`OfferFilters` is the schema every filtering surface embeds: `/v1/offers`, `/v1/rank`, `/v1/availability`
+(as query parameters or body fields, api.filters), `gpu-tracker offers`, `cheapest` and `availability` (as
+options, tracker.cli.filter_options), and rankings inside the planner. A filter added here is a parameter
+and an option of all of them, validated the same way everywhere; only how a field is spelled on a query
+string or a command line (`provider` for `providers`, `--verified` for `verified_only`) is decided by
+`FLAGS`, in this module.
+
+`conditions()` is the filter as SQL conditions on `offers` (the offer list, availability history, alert
+observations filter in the database); `mask()` is the same filter over the live table
+(`tracker.market.live`), for the ranking. Availability and quality mean what `tracker.market.quality`
+says, aggregator resales what `tracker.market.aggregated` says.
+
+The region filter is exact or a prefix ("us" matches "us-texas"). In SQL the prefix is a LIKE pattern:
+it is escaped (`autoescape`), so `_` and `%` in a region are literal characters, as they are in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from sqlalchemy import ColumnElement, or_
+
+from providers.contract import Pricing
+from providers.registry import reference_providers
+from tracker.market import aggregated as resales
+from tracker.market import quality
+from tracker.storage.tables import Offer
+
+if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
+    import numpy.typing as npt
+
+    from tracker.market.table import OfferTable
+
+    Mask: TypeAlias = npt.NDArray[np.bool_]
+
+__all__ = ["FLAGS", "NAME", "Name", "OfferFilters", "region_condition", "region_matches"]
+
+# Provider names and normalised regions ("us-texas", "eu-ro-1"): lower-case words joined by - or _.
+NAME = r"^[a-z0-9][a-z0-9_-]{0,127}$"
+Name = Annotated[str, StringConstraints(pattern=NAME)]
+
+# How a filter is spelled where it is short: a query parameter of a GET route and a command-line option
+# (`--provider`, repeatable); a body field keeps the field's own name. Fields not listed keep their name.
+FLAGS: dict[str, str] = {
+    "providers": "provider",
+    "regions": "region",
+    "available_only": "available",
+    "verified_only": "verified",
+    "datacenter_only": "datacenter",
+}
+
+
+class OfferFilters(BaseModel):
+    """Which offers count. Every field's default keeps every offer (pricing: see `mask`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    providers: list[Name] | None = Field(None, max_length=100, description="Only these providers.")
+    regions: list[Name] | None = Field(None, max_length=100, description="Only these regions (exact, or a prefix: us).")
+    pricing: list[Pricing] | None = Field(None, description="Only these pricing types (on_demand, spot, reserved).")
+    min_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at least this many GPUs.")
+    max_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at most this many GPUs.")
+    max_price: Decimal | None = Field(
+        None, gt=0, lt=Decimal("1e6"), description="Only offers at most this many USD per GPU-hour."
+    )
+    available_only: bool = Field(False, description="Only offers the provider says are available.")
+    verified_only: bool = Field(False, description="Only verified machines (stated, or a cloud's own).")
+    datacenter_only: bool = Field(False, description="Only datacenter machines (stated, or a cloud's own).")
+    min_reliability: Decimal | None = Field(None, ge=0, le=1, description="Host reliability score, 0-1.")
+    cloud: Literal["secure", "community"] | None = Field(None, description="RunPod-style cloud tier.")
+    include_reference: bool = Field(True, description="Count static reference sheets.")
+    aggregated: resales.Mode = Field(
+        "include", description="Offers resold by aggregators: count them, leave them out, or each machine once."
+    )
+
+    @model_validator(mode="after")
+    def _gpu_range(self) -> OfferFilters:
+        if self.min_gpus is not None and self.max_gpus is not None and self.min_gpus > self.max_gpus:
+            raise ValueError("min_gpus must not exceed max_gpus")
+        return self
+
+    def pricing_values(self) -> list[str] | None:
+        # Pricing(p): filters built by `model_construct` from an already validated schema hold plain strings.
+        return sorted({Pricing(p).value for p in self.pricing}) if self.pricing else None
+
+    def conditions(self) -> list[ColumnElement[bool]]:
+        """The filters as SQL conditions on `offers` (all must hold)."""
+        out: list[ColumnElement[bool]] = []
+        if self.providers:
+            out.append(Offer.provider.in_(self.providers))
+        if self.pricing:
+            out.append(Offer.pricing.in_(self.pricing_values() or []))
+        if self.regions:
+            out.append(region_condition(self.regions))
+        if self.min_gpus is not None:
+            out.append(Offer.gpu_count >= self.min_gpus)
+        if self.max_gpus is not None:
+            out.append(Offer.gpu_count <= self.max_gpus)
+        if self.max_price is not None:
+            out.append(Offer.price_per_gpu_hour <= self.max_price)
+        if quality.active(self):
+            out.extend(quality.conditions(self))
+        if not self.include_reference and (refs := reference_providers()):
+            out.append(Offer.provider.not_in(refs))
+        if self.aggregated != "include":
+            out.extend(resales.conditions(self.aggregated))
+        return out
+
+    def mask(self, table: OfferTable, keep: Mask, default_pricing: Sequence[str] | None = None) -> Mask:
+        """The filters over the live table: True where an offer in `keep` passes. Without a pricing filter,
+        only `default_pricing` counts (a ranking leaves reserved commitments out unless asked)."""
+        mask = keep.copy()
+        if self.providers:
+            mask &= _member(table["provider"], self.providers)
+        wanted = self.pricing_values() or default_pricing
+        if wanted:
+            mask &= _member(table["pricing"], wanted)
+        if self.regions:
+            regions = table["region"]
+            mask &= np.fromiter((region_matches(r, self.regions) for r in regions), dtype=bool, count=len(regions))
+        if self.min_gpus is not None:
+            mask &= table["gpu_count_f"] >= float(self.min_gpus)
+        if self.max_gpus is not None:
+            mask &= table["gpu_count_f"] <= float(self.max_gpus)
+        if self.max_price is not None:  # on the exact Decimals, as the SQL compares them
+            limit, prices = self.max_price, table["price_per_gpu_hour"]
+            mask &= np.fromiter((p is not None and p <= limit for p in prices), dtype=bool, count=len(prices))
+        if not self.include_reference:
+            mask &= ~table["reference"]
+        if quality.active(self):
+            mask &= quality.mask(table, self)
+        if self.aggregated != "include" and "via" in table:  # last: a machine counts once among those kept
+            mask = resales.mask(table, mask, self.aggregated)
+        return mask
+
+
+def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
+    allowed = set(wanted)
+    return np.fromiter((v in allowed for v in values), dtype=bool, count=len(values))
+
+
+def region_matches(region: object, wanted: Sequence[str]) -> bool:
+    """The region filter's rule: a region matches exactly or as a prefix ("us" matches "us-texas")."""
+    return isinstance(region, str) and any(region == r or region.startswith(f"{r}-") for r in wanted)
+
+
+def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
+    """`region_matches` as SQL. The prefix is a LIKE pattern: `autoescape` makes `_` and `%` in a region
+    literal characters, so "us_east" never matches "usXeast-1" and "%" never matches every region."""
+    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-", autoescape=True)) for r in wanted])
