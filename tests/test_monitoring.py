@@ -26,7 +26,6 @@ from providers.adapters.vastai import VastAi
 from providers.cassette import Cassette, bundled_cassette
 from tests.factories.alerts import add_rule
 from tracker.clock import utcnow
-from tracker.market.live import LIVE
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,14 +136,12 @@ def test_the_dashboard_covers_prices_health_alerts_and_timings():
 @pytest.fixture
 def exported(engine, settings) -> dict[str, set[str]]:
     """Every sample name /metrics exports over a seeded database, with the label names it carries."""
-    LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
     asyncio.run(run_scrape(jobs, engine, settings))
     add_rule(engine, settings, utcnow(), name="cheap H100", threshold="1.50")
     with TestClient(create_app(settings, engine)) as client:
         assert client.get("/healthz").status_code == 200  # a request, so the HTTP series have samples
         text = client.get("/metrics").text
-    LIVE.clear()
     names: dict[str, set[str]] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:

@@ -23,7 +23,7 @@ from tests.factories.servers import serve
 from tracker.config import Settings
 from tracker.history.imports.aggregates import import_aggregates
 from tracker.history.imports.snapshots import import_snapshots
-from tracker.market.live import LIVE
+from tracker.market.live import LiveOffers
 from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine, session_scope
 
@@ -37,7 +37,6 @@ def _server(tmp_path_factory, name, fill):
     settings = Settings(data_dir=data, database_url=f"sqlite:///{data / 'tracker.db'}")
     engine = make_engine(settings.resolved_database_url())
     migrate.upgrade(engine)
-    LIVE.clear()
     fill(engine, settings, data)
     return settings, engine
 
@@ -50,10 +49,9 @@ def new_install(tmp_path_factory):
         do_ingest(engine, settings, FakeClock(now - timedelta(hours=2)), batch(offer("h1", "2.49", gpu=H100)))
 
     settings, engine = _server(tmp_path_factory, "one", fill)
-    with serve(create_app(settings, engine), start_timeout=30) as base:
+    with serve(create_app(settings, engine, live=LiveOffers()), start_timeout=30) as base:
         yield base, now
     engine.dispose()
-    LIVE.clear()
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +76,9 @@ def imported_year(tmp_path_factory):
             import_aggregates(session, price_history_dir("primeintellect-aggregates"), source="primeintellect")
 
     settings, engine = _server(tmp_path_factory, "year", fill)
-    with serve(create_app(settings, engine), start_timeout=30) as base:
+    with serve(create_app(settings, engine, live=LiveOffers()), start_timeout=30) as base:
         yield base, now
     engine.dispose()
-    LIVE.clear()
 
 
 FRAME = (

@@ -28,7 +28,6 @@ from providers.cassette import Cassette, bundled_cassette
 from tests.factories.alerts import add_rule
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
-from tracker.market.live import LIVE
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -39,12 +38,10 @@ _MOVING = {"as_of", "price_age_s", "age_s", "age_seconds", "age_hours", "age_day
 @pytest.fixture
 def seeded(engine, settings):
     """The reference sheet and Vast's bundled cassette ingested now; one alert rule."""
-    LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
     asyncio.run(run_scrape(jobs, engine, settings))
     add_rule(engine, settings, utcnow(), name="cheap H100", threshold="1.50")
     yield
-    LIVE.clear()
 
 
 def _steady(value: Any) -> Any:

@@ -15,7 +15,7 @@ from tracker.clock import utcnow
 from tracker.history.dataset import DatasetError
 from tracker.history.export import write_export
 from tracker.history.imports.export_dir import import_export
-from tracker.market.live import LIVE
+from tracker.market.live import LiveOffers
 from tracker.market.offers import price_at
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, OfferAvailability, OfferPrice, ScrapeRun
@@ -39,10 +39,9 @@ def _history(engine, settings):
 
 
 def _answers(engine, settings):
-    LIVE.clear()
     out = {}
     end = START + timedelta(days=25)
-    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as client:
+    with TestClient(create_app(settings, engine, live=LiveOffers()), raise_server_exceptions=False) as client:
         for gpu in ("H100", "A100"):
             for interval in ("1h", "1d", "1w"):
                 r = client.get("/v1/market/history", params={"gpu": gpu, "interval": interval,

@@ -14,7 +14,6 @@ from providers.adapters.vastai import VastAi
 from providers.cassette import Cassette, bundled_cassette
 from tracker.clock import utcnow
 from tracker.estimate.serving.job import HOURS_PER_MONTH
-from tracker.market.live import LIVE
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.plan.mix import load_mix
 from tracker.plan.service import options_for, plan_live
@@ -25,11 +24,9 @@ MINIMAL = Path(__file__).resolve().parents[3] / "examples" / "minimal.yaml"
 
 @pytest.fixture
 def seeded(engine, settings):
-    LIVE.clear()
     jobs = [ScrapeJob(ReferenceRates), ScrapeJob(VastAi, "replay", Cassette.load(bundled_cassette("vastai")))]
     asyncio.run(run_scrape(jobs, engine, settings))
     yield
-    LIVE.clear()
 
 
 def test_serving_workloads_carry_the_apis(engine, settings, seeded):

@@ -62,9 +62,10 @@ def test_backfill_keeps_usd_history_and_downgrade_loses_no_row(blank_engine):  #
         assert price.change_kind == "price"
         # The table as revision 0008 has it (later revisions add columns the ORM model already maps).
         runs = Table("scrape_runs", MetaData(), autoload_with=s.connection())
-        s.execute(insert(runs).values(provider="vastai", source="live", status="ok", started_at=SEEN, attempt=0,
-                                     offers_seen=0, offers_valid=0, offers_new=0, price_rows=0, offers_closed=0,
-                                     offers_reopened=0, unknown_names=0, invalid_offers=0, parser_version="1"))  # fmt: skip
+        counts = dict.fromkeys(("offers_seen", "offers_valid", "offers_new", "price_rows", "offers_closed",
+                                "offers_reopened", "unknown_names", "invalid_offers", "attempt"), 0)  # fmt: skip
+        s.execute(insert(runs).values(provider="vastai", source="live", status="ok", started_at=SEEN,
+                                      parser_version="1", **counts))  # fmt: skip
         s.add(FxRate(currency="EUR", rate_date=date(2026, 11, 30), usd_per_unit=Decimal("1.0773"),
                      source="ecb", fetched_at=SEEN))  # fmt: skip
     with session_scope(blank_engine) as s:
