@@ -20,7 +20,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
-from tracker.market import aggregated, quality
+from tracker.market import aggregated, quality, serving_rows
 from tracker.market.live import epoch_us, factorize
 from tracker.market.offers import region_matches
 from tracker.market.table import OfferTable
@@ -175,6 +175,10 @@ def rank(
     """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
     estimates across calls (same job, assumptions and frame)."""
+    serving = isinstance(prepared, PreparedServing)
+    if serving:  # traffic: on-demand by default, sorted by $/Mtok (tracker.market.serving_rows)
+        filters = serving_rows.serving_filters(filters)
+    sort_by = serving_rows.sort_key(options.sort_by) if serving else options.sort_by
     idx = np.flatnonzero(filter_mask(frame, fresh, filters))
     considered = len(idx)
     if not considered:
@@ -191,6 +195,8 @@ def rank(
     fits = est["fits"][codes]
     with np.errstate(divide="ignore", invalid="ignore"):
         derived = {"cost_per_run": price_h * hours, "hours": hours, "usd_per_mtok": price_h / (tps * 3600.0 / 1e6)}
+    if isinstance(prepared, PreparedServing):
+        derived["usd_per_mtok"] = serving_rows.usd_per_mtok(prepared, price_h, tps)
     whole = plan is not None and terms is not None
     if whole and not options.gpu_only:  # the whole run's cost orders the offers (tracker.costs.run)
         assert plan is not None and terms is not None
@@ -201,7 +207,7 @@ def rank(
     if filters.max_hours is not None:
         keep &= hours <= filters.max_hours
     kept = np.flatnonzero(keep)
-    key = derived[options.sort_by]
+    key = derived[sort_by]
     if not options.best_per_card:  # only the first `limit` are returned: sort just the candidates for them
         kept = _candidates(kept, fits, key, options.limit)
     # Fitting first, then the sort key, price and id (unique, so the order is total); NaN sorts last.
@@ -226,7 +232,9 @@ def rank(
     if plan is not None and terms is not None:
         bands = (est["band_low"][codes[top]].tolist(), est["band_high"][codes[top]].tolist())
         _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only, bands)
-    _mark_within_band(out, options.sort_by)
+    if isinstance(prepared, PreparedServing):
+        serving_rows.annotate(out, prepared, est["card_memory_gb"][codes[top]].tolist())
+    _mark_within_band(out, sort_by)
     return {"considered": considered, "fitting": fitting, "rows": out}
 
 

@@ -251,3 +251,28 @@ def test_trt_llm_is_refused_off_nvidia_naming_engine() -> None:
     assert exc.value.field == "engine"
     assert not prepare_serving(job).on(card("MI300X-192GB"), 1).fits
     assert prepare_serving(make_serving_job("llama-3.1-8b", engine="vllm")).on(card("MI300X-192GB"), 1).fits
+
+
+def test_an_8_gpu_node_serves_replicas_and_matches_one_card_per_token_at_a_load_that_fills_it() -> None:
+    # 8B bf16 fits one H100: at 8 x vLLM's 256 running sequences the node runs 8 copies of 256 users,
+    # priced like 8 single cards (within 15 %), not one copy over all eight at a fixed 64 users.
+    for gpu_id in ("H100-SXM-80GB", "MI300X-192GB"):
+        p = prepare_serving(make_serving_job("llama-3.1-8b", prompt_tokens=1000, output_tokens=200, concurrency=2048))
+        one = p.on(card(gpu_id), 1, price_per_gpu_hour="2.00")
+        node = p.on(card(gpu_id), 8, price_per_gpu_hour="2.00")
+        assert node.fits and node.layout.replicas == 8 and node.layout.tp == 1 and node.layout.idle == 0
+        assert node.as_dict()["layout"] == "8 x TP1" and node.as_dict()["concurrency_per_replica"] == 256
+        assert one.queued_per_replica > 0  # one card queues what the node runs
+        assert float(node.usd_per_mtok) == pytest.approx(float(one.usd_per_mtok), rel=0.15)
+
+
+def test_the_layout_follows_the_load_and_names_idle_gpus() -> None:
+    p = prepare_serving(make_serving_job("llama-3.1-70b", precision="fp8", concurrency=512))
+    est = p.on(card("H100-SXM-80GB"), 8)
+    assert est.fits and est.layout.tp >= 2  # 70B fp8 does not fit one H100 beside a KV cache
+    assert est.as_dict()["gpus_used"] + est.as_dict()["gpus_idle"] == 8
+    row = est.as_dict()
+    assert "cost_per_run" not in row and "hours" not in row  # traffic, not a run
+    # The job's own TP is kept: TP 8 over the node.
+    fixed = prepare_serving(make_serving_job("llama-3.1-70b", precision="fp8", concurrency=512, tensor_parallel=8))
+    assert fixed.on(card("H100-SXM-80GB"), 8).layout.replicas == 1
