@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -176,9 +176,9 @@ def rank(
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
     estimates across calls (same job, assumptions and frame)."""
     serving = isinstance(prepared, PreparedServing)
-    if serving:  # traffic: on-demand by default, sorted by $/Mtok (tracker.market.serving_rows)
-        filters = serving_rows.serving_filters(filters)
-    sort_by = serving_rows.sort_key(options.sort_by) if serving else options.sort_by
+    if serving and not filters.pricing:  # traffic: on-demand by default (tracker.market.serving_rows)
+        filters = replace(filters, pricing=serving_rows.SERVING_PRICING)
+    sort_by: SortKey = "usd_per_mtok" if serving and options.sort_by in serving_rows.RUN_KEYS else options.sort_by
     idx = np.flatnonzero(filter_mask(frame, fresh, filters))
     considered = len(idx)
     if not considered:

@@ -10,8 +10,7 @@ named: a serving replica that is interrupted drops its users, which a price per 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,22 +18,13 @@ from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate.serving import PreparedServing
 
-if TYPE_CHECKING:
-    from tracker.market.rank import RankFilters, SortKey
-
 SERVING_PRICING = ("on_demand",)
 RUN_FIELDS = ("hours", "hours_low", "hours_high", "cost_per_run", "cost_per_run_low", "cost_per_run_high",
               "gpu_cost_per_run", "cost")  # fmt: skip
 
 
-def serving_filters(filters: RankFilters) -> RankFilters:
-    """On-demand prices unless the request names a pricing."""
-    return filters if filters.pricing else replace(filters, pricing=SERVING_PRICING)
-
-
-def sort_key(sort_by: SortKey) -> SortKey:
-    """A run's keys (cost per run, hours) mean $ per million output tokens for traffic."""
-    return "usd_per_mtok" if sort_by in ("cost_per_run", "hours") else sort_by
+# A run's sort keys (cost per run, hours) mean $ per million output tokens for traffic.
+RUN_KEYS = ("cost_per_run", "hours")
 
 
 def usd_per_mtok(prepared: PreparedServing, price_h: np.ndarray, tps: np.ndarray) -> np.ndarray:
