@@ -251,17 +251,22 @@ class PreparedServing:
         )
 
     def prefill_in_step_seconds(self, gpu: GpuSpec, lay: Layout) -> float:
-        """What one prompt adds to the replica's time when it is chunked into decode steps (the engine
-        does it): its FLOPs and all-reduces only, since the step reads the weights anyway; else the
-        prompt's own pass (`prefill_seconds`)."""
-        if not self.params.engine(self.job.engine).chunked_prefill:
-            return self.prefill_seconds(gpu, lay)
+        """What one prompt adds to the replica's time under load. An engine that chunks prompts into
+        decode steps pays their FLOPs and all-reduces only (the step reads the weights anyway); one that
+        runs prefill as its own pass batches prompts up to its token budget (`chunk_tokens`), so a
+        prompt pays its share of that pass's weight read and fixed cost."""
+        e = self.params.engine(self.job.engine)
+        p = self.params
         a = self.job.model
         n_tok = float(self.job.prompt_tokens)
         flops = n_tok * (2.0 * self.matmul_per_token + 2.0 * a.layers * n_tok * a.q_dim) / lay.tp
-        p = self.params
         compute = flops / (self.peak(gpu) * lay.slice * p.prefill_compute_fraction * p.vendor_flops(gpu.vendor))
-        return compute + self._comm(gpu, lay.tp, n_tok)
+        comm = self._comm(gpu, lay.tp, n_tok)
+        if e.chunked_prefill:
+            return compute + comm
+        share = min(1.0, n_tok / e.chunk_tokens)
+        weights = self._touched_weight_bytes(lay.tp, n_tok) / self.bandwidth(gpu, lay)
+        return max(compute, weights * share) + comm + e.overhead_s * share
 
     def bandwidth(self, gpu: GpuSpec, lay: Layout) -> float:
         """Achievable bytes/s per GPU: catalog peak x the memory class's share x the engine's kernels x
