@@ -38,10 +38,11 @@ WEIGHT_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 
 KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0}
 
 # Hardware support, by the catalog's architecture. FP8 needs FP8 tensor cores (Hopper, Ada, Blackwell,
-# CDNA3 and later): Ampere and older have none, and the engines' FP8 paths there are weight-only
+# CDNA3 and later; the Gaudi 2/3 matrix engines, whose FP8 rate the catalog gives, through vLLM's HPU
+# backend): Ampere and older have none, and the engines' FP8 paths there are weight-only
 # emulation that reads like FP8 on the price sheet but runs at bf16 speed. Integer weight-only kernels
 # (AWQ/GPTQ/Marlin, TensorRT-LLM's W8A16/W4A16) need Turing (sm75) or later, CDNA2 or later on AMD.
-FP8_ARCHITECTURES = frozenset({"hopper", "ada", "blackwell", "cdna3", "cdna4"})
+FP8_ARCHITECTURES = frozenset({"hopper", "ada", "blackwell", "cdna3", "cdna4", "gaudi2", "gaudi3"})
 INT_ARCHITECTURES = frozenset({"turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4"})
 # An FP8 KV cache is stored as FP8 and up-cast in the attention kernel: vLLM and SGLang do it from Ampere on.
 FP8_KV_ARCHITECTURES = FP8_ARCHITECTURES | {"ampere"}
@@ -198,7 +199,8 @@ def check_support(job: ServingSpec, gpu: GpuSpec) -> None:
     arch = gpu.architecture
     if job.precision == "fp8" and (arch not in FP8_ARCHITECTURES or gpu.fp8_tflops is None):
         raise InvalidJob(
-            f"precision fp8 needs FP8 tensor cores (Hopper, Ada, Blackwell, CDNA3); {gpu.name} is {arch}: "
+            f"precision fp8 unsupported: it needs FP8 tensor cores (Hopper, Ada, Blackwell, CDNA3, Gaudi 2/3); "
+            f"{gpu.name} is {arch}: "
             "use bf16, int8 or int4",
             field="precision",
         )

@@ -276,3 +276,15 @@ def test_the_layout_follows_the_load_and_names_idle_gpus() -> None:
     # The job's own TP is kept: TP 8 over the node.
     fixed = prepare_serving(make_serving_job("llama-3.1-70b", precision="fp8", concurrency=512, tensor_parallel=8))
     assert fixed.on(card("H100-SXM-80GB"), 8).layout.replicas == 1
+
+
+def test_gaudi_runs_fp8_as_the_catalog_says() -> None:
+    p = prepare_serving(make_serving_job("llama-3.1-70b", precision="fp8", concurrency=16))
+    for gpu_id in ("GAUDI2-96GB", "GAUDI3-128GB"):
+        gaudi = card(gpu_id)
+        assert gaudi.fp8_tflops
+        p.check(gaudi)
+        est = p.on(gaudi, 2)
+        assert est.fits and est.reason is None
+    trt = prepare_serving(make_serving_job("llama-3.1-8b", precision="fp8", engine="trt-llm"))
+    assert not trt.on(card("GAUDI3-128GB"), 1).fits  # TensorRT-LLM is NVIDIA-only
