@@ -67,7 +67,7 @@ PRIORS: dict[str, float] = {
     "engine.vllm.overhead_s": 1.5e-3,  # Python scheduler + sampling per step (vLLM V0 profiles: 1-2 ms)
     "engine.vllm.bandwidth": 1.0,  # same GEMV/attention kernel class as TensorRT-LLM's until rows say otherwise
     "engine.vllm.layer_us": 10.0,  # CUDA-graph replay gaps, ~10 kernels per block
-    "engine.vllm.eager_layer_us": 40.0,  # each of ~10 kernels per block launched from Python, ~4 us each
+    "engine.vllm.eager_layer_us": 150.0,  # each of ~12 kernels per block dispatched from Python, ~12 us each
     "engine.sglang.bandwidth": 1.0,  # FlashInfer kernels, as vLLM
     "engine.vllm.allreduce_us": 30.0,  # op dispatch + custom all-reduce sync per call, over TRT's fused one
     "vendor_compute.amd": 0.64,  # MAMF MI300X 51 % of peak vs H100 80 % (estimate-model.md section A)

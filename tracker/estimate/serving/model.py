@@ -677,6 +677,6 @@ def prepare_serving(job: ServingSpec, params: ServingParams | None = None, *, ea
         lm_head_read=float(a.vocab * a.hidden),
         matmul_per_token=float(p.matmul_per_token(a.vocab, a.hidden)),
         kv_per_token_layer_head=2.0 * a.head_dim * KV_BYTES[job.kv_precision],
-        eager=eager,
+        eager=eager or job.eager,
         max_num_seqs=max_num_seqs,
     )

@@ -288,3 +288,21 @@ def test_gaudi_runs_fp8_as_the_catalog_says() -> None:
         assert est.fits and est.reason is None
     trt = prepare_serving(make_serving_job("llama-3.1-8b", precision="fp8", engine="trt-llm"))
     assert not trt.on(card("GAUDI3-128GB"), 1).fits  # TensorRT-LLM is NVIDIA-only
+
+
+def test_old_vllm_runs_eager_above_8k_and_pays_per_layer_launches() -> None:
+    long = dict(prompt_tokens=10_000, output_tokens=1_000, concurrency=8)
+    old = make_serving_job("llama-3.1-8b", engine_version="v0.6.3.post1", **long)
+    new = make_serving_job("llama-3.1-8b", engine_version="0.10.1", **long)
+    short_old = make_serving_job("llama-3.1-8b", engine_version="0.6.3", prompt_tokens=2000, concurrency=8)
+    assert old.eager and not new.eager and not short_old.eager
+    h100 = card("H100-SXM-80GB")
+    slow, fast = prepare_serving(old).on(h100, 1), prepare_serving(new).on(h100, 1)
+    assert slow.step_terms["launch"] > 5 * fast.step_terms["launch"]
+    assert slow.tokens_per_second < fast.tokens_per_second
+    assert old.describe()["engine_version"] == "0.6.3" and old.describe()["eager"]
+    with pytest.raises(InvalidJob) as exc:
+        make_serving_job("llama-3.1-8b", engine_version="latest")
+    assert exc.value.field == "engine_version"
+    job = JobInput(kind="inference", model="llama-3.1-8b", engine_version="0.5.2", prompt_tokens=9000)
+    assert job.serving_spec().eager
