@@ -161,3 +161,22 @@ def test_rank_with_a_tensor_parallel_degree_skips_the_offers_it_does_not_divide(
     assert fitting and all(row["gpus"] % 2 == 0 for row in fitting)
     explicit = client.post("/v1/estimate", json=SERVING_70B | {"tensor_parallel": 2, "gpu": "H100 SXM", "gpus": 1})
     assert explicit.status_code == 422 and explicit.json()["field"] == "tensor_parallel"
+
+
+def test_rank_an_8_gpu_node_within_15_percent_of_one_card_at_a_load_that_fills_it(client, machines) -> None:
+    # 8B fits one H100: 2,048 users fill 8 replicas of vLLM's 256 running sequences; the node's row says
+    # its layout and prices within 15 % of one card's $/Mtok (one copy over 8 GPUs was 8x dearer).
+    body = SERVING_8B | {"concurrency": 2048, "gpu": "H100-SXM-80GB", "sort_by": "usd_per_mtok", "limit": 50}
+    rows = {r["gpus"]: r for r in client.post("/v1/rank", json=body).json()["rows"]}
+    one, node = rows[1], rows[8]
+    assert node["layout"] == "8 x TP1" and node["gpus_idle"] == 0 and node["concurrency_per_replica"] == 256
+    assert node["usd_per_mtok"] == pytest.approx(one["usd_per_mtok"], rel=0.15)
+    for r in (one, node):  # traffic, not a run
+        assert "cost_per_run" not in r and "hours" not in r and r["kind"] == "inference"
+        assert r["pricing"] == "on_demand"
+
+
+def test_rank_a_card_that_cannot_run_the_job_says_why(client, machines) -> None:
+    body = SERVING_70B | {"gpu": "A100", "include_unfit": True, "sort_by": "usd_per_mtok"}
+    rows = client.post("/v1/rank", json=body).json()["rows"]
+    assert rows and all(not r["fits"] and "fp8" in r["reason"] for r in rows)

@@ -71,15 +71,17 @@ def _print_serving(result: dict[str, Any]) -> None:
     load = f" · {job['tokens_per_month']:.3g} tokens/month" if job["tokens_per_month"] else ""
     console.print(f"[bold]job:[/] {job['model_name']} · {job['precision']} weights, {job['kv_precision']} KV · "
                   f"{job['prompt_tokens']:,} in / {job['output_tokens']:,} out · {job['engine']}{load}")  # fmt: skip
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="users: in flight / most that fit; $/Mtok: the whole "
-                  "price over output tokens; in: the prefill share over input tokens; band: 10-90 %")  # fmt: skip
-    for col in ("gpu", "n", "GB/GPU", "fits", "users", "tok/s", "band", "/user", "TTFT", "$/Mtok", "in", "GPUs",
-                "$/month"):  # fmt: skip
-        table.add_column(col, justify="left" if col in ("gpu", "fits") else "right", no_wrap=col == "gpu")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="layout: replicas x tensor parallel; users: in flight "
+                  "/ most that fit; $/Mtok: the whole price over output tokens; in: the prefill share over input "
+                  "tokens; band: 10-90 %")  # fmt: skip
+    for col in ("gpu", "n", "layout", "GB/GPU", "fits", "users", "tok/s", "band", "/user", "TTFT", "$/Mtok", "in",
+                "GPUs", "$/month"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("gpu", "layout", "fits") else "right", no_wrap=col == "gpu")
     for r in result["rows"]:
         low, high = r["band"]["tokens_per_second"]
         table.add_row(
-            r["gpu"], f"{r['gpus']:g}", f"{r['vram_gb']:.1f}", "[green]yes[/]" if r["fits"] else "[red]no[/]",
+            r["gpu"], f"{r['gpus']:g}", r["layout"], f"{r['vram_gb']:.1f}",
+            "[green]yes[/]" if r["fits"] else f"[red]no[/] {r['reason'] or ''}",
             f"{r['concurrency']}/{r['max_concurrency']}", f"{r['tokens_per_second']:,.0f}",
             f"{low:,.0f}–{high:,.0f}", f"{r['per_user_tokens_per_second']:,.1f}", f"{r['ttft_s']:.2f}",
             _money(r["usd_per_mtok"], 3), _money(r["usd_per_mtok_input"], 3),

@@ -82,6 +82,28 @@ def cheapest(
     _print_rank(result)
 
 
+def _serving_table(rows: list[dict[str, Any]]) -> Any:
+    """Traffic, not a run: the layout each offer is served with, $ per million tokens at the load and
+    the month's cost (never hours or $/run)."""
+    from rich.table import Table
+
+    table = Table(caption="layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens at the "
+                  "load; in: the prefill share over input tokens")  # fmt: skip
+    for col in ("#", "provider", "gpu", "n", "layout", "pricing", "region", "$/h", "tok/s", "users/rep", "TTFT",
+                "$/Mtok", "in", "GPUs", "$/month"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("provider", "gpu", "layout", "pricing", "region") else "right")
+    for i, r in enumerate(rows, 1):
+        label = r["provider"] + (" (ref)" if r["reference"] else "") + (" (demo)" if r["demo"] else "")
+        gpu = r["gpu"] + ("" if r["fits"] else f" [red]({r['reason'] or 'does not fit'})[/]")
+        table.add_row(
+            str(i), label, gpu, f"{r['gpus']:g}", r["layout"], r["pricing"], r["region"] or "-",
+            f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", str(r["concurrency_per_replica"]),
+            f"{r['ttft_s']:.2f}", _amount(r["usd_per_mtok"], 4), _amount(r["usd_per_mtok_input"], 4),
+            "-" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}", _amount(r["monthly_cost"], 0),
+        )  # fmt: skip
+    return table
+
+
 def _amount(value: Any, places: int) -> str:
     return "-" if value is None else f"{value:.{places}f}"
 
@@ -91,7 +113,7 @@ def _print_rank(result: dict[str, Any]) -> None:
 
     job = result["job"]
     fitting = f"({result['fitting']} of {result['considered']} live offers fit)"
-    if job.get("kind") == "inference":  # serving: hours and $/run are for the month's load (else 1M output tokens)
+    if job.get("kind") == "inference":  # serving: $/Mtok at the load, the month's cost, the layout
         users = job["concurrency"] or "most that fit"
         console.print(f"[bold]job:[/] {job['model_name']} · {job['precision']} · {job['prompt_tokens']:,} in / "
                       f"{job['output_tokens']:,} out · {users} users · {job['engine']}   {fitting}")  # fmt: skip
@@ -100,6 +122,9 @@ def _print_rank(result: dict[str, Any]) -> None:
             f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
             f" · {job['tokens'] / 1e6:,.2f}M tokens   {fitting}"
         )
+    if job.get("kind") == "inference":
+        console.print(_serving_table(result["rows"]))
+        return
     table = Table()
     cols = ("#", "provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$ GPU", "$/1M tok",
             "age")  # fmt: skip

@@ -21,7 +21,7 @@ from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import JobSpec
 from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
 from tracker.estimate.stacks import Stack, get_stack
-from tracker.estimate.step import RawStep, raw_step, step_terms
+from tracker.estimate.step import RawStep, raw_step, step_terms, sustained_peak
 from tracker.estimate.step import tokens_per_second as step_tokens_per_second
 from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
 from tracker.estimate.uncertainty import Band, tokens_band, vram_band
@@ -95,8 +95,9 @@ class PreparedJob:
         price = as_price(price_per_gpu_hour)
         breakdown: dict[str, float] | None = None
         if a.step_params is not None and self.stack is not None:
-            raw = raw_step(self, self.stack, gpu, gpus, peak)
-            breakdown = step_terms(raw, efficiency_class(gpu.architecture, gpu.form_factor), a.step_params)
+            cls = efficiency_class(gpu.architecture, gpu.form_factor)
+            raw = raw_step(self, self.stack, gpu, gpus, sustained_peak(gpu, cls, peak))
+            breakdown = step_terms(raw, cls, a.step_params)
             tps = step_tokens_per_second(raw, breakdown)
             step = sum(breakdown.values())
             scaling = (step - breakdown["communication"]) / step if gpus > 1 else 1.0

@@ -32,7 +32,7 @@ FINE_TUNE_ONLY: tuple[str, ...] = (
 )  # fmt: skip
 INFERENCE_ONLY: tuple[str, ...] = (
     "prompt_tokens", "output_tokens", "concurrency", "tensor_parallel", "engine", "kv_precision", "tokens_per_month",
-    "requests_per_second", "target_tokens_per_user", "max_ttft_s",
+    "requests_per_second", "target_tokens_per_user", "max_ttft_s", "engine_version",
 )  # fmt: skip
 SERVING_PRECISIONS = frozenset({"fp8", "int8", "int4"})
 Method = Literal["full", "lora", "qlora"]
@@ -339,6 +339,10 @@ class JobInput(BaseModel):
     kv_precision: Literal["bf16", "fp8"] | None = Field(
         None, description="Inference: KV cache, bf16 | fp8 (default: fp8 with fp8 weights)."
     )
+    engine_version: str | None = Field(
+        None, max_length=40, description="Inference: the engine's version, e.g. 0.6.3 (default: current). vLLM "
+        "before 0.8 (the V0 engine) runs eager, without CUDA graphs, once a sequence passes 8,192 tokens.",
+    )
     tokens_per_month: float | str | None = Field(
         None, description="Inference load: output tokens per month, 10B or 1e10."
     )
@@ -409,7 +413,7 @@ class JobInput(BaseModel):
             output_tokens=self.output_tokens, concurrency=self.concurrency, tensor_parallel=self.tensor_parallel,
             engine=self.engine, tokens_per_month=self.tokens_per_month, requests_per_second=self.requests_per_second,
             target_tokens_per_user=self.target_tokens_per_user, max_ttft_s=self.max_ttft_s,
-            allow_model_files=allow_model_files,
+            engine_version=self.engine_version, allow_model_files=allow_model_files,
         )  # fmt: skip
 
     def saved(self) -> dict[str, Any]:

@@ -144,6 +144,26 @@ def fitted_params() -> StepParams:
         return StepParams(**tomllib.load(fh))
 
 
+@cache
+def power_limits() -> dict[str, tuple[float, float]]:
+    """Per efficiency class where sustained GEMMs are power-capped: (dense TFLOP/s a card sustains per
+    watt of its board power, the least share of its peak the cap is taken to leave) from stacks.toml
+    [step.power_tflops_per_watt]."""
+    table = raw_stacks_file()["step"].get("power_tflops_per_watt", {})
+    return {k: (float(v["value"]), float(v["min_share"])) for k, v in table.items()}
+
+
+def sustained_peak(gpu: GpuSpec, cls: str, peak: float) -> float:
+    """The GEMM peak a card holds under training load: its own catalog peak, capped by its own power
+    limit where the class is power-capped. L40 (181 TF at 300 W, half-rate FP32 accumulate) and L40S
+    (362 TF at 350 W) are one class but not one card: the cap binds on the L40S, not the L40."""
+    limit = power_limits().get(cls)
+    if limit is None or not gpu.tdp_w:
+        return peak
+    per_watt, min_share = limit
+    return max(min(peak, per_watt * gpu.tdp_w * 1e12), min_share * peak)
+
+
 def relative_classes() -> dict[str, float]:
     """Classes whose GEMM fraction is a prior relative to Ampere's (re-applied after every fit)."""
     gf = raw_stacks_file()["step"]["gemm_fraction"]

@@ -21,6 +21,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
+from tracker.market import serving_rows
 from tracker.market.filters import OfferFilters
 from tracker.market.live import epoch_us, factorize
 from tracker.market.table import OfferTable
@@ -133,6 +134,10 @@ def rank(
     """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
     estimates across calls (same job, assumptions and frame)."""
+    serving = isinstance(prepared, PreparedServing)
+    if serving and not filters.pricing:  # traffic: on-demand by default (tracker.market.serving_rows)
+        filters = filters.model_copy(update={"pricing": list(serving_rows.SERVING_PRICING)})
+    sort_by: SortKey = "usd_per_mtok" if serving and options.sort_by in serving_rows.RUN_KEYS else options.sort_by
     idx = np.flatnonzero(filter_mask(frame, fresh, filters))
     considered = len(idx)
     if not considered:
@@ -149,6 +154,8 @@ def rank(
     fits = est["fits"][codes]
     with np.errstate(divide="ignore", invalid="ignore"):
         derived = {"cost_per_run": price_h * hours, "hours": hours, "usd_per_mtok": price_h / (tps * 3600.0 / 1e6)}
+    if isinstance(prepared, PreparedServing):
+        derived["usd_per_mtok"] = serving_rows.usd_per_mtok(prepared, price_h, tps)
     whole = plan is not None and terms is not None
     if whole and not options.gpu_only:  # the whole run's cost orders the offers (tracker.costs.run)
         assert plan is not None and terms is not None
@@ -159,7 +166,7 @@ def rank(
     if filters.max_hours is not None:
         keep &= hours <= filters.max_hours
     kept = np.flatnonzero(keep)
-    key = derived[options.sort_by]
+    key = derived[sort_by]
     if not options.best_per_card:  # only the first `limit` are returned: sort just the candidates for them
         kept = _candidates(kept, fits, key, options.limit)
     # Fitting first, then the sort key, price and id (unique, so the order is total); NaN sorts last.
@@ -184,7 +191,9 @@ def rank(
     if plan is not None and terms is not None:
         bands = (est["band_low"][codes[top]].tolist(), est["band_high"][codes[top]].tolist())
         _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only, bands)
-    _mark_within_band(out, options.sort_by)
+    if isinstance(prepared, PreparedServing):
+        serving_rows.annotate(out, prepared, est["card_memory_gb"][codes[top]].tolist())
+    _mark_within_band(out, sort_by)
     return {"considered": considered, "fitting": fitting, "rows": out}
 
 

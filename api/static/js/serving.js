@@ -77,7 +77,10 @@ function render(result) {
     { label: "GPUs × card", cell: (r) => `${gpus(r.gpus)} ${r.gpu}` },
     { label: "$ / Mtok out", cell: (r) => el("strong", {}, usd(r.usd_per_mtok, 3)), num: true },
     { label: "Output tok/s", cell: (r) => Math.round(r.tokens_per_second).toLocaleString("en-US"), num: true },
+    { label: "Layout", cell: (r) => r.layout || "", opt: true },
+    { label: "$ / month", cell: (r) => (r.monthly_cost == null ? "—" : usd(r.monthly_cost, 0)), num: true, opt: true },
     { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },
+    { label: "Pricing", cell: (r) => (r.pricing || "").replace("_", "-"), opt: true },
     { label: "Provider", cell: (r) => r.provider },
     { label: "Fits", cell: (r) => (r.fits ? "✓" : r.reason), opt: true },
   ], result.rows, (r) => ({ class: r.fits ? undefined : "unfit" }));

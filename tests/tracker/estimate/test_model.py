@@ -403,3 +403,20 @@ def test_placing_a_prepared_job_is_cheap():
         est = prepared.on(cards[i % len(cards)], 8 if i % 4 == 0 else 1, price_per_gpu_hour=2.5)
         _ = est.fits, est.cost_per_run
     assert time.perf_counter() - start < 2.0
+
+
+def test_l40_and_l40s_are_not_one_card() -> None:
+    # One efficiency class (Ada), two cards: the L40S's 362 TF are power-capped at 350 W, the half-rate
+    # L40's 181 TF at 300 W are not, so the L40 keeps more of its own peak (it used to share 0.76).
+    from tracker.catalog.gpus import get_catalog
+    from tracker.estimate import JobInput, prepare
+    from tracker.estimate.step import sustained_peak
+
+    cat = get_catalog()
+    l40, l40s, l4 = cat.get("L40-48GB"), cat.get("L40S-48GB"), cat.get("L4-24GB")
+    assert sustained_peak(l40, "ada", l40.bf16_tflops * 1e12) == l40.bf16_tflops * 1e12
+    assert sustained_peak(l40s, "ada", l40s.bf16_tflops * 1e12) < 0.8 * l40s.bf16_tflops * 1e12
+    assert sustained_peak(l4, "ada", l4.bf16_tflops * 1e12) == pytest.approx(0.76 * l4.bf16_tflops * 1e12)
+    p = prepare(JobInput(model="llama-3.1-8b", method="lora", tokens="10M").spec())
+    ratio = p.on(l40, 1).tokens_per_second / p.on(l40s, 1).tokens_per_second
+    assert ratio > 0.75  # the half-rate L40 is 0.5x the L40S's peak, but the L40S throttles

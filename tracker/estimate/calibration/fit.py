@@ -25,7 +25,15 @@ from tracker.estimate.assumptions import AssumptionSet, efficiency_class, unfitt
 from tracker.estimate.calibration.rows import MeasuredRow, gpu_spec, load_rows
 from tracker.estimate.core import prepare
 from tracker.estimate.stacks import raw_stacks_file, stack_names
-from tracker.estimate.step import RawStep, StepParams, prior_params, raw_step, relative_classes, step_terms
+from tracker.estimate.step import (
+    RawStep,
+    StepParams,
+    prior_params,
+    raw_step,
+    relative_classes,
+    step_terms,
+    sustained_peak,
+)
 from tracker.estimate.step import tokens_per_second as step_tps
 
 # --- step-time model fit ---------------------------------------------------------------------------
@@ -48,7 +56,8 @@ def _raw_rows() -> tuple[tuple[MeasuredRow, RawStep, str], ...]:
         prepared = prepare(r.job(), base)
         assert prepared.stack is not None
         n = r.gpus
-        raw = raw_step(prepared, prepared.stack, g, n, base.peak_flops(g.id, g.bf16_tflops))
+        peak = sustained_peak(g, efficiency_class(g.architecture, g.form_factor), base.peak_flops(g.id, g.bf16_tflops))
+        raw = raw_step(prepared, prepared.stack, g, n, peak)
         out.append((r, raw, efficiency_class(g.architecture, g.form_factor)))
     return tuple(out)
 

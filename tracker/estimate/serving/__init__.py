@@ -10,7 +10,7 @@ it on many offers (mirrors `tracker.estimate.prepare(job).on(...)`, so rankings 
     est.fits, est.vram_gb, est.memory_gb, est.tokens_per_second  # aggregate output tokens/s
     est.per_user_tokens_per_second, est.ttft_s, est.requests_per_second, est.max_concurrency
     est.usd_per_mtok (whole price / output tokens), est.usd_per_mtok_output, est.usd_per_mtok_input
-    est.gpus_needed, est.monthly_cost, est.components, est.hours (hours for the load),
+    est.gpus_needed, est.monthly_cost, est.components, est.layout (replicas x TP, chosen per offer),
     est.band (factors .low / .high on tokens/s, like the fine-tuning Band), est.tokens_per_second_band
 
 `JobInput(kind="inference", ...).serving_spec()` builds the job from the one job schema. `on` never

@@ -16,10 +16,13 @@ written in serving_model.toml are what it prints (a test checks they agree).
 from __future__ import annotations
 
 import math
+import re
+import sys
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,8 +30,8 @@ import numpy as np
 from tracker.catalog.gpus import GpuSpec, get_catalog
 from tracker.estimate.architectures import DATA_DIR, ModelArch, resolve_model
 from tracker.estimate.serving.job import make_serving_job
-from tracker.estimate.serving.model import prepare_serving
-from tracker.estimate.serving.params import ServingParams, get_params, memory_class
+from tracker.estimate.serving.model import PreparedServing, prepare_serving
+from tracker.estimate.serving.params import MODEL_FILE, ServingParams, get_params, memory_class
 
 CALIBRATION_FILE = DATA_DIR / "serving_calibration.toml"
 # What the fit may move, with the range it may move in (log-space search, clipped).
@@ -39,7 +42,16 @@ FITTED: dict[str, tuple[float, float]] = {
     "compute_fraction.prefill": (0.05, 1.0),
     "engine.trt-llm.overhead_s": (1e-5, 0.05),
     "engine.trt-llm.per_sequence_s": (1e-8, 1e-3),
+    "engine.vllm.overhead_s": (1e-5, 0.05),
+    "engine.vllm.bandwidth": (0.3, 1.5),
+    "engine.vllm.layer_us": (0.5, 200.0),
+    "engine.vllm.eager_layer_us": (1.0, 2000.0),
+    "engine.sglang.bandwidth": (0.3, 1.5),
+    "engine.vllm.allreduce_us": (0.0 + 1.0, 500.0),
+    "vendor_bandwidth.amd": (0.2, 1.5),
+    "vendor_compute.amd": (0.1, 1.5),
     "comm.latency_us.nvlink": (1.0, 200.0),
+    "comm.latency_us.infinity-fabric": (1.0, 500.0),
 }
 # Where every fit starts, and what a parameter keeps when no training row exercises it. Chosen without
 # the calibration rows, so a leave-one-source-out fit never inherits a value fitted on the source it
@@ -52,8 +64,21 @@ PRIORS: dict[str, float] = {
     "compute_fraction.prefill": 0.60,  # MAMF of long bf16/fp8 GEMMs (maximum achievable matmul FLOPS)
     "engine.trt-llm.overhead_s": 1e-3,  # C++ runtime: under vLLM's Python scheduler prior (1.5 ms)
     "engine.trt-llm.per_sequence_s": 3e-5,  # as the vLLM prior
+    "engine.vllm.overhead_s": 1.5e-3,  # Python scheduler + sampling per step (vLLM V0 profiles: 1-2 ms)
+    "engine.vllm.bandwidth": 1.0,  # same GEMV/attention kernel class as TensorRT-LLM's until rows say otherwise
+    "engine.vllm.layer_us": 10.0,  # CUDA-graph replay gaps, ~10 kernels per block
+    "engine.vllm.eager_layer_us": 150.0,  # each of ~12 kernels per block dispatched from Python, ~12 us each
+    "engine.sglang.bandwidth": 1.0,  # FlashInfer kernels, as vLLM
+    "engine.vllm.allreduce_us": 30.0,  # op dispatch + custom all-reduce sync per call, over TRT's fused one
+    "vendor_compute.amd": 0.64,  # MAMF MI300X 51 % of peak vs H100 80 % (estimate-model.md section A)
+    "vendor_bandwidth.amd": 0.8,  # ROCm decode kernels below CUDA's share of peak (MAMF 51 % vs 80 %, section A)
     "comm.latency_us.nvlink": 10.0,  # NVSwitch one-shot all-reduce (serving_model.toml [comm.latency_us])
+    "comm.latency_us.infinity-fabric": 20.0,  # RCCL over xGMI, about twice NVSwitch
 }
+# How far a value may stray from its prior before the fit pays for it as much as for one row off by
+# the same factor: a weak, explicit prior (a log-normal of this width) that keeps values only a few
+# rows see (the AMD share and the Infinity Fabric latency meet on the same TP-8 rows) from trading off.
+PRIOR_WIDTH = math.log(3.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,11 +96,18 @@ class ServingRow:
     gpus: int
     measured: float  # aggregate output tokens/s
     model_name: str = ""  # as the row names it (an inline config's key in [models])
+    version: str = ""  # the engine's version the row ran
+    eager: bool = False  # no CUDA graphs (enforce_eager, or vLLM V0 above max_seq_len_to_capture)
 
     def label(self) -> str:
         c = "max" if self.concurrency is None else str(self.concurrency)
         shape = f"{self.prompt_tokens}/{self.output_tokens}"
         return f"{self.model_name or self.model.id} {self.precision} {self.gpus}x{self.gpu.id} {shape} c={c}"
+
+    @property
+    def card_class(self) -> str:
+        """What the maintainers' per-class bias check groups by: the GPU family."""
+        return self.gpu.family
 
 
 @cache
@@ -104,24 +136,30 @@ def load_rows() -> list[ServingRow]:
                 else (None if entry.get("concurrency") == "max" else int(entry["concurrency"]))
             )
             out.append(ServingRow(
-                source=entry["source"], engine=src["engine"], model=arch, precision=entry["precision"],
-                kv_precision=entry["kv_precision"], prompt_tokens=prompt, output_tokens=output, concurrency=conc,
-                max_batch=int(entry.get("max_batch", 2048)), gpu=catalog.get(entry["gpu"]), gpus=int(entry["gpus"]),
-                measured=measured, model_name=entry["model"],
+                source=entry["source"], engine=entry.get("engine", src["engine"]), model=arch,
+                precision=entry["precision"], kv_precision=entry["kv_precision"], prompt_tokens=prompt,
+                output_tokens=output, concurrency=conc, max_batch=int(entry.get("max_batch", 2048)),
+                gpu=catalog.get(entry["gpu"]), gpus=int(entry["gpus"]), measured=measured, model_name=entry["model"],
+                version=str(entry.get("version", src["version"])), eager=bool(entry.get("eager", False)),
             ))  # fmt: skip
     return out
 
 
-def predict(row: ServingRow, params: ServingParams) -> float:
-    """The model's aggregate output tokens/s for the row's configuration."""
+@cache
+def _prepared(row: ServingRow) -> PreparedServing:
+    """The row's job, prepared once (the fit re-places it under each parameter set it tries)."""
     job = make_serving_job(
         row.model, precision=row.precision, kv_precision=row.kv_precision, prompt_tokens=row.prompt_tokens,
-        output_tokens=row.output_tokens, engine=row.engine,
+        output_tokens=row.output_tokens, engine=row.engine, tensor_parallel=row.gpus,
     )  # fmt: skip
-    prepared = prepare_serving(job, params)
-    conc = row.concurrency
-    if conc is None:
-        conc = max(1, min(prepared.max_concurrency(row.gpu, row.gpus), row.max_batch))
+    return prepare_serving(job, get_params(), eager=row.eager, max_num_seqs=row.max_batch)
+
+
+def predict(row: ServingRow, params: ServingParams) -> float:
+    """The model's aggregate output tokens/s for the row's configuration: the benchmark's TP over all its
+    GPUs; "max" rows queue `max_batch` requests and run as many as the KV cache holds."""
+    prepared = replace(_prepared(row), params=params, _cache={})
+    conc = row.concurrency if row.concurrency is not None else row.max_batch
     return prepared.on(row.gpu, row.gpus, concurrency=conc).tokens_per_second
 
 
@@ -129,83 +167,72 @@ def _log_errors(rows: Sequence[ServingRow], params: ServingParams) -> np.ndarray
     return np.array([math.log(predict(r, params) / r.measured) for r in rows])
 
 
-def _nelder_mead(
-    f: Callable[[np.ndarray], float], x0: np.ndarray, *, step: float = 0.3, iters: int = 400
-) -> np.ndarray:
-    """A plain Nelder-Mead (numpy only: the project carries no scipy); good enough for 7 smooth parameters."""
-    n = len(x0)
-    simplex = [x0] + [x0 + step * np.eye(n)[i] for i in range(n)]
-    values = [f(x) for x in simplex]
-    for _ in range(iters):
-        order = np.argsort(values)
-        simplex = [simplex[i] for i in order]
-        values = [values[i] for i in order]
-        if values[-1] - values[0] < 1e-9:
-            break
-        centroid = np.mean(simplex[:-1], axis=0)
-        worst = simplex[-1]
-        reflected = centroid + (centroid - worst)
-        fr = f(reflected)
-        if fr < values[0]:
-            expanded = centroid + 2.0 * (centroid - worst)
-            fe = f(expanded)
-            simplex[-1], values[-1] = (expanded, fe) if fe < fr else (reflected, fr)
-        elif fr < values[-2]:
-            simplex[-1], values[-1] = reflected, fr
-        else:
-            contracted = centroid + 0.5 * (worst - centroid)
-            fc = f(contracted)
-            if fc < values[-1]:
-                simplex[-1], values[-1] = contracted, fc
-            else:
-                best = simplex[0]
-                simplex = [best] + [best + 0.5 * (x - best) for x in simplex[1:]]
-                values = [values[0]] + [f(x) for x in simplex[1:]]
-    winner: np.ndarray = np.asarray(simplex[int(np.argmin(values))])
-    return winner
-
-
 def fit(rows: Sequence[ServingRow], base: ServingParams | None = None) -> ServingParams:
-    """Parameters minimising the squared log error over `rows`, searched from `PRIORS`. A parameter no
-    row exercises (no vLLM row, no GDDR row) keeps its prior: its coordinate is left out of the search."""
+    """Parameters minimising the squared log error over `rows` plus the prior's pull (`PRIOR_WIDTH`),
+    searched from `PRIORS` by Levenberg-Marquardt with a finite-difference Jacobian in log space. A
+    parameter no row exercises (no GDDR row, no AMD row) keeps its prior: it is left out of the search."""
     base = (base or get_params()).with_values(PRIORS)
     used = [k for k in FITTED if _exercised(k, rows)]
-    start = base.values()
+    if not used:
+        return base
     bounds = np.log(np.array([FITTED[k] for k in used]))
+    prior = np.log(np.array([PRIORS[k] for k in used]))
 
     def params_at(x: np.ndarray) -> ServingParams:
         clipped = np.clip(x, bounds[:, 0], bounds[:, 1])
         return base.with_values({k: float(math.exp(v)) for k, v in zip(used, clipped, strict=True)})
 
-    def loss(x: np.ndarray) -> float:
-        err = _log_errors(rows, params_at(x))
-        # Past a bound the clipped loss is flat, and a simplex that wanders there never comes back
-        # (the GDDR share ran to 27 and stuck at its bound, 35 % high on the L40S rows): a penalty.
+    def residuals(x: np.ndarray) -> np.ndarray:
+        # Past a bound the clipped error is flat, and a search that wanders there never comes back: a
+        # penalty on the excess, beside the prior's pull.
         excess = x - np.clip(x, bounds[:, 0], bounds[:, 1])
-        return float(np.sum(err**2) + 10.0 * np.sum(excess**2))
+        return np.concatenate([_log_errors(rows, params_at(x)), (x - prior) / PRIOR_WIDTH, 3.0 * excess])
 
-    x0 = np.log(np.array([start[k] for k in used]))
-    # Restarts until they stop helping: one simplex collapses early on this loss (clipped, kinked by the
-    # max(memory, compute) terms), and where it stops would otherwise depend on where it started.
-    best, value = x0, loss(x0)
-    for step in (0.3, 0.1, 0.3, 0.1, 0.3, 0.1, 0.3, 0.1):
-        # Clipped first: a coordinate far past its bound is flat to the search, so it would stay there.
-        x = np.clip(_nelder_mead(loss, best, step=step), bounds[:, 0], bounds[:, 1])
-        fx = loss(x)
-        improved = value - fx
-        if fx < value:
-            best, value = x, fx
-        if improved < 1e-6 and step == 0.1:
+    x0 = np.clip(prior, bounds[:, 0], bounds[:, 1])
+    return params_at(np.clip(_levenberg_marquardt(residuals, x0), bounds[:, 0], bounds[:, 1]))
+
+
+def _levenberg_marquardt(f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, iters: int = 60) -> np.ndarray:
+    """Minimise |f(x)|^2 (numpy only: the project carries no scipy). The loss is kinked where decode
+    turns compute-bound, so a step that does not lower it is refused and the damping raised instead."""
+    x, r = x0.copy(), f(x0)
+    cost, lam, h = float(r @ r), 1e-2, 1e-4
+    for _ in range(iters):
+        jac = np.empty((len(r), len(x)))
+        for i in range(len(x)):
+            dx = np.zeros_like(x)
+            dx[i] = h
+            jac[:, i] = (f(x + dx) - r) / h
+        a, g = jac.T @ jac, jac.T @ r
+        gain, moved = 0.0, 0.0
+        while lam < 1e8:
+            step = np.linalg.solve(a + lam * (np.diag(np.diag(a)) + 1e-9 * np.eye(len(x))), -g)
+            rn = f(x + step)
+            cn = float(rn @ rn)
+            if cn < cost:
+                gain, moved = cost - cn, float(np.max(np.abs(step)))
+                x, r, cost, lam = x + step, rn, cn, max(lam / 3.0, 1e-7)
+                break
+            lam *= 4.0
+        if gain < 1e-9 or moved < 1e-6:
             break
-    return params_at(np.clip(best, bounds[:, 0], bounds[:, 1]))
+    return x
 
 
 def _exercised(key: str, rows: Sequence[ServingRow]) -> bool:
     parts = key.split(".")
     if parts[0] == "bandwidth_fraction":
         return any(memory_class(r.gpu) == parts[1] for r in rows)
+    if parts[0] == "engine" and parts[2] == "eager_layer_us":
+        return any(r.engine == parts[1] and r.eager for r in rows)
+    if parts[0] == "engine" and parts[2] == "layer_us":
+        return any(r.engine == parts[1] and not r.eager for r in rows)
     if parts[0] == "engine":
         return any(r.engine == parts[1] for r in rows)
+    if parts[0] in ("vendor_bandwidth", "vendor_compute"):
+        return any(r.gpu.vendor == parts[1] for r in rows)
+    if parts[0] == "engine" and parts[2] == "allreduce_us":
+        return any(r.engine == parts[1] and r.gpus > 1 for r in rows)
     if parts[0] == "comm":
         return any(r.gpu.interconnect == parts[2] and r.gpus > 1 for r in rows)
     return True
@@ -234,6 +261,14 @@ class ServingReport:
         """10th and 90th percentile of measured / held-out prediction."""
         ratios = [r.measured / p for p, r in zip(self.held_out, self.rows, strict=True)]
         return float(np.quantile(ratios, 0.1)), float(np.quantile(ratios, 0.9))
+
+    def by_group(self, key: Callable[[ServingRow], str]) -> dict[str, tuple[int, float, float]]:
+        """Held-out error by group (card class, engine, engine version): (rows, MdAPE, median signed
+        error), the figures the issue's bias check reads."""
+        groups: dict[str, list[float]] = {}
+        for held, r in zip(self.held_out, self.rows, strict=True):
+            groups.setdefault(key(r), []).append(held / r.measured - 1.0)
+        return {k: (len(v), float(np.median(np.abs(v))), float(np.median(v))) for k, v in sorted(groups.items())}
 
     def by_source(self) -> dict[str, float]:
         out: dict[str, list[float]] = {}
@@ -270,7 +305,7 @@ def ttft_errors(params: ServingParams | None = None) -> list[tuple[str, float, f
         gpu = get_catalog().get(entry["gpu"])
         for prompt, ms in entry["runs"]:
             job = make_serving_job(arch, precision=entry["precision"], prompt_tokens=int(prompt), output_tokens=1,
-                                   concurrency=1, engine=engine)  # fmt: skip
+                                   concurrency=1, engine=engine, tensor_parallel=int(entry["gpus"]))  # fmt: skip
             est = prepare_serving(job, params).on(gpu, int(entry["gpus"]))
             out.append(
                 (f"{arch.id} {entry['precision']} {entry['gpus']}x{gpu.id} {prompt}", ms / 1e3, est.prefill_seconds)
@@ -278,20 +313,56 @@ def ttft_errors(params: ServingParams | None = None) -> list[tuple[str, float, f
     return out
 
 
-def main() -> None:  # pragma: no cover - a report for people
+def write_model(report: ServingReport, path: Path = MODEL_FILE) -> None:
+    """Write the fitted values and the band into serving_model.toml in place, keeping its comments: each
+    fitted key names its table and entry (`engine.vllm.overhead_s` is `overhead_s` in [engine.vllm])."""
+    text = path.read_text()
+    values = report.params.values()
+    for key in FITTED:
+        table, entry = key.rsplit(".", 1)
+        text = _set_value(text, table, entry, f"{{ value = {values[key]:.6g},", inline=True)
+    low, high = report.band()
+    for entry, value in (("low", f"{low:.3f}"), ("high", f"{high:.3f}"), ("rows", str(len(report.rows)))):
+        text = _set_value(text, "band", entry, value, inline=False)
+    path.write_text(text)
+
+
+def _set_value(text: str, table: str, entry: str, value: str, *, inline: bool) -> str:
+    start = text.index(f"\n[{table}]\n")
+    end = text.find("\n[", start + 1)
+    end = len(text) if end < 0 else end
+    section = text[start:end]
+    tail = r"\{ value = [^,]+," if inline else r"[^\n]+"
+    pattern = rf"(\n{re.escape(entry)} = )" + tail
+    new, n = re.subn(pattern, lambda m: m.group(1) + value, section, count=1)
+    if n != 1:
+        raise KeyError(f"{table}.{entry} not in {MODEL_FILE.name}")
+    return text[:start] + new + text[end:]
+
+
+def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - a report for people
+    args = list(sys.argv[1:] if argv is None else argv)
     report = calibrate()
     values = report.params.values()
     print("fitted:", {k: round(values[k], 6) for k in FITTED})
     print(f"in-sample MdAPE {report.in_sample_mdape:.1%}; leave-one-source-out MdAPE {report.loso_mdape:.1%}")
     print("by source:", {k: f"{v:.1%}" for k, v in report.by_source().items()})
+    for name, key in (("card class", lambda r: r.card_class), ("engine", lambda r: r.engine),
+                      ("engine version", lambda r: f"{r.engine} {r.version}")):  # fmt: skip
+        print(f"by {name} (rows, LOSO MdAPE, median signed):",
+              {k: f"{n} {m:.1%} {b:+.1%}" for k, (n, m, b) in report.by_group(key).items()})  # fmt: skip
     low, high = report.band()
-    print(f"band: low {low:.3f} high {high:.3f} over {len(report.rows)} rows")
+    inside = sum(low <= r.measured / h <= high for r, h in zip(report.rows, report.held_out, strict=True))
+    print(f"band: low {low:.3f} high {high:.3f} over {len(report.rows)} rows ({inside} inside)")
     ttft = ttft_errors(report.params)
     ttft_ape = float(np.median([abs(p / m - 1.0) for _, m, p in ttft]))
     print(f"TTFT (batch 1, not fitted) MdAPE {ttft_ape:.1%} over {len(ttft)} rows")
     for r, p, h in zip(report.rows, report.in_sample, report.held_out, strict=True):
         print(f"{r.source:28s} {r.label():60s} measured {r.measured:9.1f} fit {p:9.1f} loso {h:9.1f} "
               f"({h / r.measured - 1:+.0%})")  # fmt: skip
+    if "--write" in args:
+        write_model(report)
+        print(f"wrote {MODEL_FILE}")
 
 
 if __name__ == "__main__":  # pragma: no cover

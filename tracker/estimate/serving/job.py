@@ -10,6 +10,7 @@ one (`tracker.estimate.serving.model.PreparedServing.on`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600.0
 # Plausibility limits that keep every derived figure finite (a 1e308-token month made the GPU count infinite).
 MAX_TOKENS_PER_MONTH = 1e18
 MAX_CONCURRENCY = 65536
+# vLLM V0's default max_seq_len_to_capture: longer sequences ran without CUDA graphs.
+V0_GRAPH_TOKENS = 8192
 
 # Bytes per weight of the block linears by precision. int4 is group-wise (AWQ/GPTQ, group 128, a
 # 16-bit scale and zero per group: 4 + 32/128 bits); int8 carries per-channel scales (negligible).
@@ -38,10 +41,11 @@ WEIGHT_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 
 KV_BYTES: dict[str, float] = {"bf16": 2.0, "fp8": 1.0}
 
 # Hardware support, by the catalog's architecture. FP8 needs FP8 tensor cores (Hopper, Ada, Blackwell,
-# CDNA3 and later): Ampere and older have none, and the engines' FP8 paths there are weight-only
+# CDNA3 and later; the Gaudi 2/3 matrix engines, whose FP8 rate the catalog gives, through vLLM's HPU
+# backend): Ampere and older have none, and the engines' FP8 paths there are weight-only
 # emulation that reads like FP8 on the price sheet but runs at bf16 speed. Integer weight-only kernels
 # (AWQ/GPTQ/Marlin, TensorRT-LLM's W8A16/W4A16) need Turing (sm75) or later, CDNA2 or later on AMD.
-FP8_ARCHITECTURES = frozenset({"hopper", "ada", "blackwell", "cdna3", "cdna4"})
+FP8_ARCHITECTURES = frozenset({"hopper", "ada", "blackwell", "cdna3", "cdna4", "gaudi2", "gaudi3"})
 INT_ARCHITECTURES = frozenset({"turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4"})
 # An FP8 KV cache is stored as FP8 and up-cast in the attention kernel: vLLM and SGLang do it from Ampere on.
 FP8_KV_ARCHITECTURES = FP8_ARCHITECTURES | {"ampere"}
@@ -65,6 +69,14 @@ class ServingSpec:
     requests_per_second: float | None
     target_tokens_per_user: float | None  # per-user output tokens/s the concurrency must keep
     max_ttft_s: float | None
+    engine_version: tuple[int, ...] | None = None  # None: the engine as it is now
+
+    @property
+    def eager(self) -> bool:
+        """The engine runs without CUDA graphs: vLLM's V0 engine (before 0.8) captures graphs only up to
+        max_seq_len_to_capture = 8,192 tokens and falls back to eager mode for longer sequences."""
+        old_vllm = self.engine == "vllm" and self.engine_version is not None and self.engine_version < (0, 8)
+        return old_vllm and self.context > V0_GRAPH_TOKENS
 
     kind = "inference"
 
@@ -102,6 +114,8 @@ class ServingSpec:
             "requests_per_second": self.requests_per_second,
             "target_tokens_per_user": self.target_tokens_per_user,
             "max_ttft_s": self.max_ttft_s,
+            "engine_version": None if self.engine_version is None else ".".join(map(str, self.engine_version)),
+            "eager": self.eager,
         }
 
 
@@ -140,6 +154,7 @@ def make_serving_job(
     requests_per_second: float | None = None,
     target_tokens_per_user: float | None = None,
     max_ttft_s: float | None = None,
+    engine_version: str | None = None,
     allow_model_files: bool = False,
 ) -> ServingSpec:
     """Validate and normalise an inference job. Defaults: bf16 weights, KV cache in the weights'
@@ -190,7 +205,18 @@ def make_serving_job(
         model=arch, precision=weights, kv_precision=kv, prompt_tokens=prompt, output_tokens=output,
         concurrency=users, tensor_parallel=tp, engine=engine_key, tokens_per_month=monthly,
         requests_per_second=rps, target_tokens_per_user=target, max_ttft_s=ttft,
+        engine_version=_version(engine_version),
     )  # fmt: skip
+
+
+def _version(value: str | None) -> tuple[int, ...] | None:
+    """'0.6.3', 'v0.6.3.post1', '0.9.0rc1' -> (0, 6, 3) (the numeric release); None stays None."""
+    if value is None:
+        return None
+    match = re.match(r"^v?(\d+(?:\.\d+){0,3})", str(value).strip())
+    if not match:
+        raise InvalidJob(f"engine_version must look like 0.6.3, got {value!r}", field="engine_version")
+    return tuple(int(x) for x in match.group(1).split("."))
 
 
 def check_support(job: ServingSpec, gpu: GpuSpec) -> None:
@@ -198,7 +224,8 @@ def check_support(job: ServingSpec, gpu: GpuSpec) -> None:
     arch = gpu.architecture
     if job.precision == "fp8" and (arch not in FP8_ARCHITECTURES or gpu.fp8_tflops is None):
         raise InvalidJob(
-            f"precision fp8 needs FP8 tensor cores (Hopper, Ada, Blackwell, CDNA3); {gpu.name} is {arch}: "
+            f"precision fp8 unsupported: it needs FP8 tensor cores (Hopper, Ada, Blackwell, CDNA3, Gaudi 2/3); "
+            f"{gpu.name} is {arch}: "
             "use bf16, int8 or int4",
             field="precision",
         )

@@ -20,20 +20,30 @@ decode step (seconds; one output token for each of the B sequences)
                     max(memory, compute), so this is 0 while decode is memory-bound
     overhead        the engine's fixed seconds per step (scheduler, sampling launch, Python)
     per_sequence    the engine's seconds per running sequence per step (block tables, sampling, detokenise)
-    communication   2 all-reduces per layer: latency + 2(n-1)/n × B × hidden × 2 B / link bandwidth,
-                    by the catalog's interconnect (NVLink, Infinity Fabric, PCIe)
+    launch          layers × the engine's per-layer kernel-launch cost (CUDA graphs, or eager mode)
+    communication   2 all-reduces per layer, each (link latency + the engine's own cost per call)
+                    + 2(n-1)/n × B × hidden × 2 B / link bandwidth, by the catalog's interconnect
 
 prefill (one prompt of P tokens): max(FLOPs / (peak × prefill share), weights / bandwidth) +
     its all-reduces (P × hidden × 2 B each) + the fixed overhead.
 
+Layouts: an offer of N GPUs is served as replicas × TP (each power of two up to N that splits the
+heads; the job's TP when it names one); `on` takes the layout with the most tokens/s at the load.
+The load (users) splits over the replicas; each runs what its KV cache and the engine's cap
+(max_num_seqs) hold and queues the rest: throughput is that of the running batch, and TTFT adds the
+wait for a slot (queued × cycle / running) and the wait behind other prefills (M/D/1 at the prefill
+share of time, ρ/2(1−ρ) prefills).
+
 Continuous batching interleaves prefills with decode steps, so over one request's life the replica
-spends output × step + B × prefill: aggregate output tokens/s = replicas × B × output / that,
-per-user tokens/s = output / that, TTFT = prefill + one step of the running batch, requests/s =
-aggregate / output. The offer's cost splits by time: the prefill share of it is the input tokens'
-cost, the decode share the output tokens'; `usd_per_mtok` (what rankings sort on) puts the whole
-price on the output tokens. Achievable bandwidth = catalog peak × bandwidth_fraction[memory class]
-× the engine's bandwidth multiplier; the fractions, overheads and the PCIe latency are fitted to
-serving_calibration.toml (serving/calibration.py), the rest are priors in serving_model.toml.
+spends output × step + B × prefill-in-step (an engine that chunks prompts into decode steps pays
+only their FLOPs and all-reduces: the step reads the weights anyway): aggregate output tokens/s =
+running × output / that, per-user tokens/s = output / that, requests/s = aggregate / output. The
+offer's cost splits by time: the prefill share of it is the input tokens' cost, the decode share the
+output tokens'; `usd_per_mtok` (what rankings sort on) puts the whole price on the output tokens.
+Achievable bandwidth = catalog peak × bandwidth_fraction[memory class] × the engine's bandwidth
+multiplier × the vendor's (ROCm vs CUDA); compute shares × the vendor's compute multiplier. What is
+fitted to serving_calibration.toml (serving/calibration.py) and what is a prior is marked in
+serving_model.toml.
 """
 
 from __future__ import annotations
@@ -62,7 +72,8 @@ STEP_TERMS: dict[str, str] = {
     "weights": "weight bytes read per decode step over achievable bandwidth",
     "kv_cache": "KV cache bytes read per decode step over achievable bandwidth",
     "compute_excess": "decode FLOPs at the achievable tensor rate beyond the memory time (0 when memory-bound)",
-    "overhead": "engine's fixed seconds per step",
+    "overhead": "engine's fixed seconds per step (scheduler, sampling launch)",
+    "launch": "kernel launches per layer per step (CUDA graphs, or eager mode)",
     "per_sequence": "engine's seconds per running sequence per step",
     "communication": "tensor-parallel all-reduces (2 per layer) over the interconnect",
 }
@@ -79,9 +90,20 @@ class ServingBand:
 
 @dataclass(frozen=True, slots=True)
 class Layout:
+    """How an offer's GPUs serve the model: `replicas` copies, each tensor-parallel over `tp` GPUs
+    (people run 8 copies of an 8B model on an 8-GPU node, not one copy over all eight)."""
+
     tp: int  # GPUs per tensor-parallel group
     replicas: int  # groups in the offer
     slice: float  # < 1: a fraction of one card (MIG)
+    idle: int = 0  # GPUs of the offer no replica uses (6 GPUs at TP 4)
+
+    @property
+    def used(self) -> int:
+        return self.tp * self.replicas
+
+    def describe(self) -> str:
+        return f"{self.replicas} x TP{self.tp}" + (f" ({self.idle} idle)" if self.idle else "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +118,8 @@ class PreparedServing:
     lm_head_read: float  # elements read per step for the output projection (tied: the embedding)
     matmul_per_token: float  # weights each token multiplies through (routed experts + lm_head)
     kv_per_token_layer_head: float  # bytes of K+V per token per layer per KV head
+    eager: bool = False  # no CUDA graphs: every kernel launched from Python (`enforce_eager`, old vLLM > 8k)
+    max_num_seqs: int | None = None  # the engine's cap on running sequences (None: its default)
     _cache: dict[tuple[Any, ...], ServingEstimate] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -103,7 +127,13 @@ class PreparedServing:
         """The parameter set, under the name rankings use for the fine-tuning job's assumption set."""
         return self.params
 
+    @property
+    def seq_cap(self) -> int:
+        return self.max_num_seqs or self.params.engine(self.job.engine).max_num_seqs
+
     def layout(self, gpu: GpuSpec, gpus: float) -> Layout:
+        """The layout the job's own tensor parallelism makes of the offer (all GPUs in one group when the
+        job names none); `layouts` lists every layout `on` chooses from."""
         if not (gpus > 0) or math.isinf(gpus):
             raise InvalidJob(f"GPU count must be positive, got {gpus!r}", field="gpus")
         if gpus < 1:
@@ -118,8 +148,21 @@ class PreparedServing:
             raise InvalidJob(f"tensor parallelism {tp} does not divide the offer's {n} GPUs", field="tensor_parallel")
         return Layout(tp, n // tp, 1.0)
 
-    # --- memory ------------------------------------------------------------------------------
+    def layouts(self, gpu: GpuSpec, gpus: float) -> list[Layout]:
+        """Every replicas x TP layout of the offer: the job's TP if it names one, else each power of two
+        up to the GPU count whose group splits the attention heads evenly (vLLM requires it)."""
+        if gpus < 1 or self.job.tensor_parallel is not None:
+            return [self.layout(gpu, gpus)]
+        self.layout(gpu, gpus)  # validates the count
+        n, heads = int(gpus), self.job.model.heads
+        out, tp = [], 1
+        while tp <= n:
+            if heads % tp == 0:
+                out.append(Layout(tp, n // tp, 1.0, idle=n - (n // tp) * tp))
+            tp *= 2
+        return out or [Layout(n, 1, 1.0)]
 
+    # --- memory ------------------------------------------------------------------------------
     def weight_bytes(self, tp: int) -> float:
         a = self.job.model
         stored = (self.attn_weights + self.expert_weights * a.experts) * WEIGHT_BYTES[self.job.precision]
@@ -171,9 +214,8 @@ class PreparedServing:
         p = self.params
         a = self.job.model
         ring = 2.0 * (tp - 1) / tp
-        return (
-            2.0 * a.layers * (p.latency_s(gpu.interconnect) + ring * tokens * a.hidden * 2.0 / p.link(gpu.interconnect))
-        )
+        latency = p.latency_s(gpu.interconnect) + p.engine(self.job.engine).allreduce_us * 1e-6
+        return 2.0 * a.layers * (latency + ring * tokens * a.hidden * 2.0 / p.link(gpu.interconnect))
 
     def step_terms(self, gpu: GpuSpec, lay: Layout, batch: int) -> dict[str, float]:
         """Seconds of one decode step of `batch` sequences on one replica, by term (they sum to the step)."""
@@ -181,16 +223,17 @@ class PreparedServing:
         a = self.job.model
         e = p.engine(self.job.engine)
         ctx = self.job.prompt_tokens + self.job.output_tokens / 2.0
-        bw = gpu.bandwidth_tbs * 1e12 * p.bandwidth(memory_class(gpu)) * e.bandwidth * lay.slice
+        bw = self.bandwidth(gpu, lay)
         weights = self._touched_weight_bytes(lay.tp, batch) / bw
         kv = batch * ctx * self.kv_bytes_per_token(lay.tp) / bw
         flops = batch * (2.0 * self.matmul_per_token + 4.0 * a.layers * ctx * a.q_dim) / lay.tp
-        compute = flops / (self.peak(gpu) * lay.slice * p.decode_compute_fraction)
+        compute = flops / (self.peak(gpu) * lay.slice * p.decode_compute_fraction * p.vendor_flops(gpu.vendor))
         return {
             "weights": weights,
             "kv_cache": kv,
             "compute_excess": max(0.0, compute - weights - kv),
             "overhead": e.overhead_s,
+            "launch": a.layers * (e.eager_layer_us if self.eager else e.layer_us) * 1e-6,
             "per_sequence": e.per_sequence_s * batch,
             "communication": self._comm(gpu, lay.tp, batch),
         }
@@ -201,11 +244,36 @@ class PreparedServing:
         e = p.engine(self.job.engine)
         n_tok = float(self.job.prompt_tokens)
         flops = n_tok * (2.0 * self.matmul_per_token + 2.0 * a.layers * n_tok * a.q_dim) / lay.tp
-        compute = flops / (self.peak(gpu) * lay.slice * p.prefill_compute_fraction)
-        bw = gpu.bandwidth_tbs * 1e12 * p.bandwidth(memory_class(gpu)) * e.bandwidth * lay.slice
+        compute = flops / (self.peak(gpu) * lay.slice * p.prefill_compute_fraction * p.vendor_flops(gpu.vendor))
+        bw = self.bandwidth(gpu, lay)
         return (
             max(compute, self._touched_weight_bytes(lay.tp, n_tok) / bw) + self._comm(gpu, lay.tp, n_tok) + e.overhead_s
         )
+
+    def prefill_in_step_seconds(self, gpu: GpuSpec, lay: Layout) -> float:
+        """What one prompt adds to the replica's time under load. An engine that chunks prompts into
+        decode steps pays their FLOPs and all-reduces only (the step reads the weights anyway); one that
+        runs prefill as its own pass batches prompts up to its token budget (`chunk_tokens`), so a
+        prompt pays its share of that pass's weight read and fixed cost."""
+        e = self.params.engine(self.job.engine)
+        p = self.params
+        a = self.job.model
+        n_tok = float(self.job.prompt_tokens)
+        flops = n_tok * (2.0 * self.matmul_per_token + 2.0 * a.layers * n_tok * a.q_dim) / lay.tp
+        compute = flops / (self.peak(gpu) * lay.slice * p.prefill_compute_fraction * p.vendor_flops(gpu.vendor))
+        comm = self._comm(gpu, lay.tp, n_tok)
+        if e.chunked_prefill:
+            return compute + comm
+        share = min(1.0, n_tok / e.chunk_tokens)
+        weights = self._touched_weight_bytes(lay.tp, n_tok) / self.bandwidth(gpu, lay)
+        return max(compute, weights * share) + comm + e.overhead_s * share
+
+    def bandwidth(self, gpu: GpuSpec, lay: Layout) -> float:
+        """Achievable bytes/s per GPU: catalog peak x the memory class's share x the engine's kernels x
+        the vendor's software stack (x the slice)."""
+        p = self.params
+        return (gpu.bandwidth_tbs * 1e12 * p.bandwidth(memory_class(gpu)) * p.engine(self.job.engine).bandwidth
+                * p.vendor(gpu.vendor) * lay.slice)  # fmt: skip
 
     def peak(self, gpu: GpuSpec) -> float:
         """Dense tensor FLOP/s the job's GEMMs run at: FP8 for fp8 weights (W8A8), else bf16 (weight-only
@@ -247,54 +315,68 @@ class PreparedServing:
         check_support(self.job, gpu)
 
     def _place(self, gpu: GpuSpec, gpus: float, memory_gb: float | None, concurrency: int | None) -> ServingEstimate:
-        reason = None
+        mem = float(memory_gb) if memory_gb is not None else gpu.memory_gb
         try:
-            lay = self.layout(gpu, gpus)
+            candidates = self.layouts(gpu, gpus)
         except InvalidJob as exc:
             # An offer the job's TP degree does not fit (TP 2 on a 1-GPU machine, TP on a slice) is an
             # offer it cannot use, like FP8 on an A100: a ranking over a market of such offers must not
             # fail as a whole. Priced as one group over the offer so every figure stays defined.
             if exc.field != "tensor_parallel":
                 raise
-            lay, reason = Layout(1, 1, float(gpus)) if gpus < 1 else Layout(int(gpus), 1, 1.0), exc.message
-        mem = float(memory_gb) if memory_gb is not None else gpu.memory_gb
+            lay = Layout(1, 1, float(gpus)) if gpus < 1 else Layout(int(gpus), 1, 1.0)
+            return self._estimate(gpu, gpus, lay, mem, concurrency, exc.message)
+        reason = None
         try:
             check_support(self.job, gpu)
         except InvalidJob as exc:
-            reason = reason or exc.message
+            reason = exc.message
+        options = [self._estimate(gpu, gpus, lay, mem, concurrency, reason) for lay in candidates]
+        # The best layout: one that fits, then the most output tokens/s at the load (the offer's price is
+        # the same whatever the layout, so that is the lowest $/Mtok), then the one meeting the targets
+        # with the fewest GPUs per copy.
+        return max(options, key=lambda e: (e.fits, e.targets_met, e.tokens_per_second, -e.layout.tp))
+
+    def _estimate(self, gpu: GpuSpec, gpus: float, lay: Layout, mem: float, concurrency: int | None,
+                  reason: str | None) -> ServingEstimate:  # fmt: skip
         per_replica_max = self._max_per_replica(lay, mem)
-        cap = self.params.engine(self.job.engine).max_num_seqs
         wanted = concurrency if concurrency is not None else self.job.concurrency
         targets_met = True
         if wanted is not None:
-            batch = max(1, math.ceil(wanted / lay.replicas))
+            # The load splits over the replicas as evenly as it can; each replica runs what its KV cache
+            # and the engine's cap hold and queues the rest. Fewer users than replicas leave some idle.
+            demand = max(1, math.ceil(wanted / lay.replicas))
+            running = max(1, min(demand, per_replica_max, self.seq_cap))
+            users = wanted
         else:
-            batch, targets_met = self._choose_batch(gpu, lay, max(1, min(per_replica_max, cap)))
-        terms = self.step_terms(gpu, lay, batch)
-        prefill = self.prefill_seconds(gpu, lay)
-        if reason is None and per_replica_max < batch:
-            reason = (f"KV cache for {batch * lay.replicas} sequences of {self.job.context:,} tokens does not fit: "
-                      f"at most {per_replica_max * lay.replicas} on {gpus:g} × {gpu.name}")  # fmt: skip
+            running, targets_met = self._choose_batch(gpu, lay, max(1, min(per_replica_max, self.seq_cap)))
+            demand, users = running, running * lay.replicas
+        running_total = min(users, running * lay.replicas)
+        if reason is None and per_replica_max < 1:
+            reason = (f"KV cache for one sequence of {self.job.context:,} tokens does not fit beside the weights "
+                      f"on {lay.describe()} {gpu.name}")  # fmt: skip
         if reason is None and not targets_met:
-            reason = "no concurrency meets the per-user tokens/s or TTFT target on this card"
+            reason = "no concurrency meets the per-user tokens/s or TTFT target on this offer"
+        terms = self.step_terms(gpu, lay, running)
         util = self.params.engine(self.job.engine).memory_utilization
         components = {
             "weights": self.weight_bytes(lay.tp),
-            "kv_cache": self.kv_bytes_per_token(lay.tp) * self.job.context * batch,
+            "kv_cache": self.kv_bytes_per_token(lay.tp) * self.job.context * running,
             "activations": self.activation_bytes(lay.tp),
             "runtime": self.runtime_bytes(lay.tp),
             "engine_reserve": (1.0 - util) * mem * GB,
         }
         step = sum(terms.values())
-        roofline = (self._touched_weight_bytes(lay.tp, batch)
-                    + batch * (self.job.prompt_tokens + self.job.output_tokens / 2.0) * self.kv_bytes_per_token(lay.tp)
+        ctx = self.job.prompt_tokens + self.job.output_tokens / 2.0
+        roofline = (self._touched_weight_bytes(lay.tp, running) + running * ctx * self.kv_bytes_per_token(lay.tp)
                     ) / (gpu.bandwidth_tbs * 1e12 * lay.slice)  # fmt: skip
         return ServingEstimate(
-            prepared=self, gpu=gpu, gpus=gpus, layout=lay, memory_gb=mem, concurrency=batch * lay.replicas,
-            batch_per_replica=batch, max_concurrency=per_replica_max * lay.replicas, step_terms=terms,
-            step_seconds=step, prefill_seconds=prefill, memory_components=components, reason=reason,
-            efficiency=roofline / step, multi_gpu_efficiency=(step - terms["communication"]) / step,
-            price_per_gpu_hour=None,
+            prepared=self, gpu=gpu, gpus=gpus, layout=lay, memory_gb=mem, concurrency=users, running=running_total,
+            batch_per_replica=running, max_concurrency=per_replica_max * lay.replicas, step_terms=terms,
+            step_seconds=step, prefill_seconds=self.prefill_seconds(gpu, lay),
+            prefill_in_cycle_seconds=self.prefill_in_step_seconds(gpu, lay), memory_components=components,
+            reason=reason, efficiency=roofline / step, multi_gpu_efficiency=(step - terms["communication"]) / step,
+            price_per_gpu_hour=None, queued_per_replica=demand - running, targets_met=targets_met,
         )  # fmt: skip
 
     def _choose_batch(self, gpu: GpuSpec, lay: Layout, upper: int) -> tuple[int, bool]:
@@ -304,13 +386,15 @@ class PreparedServing:
         if job.target_tokens_per_user is None and job.max_ttft_s is None:
             return upper, True
         prefill = self.prefill_seconds(gpu, lay)
+        in_cycle = self.prefill_in_step_seconds(gpu, lay)
 
         def ok(b: int) -> bool:
             step = sum(self.step_terms(gpu, lay, b).values())
-            per_user = job.output_tokens / (job.output_tokens * step + b * prefill)
+            per_user = job.output_tokens / (job.output_tokens * step + b * in_cycle)
             if job.target_tokens_per_user is not None and per_user < job.target_tokens_per_user:
                 return False
-            return job.max_ttft_s is None or prefill + step <= job.max_ttft_s
+            rho = min(b * in_cycle / (job.output_tokens * step + b * in_cycle), 0.95)
+            return job.max_ttft_s is None or prefill * (1.0 + rho / (2.0 * (1.0 - rho))) + step <= job.max_ttft_s
 
         if not ok(1):
             return 1, False
@@ -338,8 +422,9 @@ class ServingEstimate:
     gpus: float
     layout: Layout
     memory_gb: float  # available per GPU
-    concurrency: int  # sequences in flight on the offer
-    batch_per_replica: int
+    concurrency: int  # users of the offer: sequences running or queued
+    running: int  # sequences decoding at once over all replicas
+    batch_per_replica: int  # sequences decoding at once on each replica (KV cache and engine cap bound it)
     max_concurrency: int  # most sequences whose KV cache fits on the offer
     step_terms: dict[str, float]  # seconds per decode step, by term
     step_seconds: float
@@ -349,6 +434,9 @@ class ServingEstimate:
     efficiency: float  # share of the bandwidth roofline the decode step reaches
     multi_gpu_efficiency: float  # share of the step that is not tensor-parallel communication
     price_per_gpu_hour: Decimal | None
+    prefill_in_cycle_seconds: float = 0.0  # what one prompt adds to the replica's time (chunked: no weight pass)
+    queued_per_replica: int = 0  # users waiting for a KV-cache slot on each replica
+    targets_met: bool = True
 
     @property
     def job(self) -> ServingSpec:
@@ -368,13 +456,14 @@ class ServingEstimate:
 
     @property
     def cycle_seconds(self) -> float:
-        """One request's life on its replica: its output's decode steps plus the batch's prefills."""
-        return self.job.output_tokens * self.step_seconds + self.batch_per_replica * self.prefill_seconds
+        """One request's life on its replica: its output's decode steps plus the batch's prefills (each
+        prefill as it costs the replica: chunked into the steps where the engine does that)."""
+        return self.job.output_tokens * self.step_seconds + self.batch_per_replica * self.prefill_in_cycle_seconds
 
     @property
     def tokens_per_second(self) -> float:
         """Aggregate output tokens/s of the whole offer."""
-        return self.layout.replicas * self.batch_per_replica * self.job.output_tokens / self.cycle_seconds
+        return self.running * self.job.output_tokens / self.cycle_seconds
 
     @property
     def per_user_tokens_per_second(self) -> float:
@@ -383,11 +472,27 @@ class ServingEstimate:
     @property
     def decode_tokens_per_second(self) -> float:
         """Output tokens/s while only decoding (no prefill in between): what decode benchmarks report."""
-        return self.layout.replicas * self.batch_per_replica / self.step_seconds
+        return self.running / self.step_seconds
+
+    @property
+    def queue_wait_s(self) -> float:
+        """Mean wait for a KV-cache slot when more users than fit are in flight: the replica finishes
+        `batch_per_replica` requests per cycle, so a request behind `queued_per_replica` others waits
+        that many over the completion rate."""
+        return self.queued_per_replica * self.cycle_seconds / self.batch_per_replica
+
+    @property
+    def prefill_wait_s(self) -> float:
+        """Mean wait behind other prompts being prefilled: an M/D/1 queue whose utilisation is the
+        replica's share of time on prefill (ρ / 2(1 − ρ) prefill times)."""
+        rho = min(self.prefill_share, 0.95)
+        return self.prefill_seconds * rho / (2.0 * (1.0 - rho))
 
     @property
     def ttft_s(self) -> float:
-        return self.prefill_seconds + self.step_seconds
+        """Time to first token at the load: waiting for a slot and behind other prefills, the prompt's own
+        prefill and one step of the running batch."""
+        return self.queue_wait_s + self.prefill_wait_s + self.prefill_seconds + self.step_seconds
 
     @property
     def requests_per_second(self) -> float:
@@ -400,7 +505,7 @@ class ServingEstimate:
     @property
     def prefill_share(self) -> float:
         """Share of the offer's time spent on prompts: the input tokens' share of the cost."""
-        return self.batch_per_replica * self.prefill_seconds / self.cycle_seconds
+        return self.batch_per_replica * self.prefill_in_cycle_seconds / self.cycle_seconds
 
     @property
     def band(self) -> ServingBand:
@@ -500,8 +605,14 @@ class ServingEstimate:
             "gpu": self.gpu.id,
             "gpu_name": self.gpu.name,
             "gpus": gpus,
+            "layout": self.layout.describe(),
             "tensor_parallel": self.layout.tp,
             "replicas": self.layout.replicas,
+            "gpus_used": self.layout.used if self.gpus >= 1 else gpus,
+            "gpus_idle": self.layout.idle,
+            "concurrency_per_replica": self.batch_per_replica + self.queued_per_replica,
+            "running_per_replica": self.batch_per_replica,
+            "queued_per_replica": self.queued_per_replica,
             "engine": job.engine,
             "precision": job.precision,
             "kv_precision": job.kv_precision,
@@ -517,6 +628,7 @@ class ServingEstimate:
             "per_user_tokens_per_second": round(self.per_user_tokens_per_second, 2),
             "input_tokens_per_second": round(self.input_tokens_per_second, 1),
             "ttft_s": round(self.ttft_s, 4),
+            "queue_wait_s": round(self.queue_wait_s, 4),
             "requests_per_second": round(self.requests_per_second, 4),
             "step_seconds": round(self.step_seconds, 7),
             "step_time_breakdown": self.components["decode_step_s"],
@@ -537,8 +649,6 @@ class ServingEstimate:
             "usd_per_mtok_output": self.usd_per_mtok_output,
             "usd_per_mtok_input": self.usd_per_mtok_input,
             "prefill_share": round(self.prefill_share, 4),
-            "hours": round(self.hours, 4),
-            "cost_per_run": self.cost_per_run,
             "load_tokens": self.load_tokens,
             "offers_needed": self.offers_needed,
             "gpus_needed": self.gpus_needed,
@@ -549,8 +659,10 @@ class ServingEstimate:
         }
 
 
-def prepare_serving(job: ServingSpec, params: ServingParams | None = None) -> PreparedServing:
-    """Everything about the job that does not depend on the card, computed once."""
+def prepare_serving(job: ServingSpec, params: ServingParams | None = None, *, eager: bool = False,
+                    max_num_seqs: int | None = None) -> PreparedServing:  # fmt: skip
+    """Everything about the job that does not depend on the card, computed once. `eager`: the engine
+    runs without CUDA graphs; `max_num_seqs`: its cap on running sequences (default: the engine's)."""
     a = job.model
     shapes = a.module_shapes()
     attn = sum(d_in * d_out for m, (d_in, d_out, _) in shapes.items() if m in ("q", "k", "v", "o")) * a.layers
@@ -565,4 +677,6 @@ def prepare_serving(job: ServingSpec, params: ServingParams | None = None) -> Pr
         lm_head_read=float(a.vocab * a.hidden),
         matmul_per_token=float(p.matmul_per_token(a.vocab, a.hidden)),
         kv_per_token_layer_head=2.0 * a.head_dim * KV_BYTES[job.kv_precision],
+        eager=eager or job.eager,
+        max_num_seqs=max_num_seqs,
     )

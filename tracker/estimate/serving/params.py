@@ -16,6 +16,8 @@ from tracker.catalog.gpus import GpuSpec
 from tracker.estimate.architectures import DATA_DIR
 
 MODEL_FILE = DATA_DIR / "serving_model.toml"
+# Engine values the fit may move and `values()` names (`engine.vllm.layer_us`).
+ENGINE_VALUES = ("overhead_s", "per_sequence_s", "bandwidth", "layer_us", "eager_layer_us", "allreduce_us")
 GDDR_FORM_FACTORS = frozenset({"consumer", "PCIe"})
 # PCIe boards that carry HBM: they stream memory like their SXM siblings.
 HBM_PCIE_FAMILIES = frozenset({"A100", "A30", "H100", "H200", "H20", "V100", "V100FHHL", "P100"})
@@ -23,12 +25,16 @@ HBM_PCIE_FAMILIES = frozenset({"A100", "A30", "H100", "H200", "H20", "V100", "V1
 
 @dataclass(frozen=True, slots=True)
 class EngineParams:
-    overhead_s: float
-    per_sequence_s: float
-    bandwidth: float
+    overhead_s: float  # scheduler, sampling launch, Python: once per decode step
+    per_sequence_s: float  # block tables, sampling, detokenise: per running sequence per step
+    bandwidth: float  # how close the engine's GEMV/attention kernels get to the achievable bandwidth
     memory_utilization: float
     max_num_seqs: int
     chunk_tokens: int
+    layer_us: float = 0.0  # kernel launches per layer per step, CUDA graphs captured (graph replay gaps)
+    eager_layer_us: float = 0.0  # the same in eager mode: every kernel launched from Python
+    chunked_prefill: bool = False  # prompts ride in decode steps (their weights are read once, by the step)
+    allreduce_us: float = 0.0  # the engine's own cost per all-reduce, beside the link's latency
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +50,22 @@ class ServingParams:
     nccl_gb: float
     band: tuple[float, float]
     band_rows: int
+    vendor_bandwidth: tuple[tuple[str, float], ...] = ()  # GPU vendor -> multiplier on the bandwidth share
+    vendor_compute: tuple[tuple[str, float], ...] = ()  # GPU vendor -> multiplier on the compute shares
     fitted: tuple[str, ...] = ()  # names of the values the fit sets
     source: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def bandwidth(self, memory_class: str) -> float:
         return dict(self.bandwidth_fraction)[memory_class]
+
+    def vendor(self, vendor: str) -> float:
+        """The software stack's share of the bandwidth a vendor's parts reach relative to NVIDIA's (ROCm
+        kernels and RCCL are younger than CUDA's); 1 for a vendor the file does not name."""
+        return dict(self.vendor_bandwidth).get(vendor, 1.0)
+
+    def vendor_flops(self, vendor: str) -> float:
+        """The same for the share of the tensor peak the GEMMs reach."""
+        return dict(self.vendor_compute).get(vendor, 1.0)
 
     def engine(self, name: str) -> EngineParams:
         return dict(self.engines)[name]
@@ -67,8 +84,9 @@ class ServingParams:
         out["compute_fraction.decode"] = self.decode_compute_fraction
         out["compute_fraction.prefill"] = self.prefill_compute_fraction
         for name, e in self.engines:
-            out |= {f"engine.{name}.overhead_s": e.overhead_s, f"engine.{name}.per_sequence_s": e.per_sequence_s,
-                    f"engine.{name}.bandwidth": e.bandwidth}  # fmt: skip
+            out |= {f"engine.{name}.{k}": float(getattr(e, k)) for k in ENGINE_VALUES}
+        out |= {f"vendor_bandwidth.{k}": v for k, v in self.vendor_bandwidth}
+        out |= {f"vendor_compute.{k}": v for k, v in self.vendor_compute}
         out |= {f"comm.latency_us.{k}": v for k, v in self.latency_us}
         return out
 
@@ -77,6 +95,8 @@ class ServingParams:
         bw = dict(self.bandwidth_fraction)
         engines = {k: v for k, v in self.engines}
         lat = dict(self.latency_us)
+        vendors = dict(self.vendor_bandwidth)
+        vendor_flops = dict(self.vendor_compute)
         decode, prefill = self.decode_compute_fraction, self.prefill_compute_fraction
         for key, value in values.items():
             parts = key.split(".")
@@ -91,11 +111,16 @@ class ServingParams:
                 engines[parts[1]] = replace(engines[parts[1]], **change)
             elif parts[:2] == ["comm", "latency_us"]:
                 lat[parts[2]] = value
+            elif parts[0] == "vendor_bandwidth":
+                vendors[parts[1]] = value
+            elif parts[0] == "vendor_compute":
+                vendor_flops[parts[1]] = value
             else:
                 raise KeyError(key)
         return replace(self, bandwidth_fraction=tuple(bw.items()), decode_compute_fraction=decode,
                        prefill_compute_fraction=prefill, engines=tuple(engines.items()),
-                       latency_us=tuple(lat.items()))  # fmt: skip
+                       latency_us=tuple(lat.items()), vendor_bandwidth=tuple(vendors.items()),
+                       vendor_compute=tuple(vendor_flops.items()))  # fmt: skip
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -147,13 +172,20 @@ def get_params() -> ServingParams:
     note("compute_fraction.prefill", cf["prefill"])
     engines = []
     for name, e in raw["engine"].items():
-        for key in ("overhead_s", "per_sequence_s", "bandwidth"):
+        for key in ENGINE_VALUES:
             note(f"engine.{name}.{key}", e[key])
         engines.append((name, EngineParams(
             overhead_s=_value(e["overhead_s"]), per_sequence_s=_value(e["per_sequence_s"]),
             bandwidth=_value(e["bandwidth"]), memory_utilization=_value(e["memory_utilization"]),
             max_num_seqs=int(_value(e["max_num_seqs"])), chunk_tokens=int(_value(e["chunk_tokens"])),
+            layer_us=_value(e["layer_us"]), eager_layer_us=_value(e["eager_layer_us"]),
+            chunked_prefill=bool(e["chunked_prefill"]["value"]), allreduce_us=_value(e["allreduce_us"]),
         )))  # fmt: skip
+    vendors: dict[str, list[tuple[str, float]]] = {"vendor_bandwidth": [], "vendor_compute": []}
+    for table, out in vendors.items():
+        for k, v in raw[table].items():
+            out.append((k, _value(v)))
+            note(f"{table}.{k}", v)
     lat = []
     for k, v in raw["comm"]["latency_us"].items():
         lat.append((k, _value(v)))
@@ -172,6 +204,8 @@ def get_params() -> ServingParams:
         nccl_gb=_value(mem["nccl_gb"]),
         band=(float(band["low"]), float(band["high"])),
         band_rows=int(band["rows"]),
+        vendor_bandwidth=tuple(vendors["vendor_bandwidth"]),
+        vendor_compute=tuple(vendors["vendor_compute"]),
         fitted=tuple(fitted),
         source=tuple(source.items()),
     )
