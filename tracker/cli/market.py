@@ -82,6 +82,13 @@ def cheapest(
     _print_rank(result)
 
 
+def _print_api_alternatives(result: dict[str, Any]) -> None:
+    if "api_alternatives" in result:  # serving: the per-token APIs beside self-hosting
+        from tracker.cli.api_view import print_api_alternatives
+
+        print_api_alternatives(result["api_alternatives"])
+
+
 def _serving_table(rows: list[dict[str, Any]]) -> Any:
     """Traffic, not a run: the layout each offer is served with, $ per million tokens at the load and
     the month's cost (never hours or $/run)."""
@@ -124,6 +131,7 @@ def _print_rank(result: dict[str, Any]) -> None:
         )
     if job.get("kind") == "inference":
         console.print(_serving_table(result["rows"]))
+        _print_api_alternatives(result)
         return
     table = Table()
     cols = ("#", "provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$ GPU", "$/1M tok",
@@ -141,10 +149,7 @@ def _print_rank(result: dict[str, Any]) -> None:
             _amount(r["usd_per_mtok"], 4), age,
         )  # fmt: skip
     console.print(table)
-    if "api_alternatives" in result:  # serving: the per-token APIs beside self-hosting
-        from tracker.cli.api_view import print_api_alternatives
-
-        print_api_alternatives(result["api_alternatives"])
+    _print_api_alternatives(result)
     if result.get("plan") is not None:
         for i, r in enumerate(result["rows"], 1):
             if (why := _beyond(r.get("cost"))) != "-":
