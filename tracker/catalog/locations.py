@@ -26,7 +26,7 @@ from typing import Any
 
 import pycountry
 
-__all__ = ["AREAS", "UNKNOWN_TO_PROVIDER", "Location", "LocationTable", "get_locations", "slug"]
+__all__ = ["AREAS", "UNKNOWN_TO_PROVIDER", "Location", "LocationTable", "get_locations", "location_row", "slug"]
 
 AREAS = ("eu", "americas", "apac", "mea")
 _AREA_ALIASES = {
@@ -227,17 +227,16 @@ class LocationTable:
         """The region filter's one rule (module docstring)."""
         if not region:
             return False
-        code = slug(region)
         place = self.locate(provider, region)
         for term in wanted:
-            term_slug = slug(term)
-            if code == term_slug:
+            if region == term:  # a provider's code, as written ("us_east" is no "us-east")
                 return True
             words = self.query_words(term)
-            if words:
-                if place is not None and words & place.words:
-                    return True
-            elif code.startswith(f"{term_slug}-"):
+            if words and place is not None and words & place.words:
+                return True
+            # A code prefix; for a place name only where nothing places the region ("sa" is Saudi Arabia,
+            # not a prefix of AWS's São Paulo "sa-east-1"; "us" still finds an unplaced "us-x-1").
+            if region.startswith(f"{term}-") and not (words and place is not None):
                 return True
         return False
 
@@ -266,6 +265,20 @@ def _alpha3(word: str) -> str | None:
         return None
     country = pycountry.countries.get(alpha_3=word.upper())
     return None if country is None else str(country.alpha_2).lower()
+
+
+def location_row(table: LocationTable, provider: str, region: str) -> dict[str, Any]:
+    """A `region_locations` row (tracker.storage.tables.RegionLocation) for `provider`'s `region`."""
+    place = table.locate(provider, region)
+    areas = "".join(f"+{a}" for a in place.areas) + "+" if place is not None and place.areas else ""
+    return {
+        "provider": provider,
+        "region": region,
+        "located": place is not None,
+        "country": None if place is None else place.country,
+        "areas": areas,
+        "metro": None if place is None else place.metro,
+    }
 
 
 @cache

@@ -14,6 +14,7 @@ from typing import Any, cast
 from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
+from tracker.catalog.locations import get_locations, location_row
 from tracker.ingest.diff import ChangeKind, Changes, ListedOffer
 from tracker.ingest.fx import convert
 from tracker.ingest.validate import Prepared, ValidOffer
@@ -25,6 +26,7 @@ from tracker.storage.tables import (
     Offer,
     OfferAvailability,
     OfferPrice,
+    RegionLocation,
     ScrapeRun,
     UnresolvedGpuName,
 )
@@ -198,6 +200,37 @@ def record_unknown(session: Session, run: ScrapeRun, prepared: Prepared, at: dat
         row.last_seen, row.last_run_id = at, run.id
         row.times_seen += count
         row.reason = prepared.unknown[name][:1000]
+
+
+def record_locations(session: Session, provider: str, valid: list[ValidOffer]) -> int:
+    """Where each of the batch's regions is (tracker.catalog.locations), for the region filter's SQL:
+    a new region gets its row, and one the shipped table now places differently is rewritten. Returns
+    the rows written."""
+    regions = {v.scraped.region for v in valid if v.scraped.region}
+    if not regions:
+        return 0
+    table = get_locations()
+    stored = {
+        r.region: r
+        for r in session.scalars(select(RegionLocation).where(RegionLocation.provider == provider))
+        if r.region in regions
+    }
+    written = 0
+    for region in sorted(regions):
+        row = location_row(table, provider, region)
+        have = stored.get(region)
+        if have is None:
+            session.add(RegionLocation(**row))
+        elif (have.located, have.country, have.areas, have.metro) != (
+            row["located"], row["country"], row["areas"], row["metro"]
+        ):
+            have.located, have.country, have.areas, have.metro = (
+                row["located"], row["country"], row["areas"], row["metro"]
+            )
+        else:
+            continue
+        written += 1
+    return written
 
 
 def bump_data_version(session: Session, at: datetime) -> None:

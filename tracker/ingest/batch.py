@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from providers.contract import ScrapeResult
 from tracker.catalog.gpus import GpuCatalog
 from tracker.config import Settings
-from tracker.ingest.apply import bump_data_version, read_listed, record_unknown, write_changes
+from tracker.ingest.apply import bump_data_version, read_listed, record_locations, record_unknown, write_changes
 from tracker.ingest.costs import record_cost_terms
 from tracker.ingest.diff import diff
 from tracker.ingest.fx import MAX_RATE_AGE, RateBook
@@ -114,6 +114,7 @@ def ingest(
         return _quarantine(report, run, reason)
     offer_ids = write_changes(session, provider, changes, listed, observed_at=observed_at, run_id=run.id, demo=demo)
     record_cost_terms(session, provider, prepared.valid, offer_ids, observed_at, run.id)  # tracker.ingest.costs
+    record_locations(session, provider, prepared.valid)
     report.offers_new, report.offers_reopened = len(changes.new), changes.reopened
     report.price_rows, report.fx_rows = changes.price_rows, changes.fx_rows
     report.availability_rows = len(changes.new) + len(changes.availability)

@@ -12,8 +12,10 @@ observations filter in the database); `mask()` is the same filter over the live 
 (`tracker.market.live`), for the ranking. Availability and quality mean what `tracker.market.quality`
 says, aggregator resales what `tracker.market.aggregated` says.
 
-The region filter is exact or a prefix ("us" matches "us-texas"). In SQL the prefix is a LIKE pattern:
-it is escaped (`autoescape`), so `_` and `%` in a region are literal characters, as they are in memory.
+The region filter takes a provider's own region code (exactly, or as a prefix: "us-east" matches
+"us-east-2"), a country ("de"), an area ("eu", "apac", "americas", "mea") or a metro ("paris"): one rule,
+`tracker.catalog.locations`. In memory it asks that module; in SQL it joins `region_locations`, which
+ingest keeps. A code prefix is a LIKE pattern, escaped (`autoescape`), so `_` and `%` are literal.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from sqlalchemy import ColumnElement, or_
+from sqlalchemy import ColumnElement, and_, exists, or_
 
 from providers.contract import Pricing
 from providers.registry import reference_providers
+from tracker.catalog.locations import get_locations
 from tracker.market import aggregated as resales
 from tracker.market import quality
-from tracker.storage.tables import Offer
+from tracker.storage.tables import Offer, RegionLocation
 
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
     import numpy.typing as npt
@@ -39,7 +42,7 @@ if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to
 
     Mask: TypeAlias = npt.NDArray[np.bool_]
 
-__all__ = ["FLAGS", "NAME", "Name", "OfferFilters", "region_condition", "region_matches"]
+__all__ = ["FLAGS", "NAME", "Name", "OfferFilters", "region_condition", "region_mask", "region_matches"]
 
 # Provider names and normalised regions ("us-texas", "eu-ro-1"): lower-case words joined by - or _.
 NAME = r"^[a-z0-9][a-z0-9_-]{0,127}$"
@@ -62,7 +65,14 @@ class OfferFilters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     providers: list[Name] | None = Field(None, max_length=100, description="Only these providers.")
-    regions: list[Name] | None = Field(None, max_length=100, description="Only these regions (exact, or a prefix: us).")
+    regions: list[Name] | None = Field(
+        None,
+        max_length=100,
+        description=(
+            "Only these regions: a provider region (exact, or a prefix), a country (de, us), an area (eu, apac, "
+            "americas, mea) or a metro (paris)."
+        ),
+    )
     pricing: list[Pricing] | None = Field(None, description="Only these pricing types (on_demand, spot, reserved).")
     min_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at least this many GPUs.")
     max_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at most this many GPUs.")
@@ -122,8 +132,7 @@ class OfferFilters(BaseModel):
         if wanted:
             mask &= _member(table["pricing"], wanted)
         if self.regions:
-            regions = table["region"]
-            mask &= np.fromiter((region_matches(r, self.regions) for r in regions), dtype=bool, count=len(regions))
+            mask &= region_mask(table["provider"], table["region"], self.regions)
         if self.min_gpus is not None:
             mask &= table["gpu_count_f"] >= float(self.min_gpus)
         if self.max_gpus is not None:
@@ -145,12 +154,47 @@ def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
     return np.fromiter((v in allowed for v in values), dtype=bool, count=len(values))
 
 
-def region_matches(region: object, wanted: Sequence[str]) -> bool:
-    """The region filter's rule: a region matches exactly or as a prefix ("us" matches "us-texas")."""
-    return isinstance(region, str) and any(region == r or region.startswith(f"{r}-") for r in wanted)
+def region_matches(provider: object, region: object, wanted: Sequence[str]) -> bool:
+    """The region filter's rule (module docstring) for one offer."""
+    if not isinstance(provider, str) or not isinstance(region, str):
+        return False
+    return get_locations().matches(provider, region, wanted)
+
+
+def region_mask(providers: npt.NDArray[Any], regions: npt.NDArray[Any], wanted: Sequence[str]) -> Mask:
+    """`region_matches` over the live table's columns, deciding each distinct (provider, region) once."""
+    pairs = list(zip(providers.tolist(), regions.tolist(), strict=True))
+    verdict = {pair: region_matches(*pair, wanted) for pair in set(pairs)}
+    return np.fromiter((verdict[pair] for pair in pairs), dtype=bool, count=len(pairs))
 
 
 def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
-    """`region_matches` as SQL. The prefix is a LIKE pattern: `autoescape` makes `_` and `%` in a region
-    literal characters, so "us_east" never matches "usXeast-1" and "%" never matches every region."""
-    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-", autoescape=True)) for r in wanted])
+    """`region_matches` as SQL on `offers`: a place through `region_locations`, a code exactly or as an
+    escaped LIKE prefix ("us_east" never matches "usXeast-1", "%" never every region)."""
+    table = get_locations()
+    parts: list[ColumnElement[bool]] = []
+    for term in wanted:
+        code = term  # a provider's code is matched as written: "us_east" is no "us-east"
+        parts.append(Offer.region == code)
+        words = table.query_words(term)
+        prefix = Offer.region.startswith(f"{code}-", autoescape=True)
+        if not words:
+            parts.append(prefix)
+            continue
+        # A place name is also a code prefix where nothing places the region ("us" still finds an
+        # unplaced "us-x-1"), never where the table does ("sa" is not São Paulo's "sa-east-1").
+        located = exists().where(
+            RegionLocation.provider == Offer.provider, RegionLocation.region == Offer.region, RegionLocation.located
+        )
+        parts.append(and_(prefix, ~located))
+        place = or_(
+            *(
+                or_(RegionLocation.country == w, RegionLocation.metro == w,
+                    RegionLocation.areas.contains(f"+{w}+", autoescape=True))
+                for w in sorted(words)
+            )
+        )  # fmt: skip
+        parts.append(
+            exists().where(RegionLocation.provider == Offer.provider, RegionLocation.region == Offer.region, place)
+        )
+    return or_(*parts)

@@ -267,6 +267,22 @@ class UnresolvedGpuName(Base):
     last_run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
 
 
+class RegionLocation(Base):
+    """Where a provider's region is (tracker.catalog.locations), kept for SQL: the region filter joins on
+    it, so `--region eu` is one condition in the database rather than a scan in Python. Ingest writes a
+    row for each (provider, region) it sees and rewrites it when the shipped region table places it
+    differently; `located` is False for a region nothing places (reported, never guessed)."""
+
+    __tablename__ = "region_locations"
+
+    provider: Mapped[str] = mapped_column(String(64), primary_key=True)
+    region: Mapped[str] = mapped_column(String(128), primary_key=True)
+    located: Mapped[bool] = mapped_column(Boolean, default=False)
+    country: Mapped[str | None] = mapped_column(String(2))
+    areas: Mapped[str] = mapped_column(String(64), default="")  # "+eu+mea+": each area between "+" signs
+    metro: Mapped[str | None] = mapped_column(String(64))
+
+
 class DataVersion(Base):
     """A single-row counter bumped by every ingest that changed data, inside that ingest's transaction.
 
