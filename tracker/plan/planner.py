@@ -122,6 +122,10 @@ class _Evaluated:
     demand: dict[str, Any] = field(default_factory=dict)
 
 
+# A workload's placements as the plan over time reuses them (`tracker.plan.service`).
+Evaluation = _Evaluated
+
+
 def _filters(w: Workload) -> RankFilters:
     c = w.constraints
     return RankFilters(

@@ -21,9 +21,9 @@ from sqlalchemy.orm import Session
 from tracker import money
 from tracker.config import Settings
 from tracker.market import statistics
-from tracker.market.live import LIVE, fresh_mask
+from tracker.market.live import LIVE, OfferTable, fresh_mask
 from tracker.plan.mix import TRAINING_KINDS, WorkloadMix
-from tracker.plan.planner import PlanOptions, evaluate, plan
+from tracker.plan.planner import Evaluation, PlanOptions, evaluate, plan
 from tracker.plan.serving import serving_estimator
 
 STATISTICS = ("min", "p25", "median")
@@ -41,8 +41,14 @@ def plan_live(
     engine: Engine, session: Session, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
 ) -> dict[str, Any]:
     _, frame = LIVE.frame(engine, session)
-    fresh = fresh_mask(frame, now, settings)
-    return plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
+    return plan_on_frame(frame, settings, now, mix, options)
+
+
+def plan_on_frame(
+    frame: OfferTable, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
+) -> dict[str, Any]:
+    """The plan on a live frame already read: CPU only, so a caller can release its connection first."""
+    return plan(frame, fresh_mask(frame, now, settings), mix, now, options=options, serving=serving_estimator())
 
 
 def plan_history(
@@ -57,11 +63,26 @@ def plan_history(
     statistic: str = "median",
 ) -> dict[str, Any]:
     """Per day: the mixed fleet's monthly cost, each workload's card, and the best single-card fleet."""
+    _, frame = LIVE.frame(engine, session)
+    evaluated = history_placements(frame, settings, now, mix, options, statistic)
+    prices = history_prices(session, settings, now, evaluated, days, statistic)
+    return history_points(now, mix, evaluated, prices, days, statistic)
+
+
+def history_placements(
+    frame: OfferTable, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions, statistic: str
+) -> list[Evaluation]:
+    """Today's feasible placements of each workload (CPU only: no database)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
-    _, frame = LIVE.frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
-    evaluated = [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
+    return [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
+
+
+def history_prices(
+    session: Session, settings: Settings, now: datetime, evaluated: list[Evaluation], days: int, statistic: str
+) -> dict[tuple[str, str], dict[datetime, Decimal]]:
+    """The daily statistic of each (card, pricing) the placements use: the only database reads of a history."""
     start, end = now - timedelta(days=days), now
     prices: dict[tuple[str, str], dict[datetime, Decimal]] = {}
     for ev in evaluated:
@@ -74,41 +95,56 @@ def plan_history(
                     settings=settings, include_reference=include_reference,
                 )  # fmt: skip
                 prices[key] = {b["bucket"]: b[statistic] for b in buckets}
+    return prices
+
+
+def _day_point(day: datetime, evaluated: list[Evaluation], prices: dict[tuple[str, str], dict[datetime, Decimal]]
+               ) -> dict[str, Any]:  # fmt: skip
+    per_workload: list[dict[str, Any]] = []
+    by_card_total: dict[str, Decimal] = {}
+    complete_cards: set[str] | None = None
+    mixed: Decimal | None = Decimal(0)
+    for ev in evaluated:
+        costs = {}
+        for gid, o in ev.by_card.items():
+            price = prices[(gid, o.pricing)].get(day)
+            if price is not None:
+                # Billed GPU-hours of today's placement on this card × that day's $/GPU-hour.
+                costs[gid] = money.cost(price, o.billed_node_hours * o.combo.gpus)
+        for gid, c in costs.items():
+            by_card_total[gid] = by_card_total.get(gid, Decimal(0)) + c
+        complete_cards = set(costs) if complete_cards is None else complete_cards & set(costs)
+        if not costs:
+            per_workload.append({"workload": ev.workload.name, "gpu": None, "monthly_cost": None})
+            mixed = None
+            continue
+        gid = min(costs, key=lambda g: (costs[g], g))
+        per_workload.append({"workload": ev.workload.name, "gpu": gid, "monthly_cost": costs[gid]})
+        if mixed is not None:
+            mixed += costs[gid]
+    singles = {g: by_card_total[g] for g in complete_cards or set()}
+    single = min(singles, key=lambda g: (singles[g], g)) if singles else None
+    return {
+        "day": day,
+        "monthly_cost": None if mixed is None else money.to_money(mixed),
+        "single_card": single,
+        "single_card_monthly_cost": None if single is None else money.to_money(singles[single]),
+        "saving": None if mixed is None or single is None else money.to_money(singles[single] - mixed),
+        "choices": per_workload,
+    }
+
+
+def history_points(
+    now: datetime,
+    mix: WorkloadMix,
+    evaluated: list[Evaluation],
+    prices: dict[tuple[str, str], dict[datetime, Decimal]],
+    days: int,
+    statistic: str,
+) -> dict[str, Any]:
+    """The plan over time from the placements and their cards' daily prices (CPU only: no database)."""
     days_seen = sorted({d for series in prices.values() for d in series})
-    points: list[dict[str, Any]] = []
-    for day in days_seen:
-        per_workload: list[dict[str, Any]] = []
-        by_card_total: dict[str, Decimal] = {}
-        complete_cards: set[str] | None = None
-        mixed: Decimal | None = Decimal(0)
-        for ev in evaluated:
-            costs = {}
-            for gid, o in ev.by_card.items():
-                price = prices[(gid, o.pricing)].get(day)
-                if price is not None:
-                    # Billed GPU-hours of today's placement on this card × that day's $/GPU-hour.
-                    costs[gid] = money.cost(price, o.billed_node_hours * o.combo.gpus)
-            for gid, c in costs.items():
-                by_card_total[gid] = by_card_total.get(gid, Decimal(0)) + c
-            complete_cards = set(costs) if complete_cards is None else complete_cards & set(costs)
-            if not costs:
-                per_workload.append({"workload": ev.workload.name, "gpu": None, "monthly_cost": None})
-                mixed = None
-                continue
-            gid = min(costs, key=lambda g: (costs[g], g))
-            per_workload.append({"workload": ev.workload.name, "gpu": gid, "monthly_cost": costs[gid]})
-            if mixed is not None:
-                mixed += costs[gid]
-        singles = {g: by_card_total[g] for g in complete_cards or set()}
-        single = min(singles, key=lambda g: (singles[g], g)) if singles else None
-        points.append({
-            "day": day,
-            "monthly_cost": None if mixed is None else money.to_money(mixed),
-            "single_card": single,
-            "single_card_monthly_cost": None if single is None else money.to_money(singles[single]),
-            "saving": None if mixed is None or single is None else money.to_money(singles[single] - mixed),
-            "choices": per_workload,
-        })  # fmt: skip
+    points = [_day_point(day, evaluated, prices) for day in days_seen]
     savings: list[Decimal] = [p["saving"] for p in points if p["saving"] is not None]
     return {
         "as_of": now,
@@ -135,4 +171,13 @@ def plan_history(
     }
 
 
-__all__ = ["STATISTICS", "options_for", "plan_history", "plan_live"]
+__all__ = [
+    "STATISTICS",
+    "history_placements",
+    "history_points",
+    "history_prices",
+    "options_for",
+    "plan_history",
+    "plan_live",
+    "plan_on_frame",
+]
