@@ -18,6 +18,7 @@ from providers.contract import Pricing, ProviderKind
 from providers.registry import all_providers, reference_providers
 from tracker.catalog.gpus import get_catalog
 from tracker.market import aggregated, quality
+from tracker.storage.sql import starts_with
 from tracker.storage.tables import Offer, OfferPrice
 
 SORTS = {
@@ -63,7 +64,8 @@ def region_matches(region: object, wanted: Sequence[str]) -> bool:
 
 def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
     """`region_matches` as SQL, for queries that filter in the database."""
-    return or_(*[or_(Offer.region == r, Offer.region.startswith(f"{r}-")) for r in wanted])
+    # Escaped: `_` and `%` in a region are characters, not LIKE wildcards (as in `region_matches`).
+    return or_(*[or_(Offer.region == r, starts_with(Offer.region, f"{r}-")) for r in wanted])
 
 
 def gpu_ids_for(query: str) -> list[str]:
