@@ -59,6 +59,7 @@ __all__ = [
     "price_moves",
     "run_doctor",
     "schema_warnings",
+    "summarised",
 ]
 
 PRICE_MOVE_FACTOR = 1.5  # a card's median $/GPU-hour moving more than this, up or down, is drift
@@ -96,6 +97,7 @@ class FieldIssue:
     field: str  # a key path, as `offers[].dph_total`
     change: Literal["missing", "type", "new"]
     detail: str = ""  # for a type change: "number → string"
+    count: int = 1  # how many fields this finding stands for (more than one: a summary, see `summarised`)
 
     @property
     def drift(self) -> bool:
@@ -107,7 +109,8 @@ class FieldIssue:
         return f"{what} `{self.field}`{detail} in {self.endpoint}"
 
     def as_dict(self) -> dict[str, str]:
-        return {"endpoint": self.endpoint, "field": self.field, "change": self.change, "detail": self.detail}
+        out = {"endpoint": self.endpoint, "field": self.field, "change": self.change, "detail": self.detail}
+        return out | ({"count": str(self.count)} if self.count != 1 else {})
 
 
 def _needs(capture: Capture, endpoint: str) -> EndpointNeeds:
@@ -162,8 +165,31 @@ def schema_warnings(baseline: Baseline, responses: Capture | Mapping[str, Any]) 
     issues: list[FieldIssue] = []
     for endpoint, needs in sorted(baseline.endpoints.items()):
         if endpoint in capture.shapes:
-            issues.extend(_compare(needs, capture.shape(endpoint, needs.maps)))
+            issues.extend(summarised(_compare(needs, capture.shape(endpoint, needs.maps))))
     return sorted(issues, key=lambda i: not i.drift)  # stable: drift first, each group in path order
+
+
+# Per endpoint and kind of change, the issues kept one by one; the rest are one summary issue (a count and
+# the first names). A hostile or broken answer with 100,000 unknown keys is then ~20 stored warnings and
+# log lines, not 100,000 (and /v1/providers, which shows them, stays small).
+MAX_ISSUES_PER_KIND = 20
+SUMMARY_NAMES = 10
+
+
+def summarised(issues: Sequence[FieldIssue], limit: int = MAX_ISSUES_PER_KIND) -> list[FieldIssue]:
+    """`issues` with at most `limit` per (endpoint, change), the rest folded into one summary issue each."""
+    groups: dict[tuple[str, str], list[FieldIssue]] = {}
+    for issue in issues:
+        groups.setdefault((issue.endpoint, issue.change), []).append(issue)
+    out: list[FieldIssue] = []
+    for (endpoint, change), group in groups.items():
+        out.extend(group[:limit])
+        rest = group[limit:]
+        if rest:
+            names = ", ".join(i.field for i in rest[:SUMMARY_NAMES]) + (", …" if len(rest) > SUMMARY_NAMES else "")
+            detail = f"{len(rest):,} more {change} fields, first: {names}"
+            out.append(FieldIssue(endpoint, f"(+{len(rest):,} more)", rest[0].change, detail[:1000], len(rest)))
+    return out
 
 
 # --- baseline ---------------------------------------------------------------------------------------
