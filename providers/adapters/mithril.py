@@ -41,7 +41,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import gather_bounded, get_json, require
-from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal
+from providers.parsing import as_list, cents_to_dollars, parse_money, slug, to_optional_decimal
 
 API = "https://api.mithril.ai"
 TYPES_URL = f"{API}/v2/instance-types"
@@ -52,10 +52,14 @@ CONCURRENCY = 4
 
 
 def dollars(value: Any, where: str) -> Decimal | None:
-    """'$12.00' / '12.00' / 12 → Decimal dollars; None when absent or blank."""
-    if isinstance(value, str):
-        value = value.strip().lstrip("$").replace(",", "")
-    return to_optional_decimal(value, where, blank_is_none=True)
+    """'$12.00' / '12.00' / 12 → Decimal dollars (Mithril's "$" is USD); None when absent or blank. A price
+    naming another currency ("CA$12", "12 EUR") is a schema change, never read as dollars."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    amount, currency = parse_money(value, where, dollar="USD")
+    if currency not in (None, "USD"):
+        raise ProviderError(f"schema changed: {value!r} at {where} is not in US dollars")
+    return amount
 
 
 def raw_gpu_name(gpu_type: str, instance_name: str, memory: Decimal | None) -> str:
