@@ -4,15 +4,17 @@ conversions, and the normalised spellings of regions."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from providers.contract import ProviderError
+from providers.contract import ProviderError, ScrapeResult
 
 __all__ = [
     "as_list",
     "cents_to_dollars",
+    "dropping",
     "gigabytes",
     "memory_in_name",
     "parse_money",
@@ -232,3 +234,27 @@ def _plain_number(num: str, value: str, where: str) -> str:
     if mark == "," and len(tail) == 3 and head.isdigit() and head != "0":
         raise ProviderError(f"price {value!r} at {where}: '{num}' is a thousands or a decimal comma; refused")
     return re.sub(r"[^0-9]", "", head) + "." + tail
+
+
+# --- one malformed object --------------------------------------------------------------------------------
+
+# What a malformed value inside one object raises while it is read: our own schema errors, and what Python
+# raises on a value of the wrong kind (a None where a dict was, a string where a number was, a NaN in
+# arithmetic). Any of them drops that object only.
+_MALFORMED = (ProviderError, ArithmeticError, TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
+@contextmanager
+def dropping(result: ScrapeResult, where: str) -> Iterator[None]:
+    """Read one object of a list (an offer, a host, a plan) inside this block: if anything in it is
+    malformed, the object is dropped with its reason (`result.skipped`, counted by ingest as invalid and
+    shown by `doctor`) and whatever it had added to `result.offers` is taken back; the rest of the batch
+    goes on. The envelope (the list itself, a page's shape) is read outside such a block, so a malformed
+    envelope still fails the run, as it should. The one rule every list-shaped adapter follows."""
+    before = len(result.offers)
+    try:
+        yield
+    except _MALFORMED as exc:
+        del result.offers[before:]
+        reason = str(exc) if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
+        result.skipped.append(f"{where}: dropped, {reason[:300]}")

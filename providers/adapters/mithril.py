@@ -41,7 +41,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import gather_bounded, get_json, require
-from providers.parsing import as_list, cents_to_dollars, parse_money, slug, to_optional_decimal
+from providers.parsing import as_list, cents_to_dollars, dropping, parse_money, slug, to_optional_decimal
 
 API = "https://api.mithril.ai"
 TYPES_URL = f"{API}/v2/instance-types"
@@ -74,58 +74,60 @@ def parse(types: Any, reserves: dict[str, Decimal | None], spot: Any) -> ScrapeR
     """Offers from the instance-type list, each type's reserve price (dollars, None when it has none) and the
     spot availability list."""
     regions: dict[str, list[tuple[str, Decimal | None]]] = {}
-    for i, rec in enumerate(as_list(spot, "spot availability")):
-        where = f"spot[{i}]"
-        fid = str(require(rec, "instance_type", where))
-        region = slug(require(rec, "region", where))
-        regions.setdefault(fid, []).append(
-            (region, dollars(rec.get("last_instance_price"), f"{where}.last_instance_price"))
-        )
     result = ScrapeResult()
+    for i, rec in enumerate(as_list(spot, "spot availability")):
+        with dropping(result, f"spot[{i}]"):
+            where = f"spot[{i}]"
+            fid = str(require(rec, "instance_type", where))
+            region = slug(require(rec, "region", where))
+            regions.setdefault(fid, []).append(
+                (region, dollars(rec.get("last_instance_price"), f"{where}.last_instance_price"))
+            )
     seen: set[str] = set()
     for i, raw in enumerate(as_list(types, "instance types")):
-        where = f"instance_types[{i}]"
-        fid = str(require(raw, "fid", where))
-        name = str(require(raw, "name", where))
-        count = to_optional_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
-        gpu_type = raw.get("gpu_type")
-        if not count or count <= 0 or not gpu_type:
-            continue  # CPU-only
-        listed = regions.get(fid, [])
-        if not listed:
-            result.skipped.append(f"{name}: no region with spot capacity")
-            continue
-        reserve = reserves.get(fid)
-        memory = to_optional_decimal(raw.get("gpu_memory_gb"), f"{where}.gpu_memory_gb")
-        for region, last in listed:
-            key = f"{name}:{region}"
-            price, source = (last, "last_instance_price") if last and last > 0 else (reserve, "minimum_price")
-            if price is None or price <= 0:
-                result.skipped.append(f"{key}: no clearing or reserve price")
+        with dropping(result, f"instance_types[{i}]"):
+            where = f"instance_types[{i}]"
+            fid = str(require(raw, "fid", where))
+            name = str(require(raw, "name", where))
+            count = to_optional_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
+            gpu_type = raw.get("gpu_type")
+            if not count or count <= 0 or not gpu_type:
+                continue  # CPU-only
+            listed = regions.get(fid, [])
+            if not listed:
+                result.skipped.append(f"{name}: no region with spot capacity")
                 continue
-            if key in seen:
-                result.skipped.append(f"{key}: listed twice")
-                continue
-            seen.add(key)
-            attributes: dict[str, Any] = {"fid": fid, "raw_gpu": gpu_type, "price_source": source, "auction": True}
-            if reserve is not None:
-                attributes["minimum_price"] = str(reserve)
-            result.offers.append(
-                ScrapedOffer(
-                    key=key,
-                    gpu_name=raw_gpu_name(str(gpu_type), name, memory),
-                    gpu_count=count,
-                    price_per_hour=price,
-                    pricing=Pricing.spot,
-                    region=region,
-                    gpu_memory_gb=memory,
-                    instance_type=name,
-                    available=True,
-                    vcpus=to_optional_decimal(raw.get("num_cpus"), f"{where}.num_cpus"),
-                    ram_gb=to_optional_decimal(raw.get("ram_gb"), f"{where}.ram_gb"),
-                    attributes=attributes,
+            reserve = reserves.get(fid)
+            memory = to_optional_decimal(raw.get("gpu_memory_gb"), f"{where}.gpu_memory_gb")
+            for region, last in listed:
+                key = f"{name}:{region}"
+                price, source = (last, "last_instance_price") if last and last > 0 else (reserve, "minimum_price")
+                if price is None or price <= 0:
+                    result.skipped.append(f"{key}: no clearing or reserve price")
+                    continue
+                if key in seen:
+                    result.skipped.append(f"{key}: listed twice")
+                    continue
+                seen.add(key)
+                attributes: dict[str, Any] = {"fid": fid, "raw_gpu": gpu_type, "price_source": source, "auction": True}
+                if reserve is not None:
+                    attributes["minimum_price"] = str(reserve)
+                result.offers.append(
+                    ScrapedOffer(
+                        key=key,
+                        gpu_name=raw_gpu_name(str(gpu_type), name, memory),
+                        gpu_count=count,
+                        price_per_hour=price,
+                        pricing=Pricing.spot,
+                        region=region,
+                        gpu_memory_gb=memory,
+                        instance_type=name,
+                        available=True,
+                        vcpus=to_optional_decimal(raw.get("num_cpus"), f"{where}.num_cpus"),
+                        ram_gb=to_optional_decimal(raw.get("ram_gb"), f"{where}.ram_gb"),
+                        attributes=attributes,
+                    )
                 )
-            )
     return result
 
 

@@ -37,7 +37,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_optional_decimal
 
 URL = "https://api.novita.ai/gpu-instance/openapi/v1/products"
 API_KEY = "NOVITA_API_KEY"
@@ -59,67 +59,68 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(as_list(require(payload, "data", "response"), "data")):
-        where = f"data[{i}]"
-        product = str(require(raw, "id", where))
-        name = str(require(raw, "name", where)).strip()
-        units = to_optional_decimal(require(raw, "price", where), f"{where}.price", blank_is_none=True)
-        if units is None or units <= 0:
-            result.skipped.append(f"{product}: no price")
-            continue
-        regions = [code for r in as_list(raw.get("regions") or [], f"{where}.regions") if (code := slug(r))] or [""]
-        billing = raw.get("billingMethods")
-        sells_spot = not isinstance(billing, list) or "spot" in billing
-        spot_units = to_optional_decimal(raw.get("spotPrice"), f"{where}.spotPrice", blank_is_none=True)
-        if not sells_spot:
-            spot_units = None
-        available = _availability(raw)
-        attributes: dict[str, Any] = {"product_id": product, "price_units": str(units)}
-        if raw.get("inventoryState") is not None:
-            attributes["inventory_state"] = raw["inventoryState"]
-        if isinstance(billing, list):
-            attributes["billing_methods"] = billing
-        if raw.get("monthlyPrice"):
-            attributes["monthly_price"] = raw["monthlyPrice"]
-        for field, attr in (("minRootFS", "min_root_fs_gb"), ("maxRootFS", "max_root_fs_gb")):
-            if raw.get(field) is not None:
-                attributes[attr] = raw[field]
-        for region in regions:
-            key = f"{product}:{region}" if region else product
-            if key in seen:
-                result.skipped.append(f"{key}: listed twice")
+        with dropping(result, f"data[{i}]"):
+            where = f"data[{i}]"
+            product = str(require(raw, "id", where))
+            name = str(require(raw, "name", where)).strip()
+            units = to_optional_decimal(require(raw, "price", where), f"{where}.price", blank_is_none=True)
+            if units is None or units <= 0:
+                result.skipped.append(f"{product}: no price")
                 continue
-            seen.add(key)
-            on_demand = ScrapedOffer(
-                key=key,
-                gpu_name=name,
-                gpu_count=Decimal(1),
-                price_per_hour=to_dollars(units),
-                region=region,
-                gpu_memory_gb=memory_in_name(name),
-                instance_type=product,
-                available=available,
-                vcpus=to_optional_decimal(raw.get("cpuPerGpu"), f"{where}.cpuPerGpu"),
-                ram_gb=to_optional_decimal(raw.get("memoryPerGpu"), f"{where}.memoryPerGpu"),
-                attributes=dict(attributes),
-            )
-            result.offers.append(on_demand)
-            if spot_units is not None and 0 < spot_units < units:
-                result.offers.append(
-                    ScrapedOffer(
-                        key=f"{key}:spot",
-                        gpu_name=name,
-                        gpu_count=Decimal(1),
-                        price_per_hour=to_dollars(spot_units),
-                        pricing=Pricing.spot,
-                        region=region,
-                        gpu_memory_gb=on_demand.gpu_memory_gb,
-                        instance_type=product,
-                        available=on_demand.available,
-                        vcpus=on_demand.vcpus,
-                        ram_gb=on_demand.ram_gb,
-                        attributes=attributes | {"price_units": str(spot_units)},
-                    )
+            regions = [code for r in as_list(raw.get("regions") or [], f"{where}.regions") if (code := slug(r))] or [""]
+            billing = raw.get("billingMethods")
+            sells_spot = not isinstance(billing, list) or "spot" in billing
+            spot_units = to_optional_decimal(raw.get("spotPrice"), f"{where}.spotPrice", blank_is_none=True)
+            if not sells_spot:
+                spot_units = None
+            available = _availability(raw)
+            attributes: dict[str, Any] = {"product_id": product, "price_units": str(units)}
+            if raw.get("inventoryState") is not None:
+                attributes["inventory_state"] = raw["inventoryState"]
+            if isinstance(billing, list):
+                attributes["billing_methods"] = billing
+            if raw.get("monthlyPrice"):
+                attributes["monthly_price"] = raw["monthlyPrice"]
+            for field, attr in (("minRootFS", "min_root_fs_gb"), ("maxRootFS", "max_root_fs_gb")):
+                if raw.get(field) is not None:
+                    attributes[attr] = raw[field]
+            for region in regions:
+                key = f"{product}:{region}" if region else product
+                if key in seen:
+                    result.skipped.append(f"{key}: listed twice")
+                    continue
+                seen.add(key)
+                on_demand = ScrapedOffer(
+                    key=key,
+                    gpu_name=name,
+                    gpu_count=Decimal(1),
+                    price_per_hour=to_dollars(units),
+                    region=region,
+                    gpu_memory_gb=memory_in_name(name),
+                    instance_type=product,
+                    available=available,
+                    vcpus=to_optional_decimal(raw.get("cpuPerGpu"), f"{where}.cpuPerGpu"),
+                    ram_gb=to_optional_decimal(raw.get("memoryPerGpu"), f"{where}.memoryPerGpu"),
+                    attributes=dict(attributes),
                 )
+                result.offers.append(on_demand)
+                if spot_units is not None and 0 < spot_units < units:
+                    result.offers.append(
+                        ScrapedOffer(
+                            key=f"{key}:spot",
+                            gpu_name=name,
+                            gpu_count=Decimal(1),
+                            price_per_hour=to_dollars(spot_units),
+                            pricing=Pricing.spot,
+                            region=region,
+                            gpu_memory_gb=on_demand.gpu_memory_gb,
+                            instance_type=product,
+                            available=on_demand.available,
+                            vcpus=on_demand.vcpus,
+                            ram_gb=on_demand.ram_gb,
+                            attributes=attributes | {"price_units": str(spot_units)},
+                        )
+                    )
     return result
 
 
