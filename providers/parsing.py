@@ -12,6 +12,7 @@ from typing import Any
 from providers.contract import ProviderError, ScrapeResult
 
 __all__ = [
+    "DROP_MARK",
     "as_list",
     "cents_to_dollars",
     "dropping",
@@ -241,6 +242,8 @@ def _plain_number(num: str, value: str, where: str) -> str:
 # What a malformed value inside one object raises while it is read: our own schema errors, and what Python
 # raises on a value of the wrong kind (a None where a dict was, a string where a number was, a NaN in
 # arithmetic). Any of them drops that object only.
+# How a dropped object's reason reads ("offers[3]: dropped, ..."), so reports can count them apart.
+DROP_MARK = ": dropped, "
 _MALFORMED = (ProviderError, ArithmeticError, TypeError, ValueError, KeyError, AttributeError, IndexError)
 
 
@@ -257,4 +260,4 @@ def dropping(result: ScrapeResult, where: str) -> Iterator[None]:
     except _MALFORMED as exc:
         del result.offers[before:]
         reason = str(exc) if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
-        result.skipped.append(f"{where}: dropped, {reason[:300]}")
+        result.skipped.append(f"{where}{DROP_MARK}{reason[:300]}")

@@ -1,6 +1,6 @@
 """Fuzz every adapter with one malformed object at a time: a field of one object in a list of its bundled
 cassette is changed to a hostile value (seeded, bounded in count and time). The rule every list-shaped
-adapter follows (`providers.parsing.each_object`): that object is dropped with its reason, the rest of the
+adapter follows (`providers.parsing.dropping`): that object is dropped with its reason, the rest of the
 batch goes on; only a malformed envelope fails the run. So: no whole-provider failure, ever, from this.
 """
 

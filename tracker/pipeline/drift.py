@@ -34,6 +34,7 @@ from sqlalchemy import Engine, select
 from providers.cassette import Cassette, CassetteError, ReplayTransport, bundled_cassette
 from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
 from providers.fetching import fetch_offers
+from providers.parsing import DROP_MARK
 from providers.registry import all_providers, get_provider
 from providers.schema import ANY_KEY, Capture, KeyPath, Shape, capture_json, format_path, owner_of
 from tracker.catalog.gpus import get_catalog
@@ -367,6 +368,7 @@ class ProviderDrift:
     cards_new: list[str] = field(default_factory=list)
     price_note: str | None = None
     empty: bool = False  # fetched no offers where the baseline has some
+    dropped: list[str] = field(default_factory=list)  # malformed objects the adapter dropped, with reasons
 
     @property
     def drifted(self) -> bool:
@@ -395,6 +397,9 @@ class ProviderDrift:
         """Findings that are not drift: new fields, cards come and gone, what could not be compared."""
         lines = [str(i) for i in self.schema if not i.drift]
         lines += [n for n in (self.schema_note, self.price_note) if n]
+        if self.dropped:
+            shown = "; ".join(self.dropped[:5]) + (" …" if len(self.dropped) > 5 else "")
+            lines.append(f"{len(self.dropped)} malformed object(s) dropped: {shown}")
         if self.cards_gone:
             lines.append(f"listed but not fetched: {', '.join(self.cards_gone)}")
         if self.cards_new:
@@ -410,6 +415,7 @@ class ProviderDrift:
             "offers": self.offers,
             "error": self.error,
             "skipped": self.skipped,
+            "dropped": {"count": len(self.dropped), "first": self.dropped[:20]},
             "schema": {
                 "endpoints": self.endpoints,
                 "note": self.schema_note,
@@ -487,6 +493,7 @@ async def check_provider(
         return report
 
     report.offers = len(result.offers)
+    report.dropped = [r for r in result.skipped if DROP_MARK in r]
     report.empty = not result.offers and baseline.offers > 0
     rates = None
     if engine is not None:  # offers quoted in another currency compare in USD at the stored rates
