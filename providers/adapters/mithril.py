@@ -40,7 +40,7 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
-from providers.http import gather_bounded, get_json, require
+from providers.http import fan_out, gather_bounded, get_json, require
 from providers.parsing import as_list, cents_to_dollars, dropping, parse_money, slug, to_optional_decimal
 
 API = "https://api.mithril.ai"
@@ -148,11 +148,17 @@ class Mithril(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"authorization": f"Bearer {ctx.secret(API_KEY)}"}
         types = await get_json(ctx, TYPES_URL, headers=headers)
-        fids = [
-            str(require(raw, "fid", f"instance_types[{i}]"))
-            for i, raw in enumerate(as_list(types, "instance types"))
-            if isinstance(raw, dict) and raw.get("num_gpus")
-        ]
+        # One pricing request per distinct GPU type, at most MAX_FAN_OUT (a listing that repeats a type, or
+        # lists thousands, no longer multiplies authenticated requests); a type without a usable fid is
+        # dropped with its reason by `parse`, not here.
+        fids = fan_out(
+            (
+                str(raw["fid"])
+                for raw in as_list(types, "instance types")
+                if isinstance(raw, dict) and raw.get("num_gpus") and isinstance(raw.get("fid"), str | int)
+            ),
+            "Mithril GPU instance types",
+        )
 
         def pricing(fid: str) -> Callable[[], Awaitable[Any]]:
             return lambda: get_json(ctx, PRICING_URL, params={"instance_type": fid}, headers=headers)
