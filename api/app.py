@@ -36,6 +36,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     gc.collect()
     gc.freeze()
     yield
+    # The version reader's own connection (api.cached) goes with the app, not whenever it is collected.
+    reads = getattr(app.state, "version_reads", None)
+    if reads is not None:
+        reads.close()
 
 
 def _engine(settings: Settings) -> Engine:
