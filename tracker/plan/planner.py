@@ -45,6 +45,7 @@ import numpy as np
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import EstimateError, prepare
+from tracker.estimate.serving.model import per_user_rate
 from tracker.market.live import OfferTable, epoch_us
 from tracker.market.rank import RankFilters, filter_mask
 from tracker.plan.mix import HOURS_PER_MONTH, TRAINING_KINDS, Workload, WorkloadMix
@@ -277,7 +278,7 @@ class _Planner:
         if c.min_user_tokens_per_second is not None:
             best = max(fitting, key=lambda x: x.per_user_tps or 0)
             parts.append(f"at least {c.min_user_tokens_per_second:g} tokens/s per user (best: "
-                         f"{best.per_user_tps or 0:.1f} on {best.gpus}× {best.gpu_id})")  # fmt: skip
+                         f"{per_user_rate(best.per_user_tps or 0):g} on {best.gpus}× {best.gpu_id})")  # fmt: skip
         if c.max_ttft_s is not None:
             best = min(fitting, key=lambda x: x.ttft_s if x.ttft_s is not None else math.inf)
             parts.append(f"a first token within {c.max_ttft_s:g} s (best: {best.ttft_s or 0:.2f} s on "
@@ -404,7 +405,7 @@ def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -
         "tokens_per_second": round(c.tokens_per_second, 1),
         "hours_per_run": None if c.hours_per_run is None else round(c.hours_per_run, 4),
         "cost_per_run": money.cost(o.price_per_hour, c.hours_per_run) if training and c.hours_per_run else None,
-        "per_user_tokens_per_second": None if c.per_user_tps is None else round(c.per_user_tps, 2),
+        "per_user_tokens_per_second": None if c.per_user_tps is None else per_user_rate(c.per_user_tps),
         "ttft_s": None if c.ttft_s is None else round(c.ttft_s, 4),
         "nodes_at_peak": c.nodes_at_peak,
         "gpus_at_peak": o.gpus_at_peak,
