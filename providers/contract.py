@@ -26,6 +26,8 @@ DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "NUMBER_LIMITS",
+    "TEXT_LIMITS",
     "FetchContext",
     "MissingCredentials",
     "Pricing",
@@ -35,6 +37,7 @@ __all__ = [
     "ScrapeResult",
     "ScrapedOffer",
     "default_interval_for",
+    "offer_problem",
 ]
 
 
@@ -71,6 +74,39 @@ class ScrapedOffer:
     @property
     def price_per_gpu_hour(self) -> Decimal:
         return self.price_per_hour / self.gpu_count
+
+
+# What a stored offer can hold, so one offer the database could not take is set aside with its reason
+# (the same on SQLite, which ignores VARCHAR lengths, and Postgres, which fails the whole transaction).
+# The sizes are the offer columns' in tracker.storage.tables; tests/providers/test_offer_limits.py keeps
+# them equal. Numbers: exclusive bounds, 10^(precision − scale) of each Numeric column.
+TEXT_LIMITS: Mapping[str, int] = {
+    "key": 255, "gpu_name": 255, "region": 128, "instance_type": 128, "reserved_term": 16,
+}  # fmt: skip  # `currency` is stored as the ISO code ingest's FX step reads it as (or the offer is set aside)
+NUMBER_LIMITS: Mapping[str, int] = {
+    "gpu_count": 10**5, "price_per_hour": 10**8, "gpu_memory_gb": 10**6, "vcpus": 10**6, "ram_gb": 10**8,
+}  # fmt: skip
+
+
+def offer_problem(offer: ScrapedOffer) -> str | None:
+    """Why `offer` cannot be stored as it is (a text too long, a number negative, not finite or too large
+    for its column), or None. Zero counts and prices are the ingest's own rules (they can be stored)."""
+    for name, limit in TEXT_LIMITS.items():
+        text = getattr(offer, name)
+        if text is not None and (not isinstance(text, str) or len(text) > limit):
+            size = f"{len(text):,} characters" if isinstance(text, str) else type(text).__name__
+            return f"{name} is {size}; at most {limit} characters"
+    for name, bound in NUMBER_LIMITS.items():
+        number = getattr(offer, name)
+        if number is None:
+            continue
+        if not isinstance(number, Decimal) or not number.is_finite():
+            return f"{name} {number!r} is not a finite number"
+        if number < 0:
+            return f"{name} {number} is negative"
+        if number >= bound:
+            return f"{name} {float(number):.3g} is out of range (below {bound:.0e})"
+    return None
 
 
 @dataclass(slots=True)

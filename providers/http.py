@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACCEPT_ENCODING",
+    "MAX_FAN_OUT",
     "REDACTED",
     "RETRY_STATUS",
     "QueryParams",
@@ -34,6 +35,7 @@ __all__ = [
     "backoff_delay",
     "decode_json",
     "error_snippet",
+    "fan_out",
     "gather_bounded",
     "get_json",
     "iter_body",
@@ -78,6 +80,7 @@ _PIECE = 64 * 1024  # most bytes one inflate step may produce: the overshoot pas
 _SNIPPET_READ = 4096  # bytes of an error body read for its message; the rest is never fetched
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -383,8 +386,26 @@ def _same_origin(url: str, origin: str) -> bool:
         return False
 
 
+# The most requests one fetch fans out to from what a listing names (types, locations × GPU counts): past
+# it a listing is no real catalog (hundreds of types at most), and each request is authenticated and paced.
+MAX_FAN_OUT = 256
+
+
+def fan_out(keys: Iterable[K], what: str, cap: int = MAX_FAN_OUT) -> list[K]:
+    """The distinct `keys`, in order, one fetch sends a request for each: a listing that repeats a type asks
+    once. More than `cap` distinct ones is refused (ProviderError) before any request is sent."""
+    distinct = list(dict.fromkeys(keys))
+    if len(distinct) > cap:
+        raise ProviderError(f"{what}: {len(distinct):,} distinct requests to fan out to; at most {cap} are sent")
+    return distinct
+
+
 async def gather_bounded(jobs: Iterable[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
-    """Run job factories at most `limit` at a time, results in order; the first failure cancels the rest."""
+    """Run job factories at most `limit` at a time, results in order; the first failure cancels the rest.
+    At most MAX_FAN_OUT jobs (callers dedupe with `fan_out` first): the backstop for every adapter."""
+    jobs = list(jobs)
+    if len(jobs) > MAX_FAN_OUT:
+        raise ProviderError(f"{len(jobs):,} requests to fan out to; at most {MAX_FAN_OUT} are sent")
     gate = asyncio.Semaphore(limit)
 
     async def one(job: Callable[[], Awaitable[T]]) -> T:

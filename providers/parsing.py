@@ -4,17 +4,21 @@ conversions, and the normalised spellings of regions."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
-from providers.contract import ProviderError
+from providers.contract import ProviderError, ScrapeResult
 
 __all__ = [
+    "DROP_MARK",
     "as_list",
     "cents_to_dollars",
+    "dropping",
     "gigabytes",
     "memory_in_name",
+    "parse_money",
     "region_codes",
     "reservation_term",
     "slug",
@@ -154,3 +158,106 @@ def upstream_provider(raw: Any) -> str | None:
     None when the aggregator names none."""
     name = re.sub(r"[^a-z0-9]+", "", str(raw).lower()) if raw is not None else ""
     return UPSTREAM_ALIASES.get(name, name) or None
+
+
+# --- money strings ------------------------------------------------------------------------------------
+
+# ISO 4217 codes a price text may name: the currencies the rate source lists (the ECB's 30 and USD) and
+# those the dollar-style symbols below stand for. Any other three letters are refused, not passed on.
+ISO_CODES = frozenset({
+    "USD", "EUR", "GBP", "CHF", "JPY", "CNY", "CAD", "AUD", "NZD", "HKD", "SGD", "SEK", "NOK", "DKK", "PLN",
+    "CZK", "HUF", "RON", "BGN", "ISK", "TRY", "ILS", "INR", "IDR", "KRW", "MYR", "PHP", "THB", "ZAR", "BRL",
+    "MXN", "TWD",
+})  # fmt: skip
+# Markers that name one currency. A bare "$" (USD, CAD, AUD, HKD, ...) or "¥" (JPY, CNY) names none: only
+# an adapter whose provider documents what its "$" is may say so (`dollar=`).
+_MARKERS = {
+    "€": "EUR", "£": "GBP", "₹": "INR", "₩": "KRW", "₺": "TRY", "₪": "ILS", "฿": "THB", "₱": "PHP", "ZŁ": "PLN",
+    "US$": "USD", "U$S": "USD", "CA$": "CAD", "C$": "CAD", "A$": "AUD", "AU$": "AUD", "HK$": "HKD",
+    "NZ$": "NZD", "S$": "SGD", "SG$": "SGD", "R$": "BRL", "MX$": "MXN", "NT$": "TWD",
+}  # fmt: skip
+_AMBIGUOUS = frozenset({"$", "¥", "KR", "FR", "FR."})
+_PER_HOUR = re.compile(r"\s*(?:/\s*(?:h|hr|hour)|per\s+hour)\s*$", re.IGNORECASE)
+# One run of ASCII digits with separators, and the text around it (the currency markers).
+_MONEY = re.compile(r"(?P<pre>[^0-9]*?)\s*(?P<num>[0-9](?:[0-9.,'\u00a0\u202f ]*[0-9])?)\s*(?P<post>[^0-9]*)")
+_GROUPED = re.compile(r"[0-9]{1,3}(?:[,.'\u00a0\u202f ][0-9]{3})+")
+
+
+def parse_money(value: Any, where: str, *, dollar: str | None = None) -> tuple[Decimal, str | None]:
+    """A price as an amount and the ISO code its text names (None: it names none, the provider's documented
+    currency applies). The one reader of money strings for every adapter:
+
+    * markers before or after the number: a symbol ("€", "£"), a prefixed dollar ("CA$", "A$", "HK$", "US$")
+      or an ISO code ("EUR", "usd"); a bare "$" only where the adapter passes what it means (`dollar`);
+    * decimal point or decimal comma ("1,50 €" is 1.50), thousands separators (",", ".", "'", spaces) in
+      groups of three ("1.234,56", "1,234.56", "12 000");
+    * refused (ProviderError naming `where`): two different currencies, an unknown or ambiguous marker,
+      a comma that may be either separator ("1,500"), non-ASCII digits, a sign, more than one number."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        raise ProviderError(f"schema changed: expected a price at {where}, got {type(value).__name__}")
+    if not isinstance(value, str):
+        return to_decimal(value if not isinstance(value, Decimal) else str(value), where), None
+    match = _MONEY.fullmatch(_PER_HOUR.sub("", value.strip()))
+    if not match:
+        raise ProviderError(f"unreadable price {value!r} at {where}")
+    codes = {_marker(m, value, where, dollar) for m in (match["pre"].strip(), match["post"].strip()) if m}
+    if len(codes) > 1:
+        raise ProviderError(f"price {value!r} at {where} names two currencies ({', '.join(sorted(codes))})")
+    return to_decimal(_plain_number(match["num"], value, where), where), (codes.pop() if codes else None)
+
+
+def _marker(text: str, value: str, where: str, dollar: str | None) -> str:
+    mark = text.upper()
+    if mark == "$" and dollar is not None:
+        return dollar
+    if mark in _MARKERS:
+        return _MARKERS[mark]
+    if mark in ISO_CODES:
+        return mark
+    why = "ambiguous" if mark in _AMBIGUOUS else "unknown"
+    raise ProviderError(f"price {value!r} at {where}: currency {text!r} is {why}; refused rather than guessed")
+
+
+def _plain_number(num: str, value: str, where: str) -> str:
+    """'1.234,56' → '1234.56'; '1,50' → '1.50'; '12 000' → '12000'. Raises on an ambiguous or odd form."""
+    seps = [c for c in num if not c.isdigit()]
+    if not seps:
+        return num
+    last = max(num.rfind("."), num.rfind(","))
+    head, tail = num[:last], num[last + 1 :]
+    mark = num[last]
+    if _GROUPED.fullmatch(num) and len(set(seps)) == 1 and (len(seps) > 1 or mark not in ".,"):
+        return re.sub(r"[^0-9]", "", num)  # "1,234,567", "12 000": thousands only
+    if not tail.isdigit() or (head and not (head.isdigit() or _GROUPED.fullmatch(head))):
+        raise ProviderError(f"unreadable price {value!r} at {where}")
+    if head and not head.isdigit() and mark in {c for c in head if not c.isdigit()}:
+        raise ProviderError(f"unreadable price {value!r} at {where}")  # "1.234.56": no decimal part
+    if mark == "," and len(tail) == 3 and head.isdigit() and head != "0":
+        raise ProviderError(f"price {value!r} at {where}: '{num}' is a thousands or a decimal comma; refused")
+    return re.sub(r"[^0-9]", "", head) + "." + tail
+
+
+# --- one malformed object --------------------------------------------------------------------------------
+
+# What a malformed value inside one object raises while it is read: our own schema errors, and what Python
+# raises on a value of the wrong kind (a None where a dict was, a string where a number was, a NaN in
+# arithmetic). Any of them drops that object only.
+# How a dropped object's reason reads ("offers[3]: dropped, ..."), so reports can count them apart.
+DROP_MARK = ": dropped, "
+_MALFORMED = (ProviderError, ArithmeticError, TypeError, ValueError, KeyError, AttributeError, IndexError)
+
+
+@contextmanager
+def dropping(result: ScrapeResult, where: str) -> Iterator[None]:
+    """Read one object of a list (an offer, a host, a plan) inside this block: if anything in it is
+    malformed, the object is dropped with its reason (`result.skipped`, counted by ingest as invalid and
+    shown by `doctor`) and whatever it had added to `result.offers` is taken back; the rest of the batch
+    goes on. The envelope (the list itself, a page's shape) is read outside such a block, so a malformed
+    envelope still fails the run, as it should. The one rule every list-shaped adapter follows."""
+    before = len(result.offers)
+    try:
+        yield
+    except _MALFORMED as exc:
+        del result.offers[before:]
+        reason = str(exc) if isinstance(exc, ProviderError) else f"{type(exc).__name__}: {exc}"
+        result.skipped.append(f"{where}{DROP_MARK}{reason[:300]}")

@@ -28,6 +28,11 @@ PG_ADMIN_URL = os.environ.get(
     "TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+# The suite shares its Postgres with other clients (max_connections 100 by default): every engine the tests
+# build from settings (the fixtures', the CLI's, the app's) gets a small pool unless a test says otherwise,
+# and the CLI's per-invocation engines are disposed after each test (`cli`). README "Tests" gives the peak.
+os.environ.setdefault("TRACKER_DB_POOL_SIZE", "2")
+os.environ.setdefault("TRACKER_DB_MAX_OVERFLOW", "6")
 # Headless Chromium (`browser`) and the seeded dashboard server (`server`) for every browser test.
 pytest_plugins = ("tests.factories.browser",)
 
@@ -127,6 +132,7 @@ def cli(engine, tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     import tracker.cli  # noqa: F401  (registers every command)
+    import tracker.cli.context as cli_context
     from tracker.cli.root import app
     from tracker.config import get_settings
 
@@ -134,12 +140,32 @@ def cli(engine, tmp_path, monkeypatch):
     get_settings.cache_clear()
     url = engine.url.render_as_string(hide_password=False)
     runner = CliRunner()
+    made: list[Engine] = []
+
+    def tracked_engine(*args: object, **kwargs: object) -> Engine:
+        made.append(make_engine(*args, **kwargs))  # type: ignore[arg-type]
+        return made[-1]
+
+    monkeypatch.setattr(cli_context, "make_engine", tracked_engine)
 
     def invoke(*args: str):
         return runner.invoke(app, ["--database-url", url, *args])
 
     yield invoke
+    for eng in made:  # each invocation's engine: its pooled connections closed now, not at some GC
+        eng.dispose()
     get_settings.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def _close_version_reads() -> Iterator[None]:
+    """Each app's version reader holds one connection of its own until it is collected; tests build many
+    apps (often without running their lifespan), so the readers are closed after every test."""
+    yield
+    from api.cached import _open_reads
+
+    for reads in list(_open_reads):
+        reads.close()
 
 
 @pytest.fixture(scope="session", autouse=True)

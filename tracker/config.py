@@ -67,9 +67,11 @@ class Settings(BaseSettings):
     # bound (an API answers 503) instead of hanging. During a partition a request costs at most
     # ping + connect (plus pool wait when every connection is busy); a slow query, the statement
     # timeout. Applied by tracker.storage.engine.make_engine; a key already in the URL wins.
-    db_connect_timeout_s: int = 5  # libpq connect_timeout, whole handshake; psycopg's minimum is 2
-    db_ping_timeout_s: float = 2.0  # a pooled connection must answer an empty query this fast before use
-    db_pool_timeout_s: float = 5.0  # wait for a free pooled connection (SQLAlchemy's default is 30)
+    # Sized so that ping + connect (3.5 s) keeps every API answer during a partition under 5 s, the
+    # probe timeout orchestrators commonly use (a handshake within one site takes milliseconds).
+    db_connect_timeout_s: int = 2  # libpq connect_timeout, whole handshake; psycopg's minimum is 2
+    db_ping_timeout_s: float = 1.5  # a pooled connection must answer an empty query this fast before use
+    db_pool_timeout_s: float = 2.5  # wait for a free pooled connection (SQLAlchemy's default is 30)
     db_pool_size: int = 10  # connections kept per process; up to db_max_overflow more under load
     db_max_overflow: int = 20
     # Postgres statement_timeout (0 = none: e.g. behind a pgbouncer that rejects the `options`

@@ -8,15 +8,21 @@ Answers are memoised per (data version, body, minute) like /v1/rank (api.cached)
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy.orm import Session
 
-from api.cached import json_response, market_answer
+from api.cached import cached_body, json_response, minute, with_field
 from api.deps import Live, Now
 from api.validation import FieldError
+from tracker.market import freshness
+from tracker.market.live import LiveOffers
+from tracker.market.table import OfferTable
 from tracker.plan.mix import (
     DEFAULT_OVERHEAD,
     MAX_WORKLOADS,
@@ -27,7 +33,8 @@ from tracker.plan.mix import (
     validate_mix,
 )
 from tracker.plan.responses import PlanAnswer, PlanHistory
-from tracker.plan.service import options_for, plan_history, plan_live
+from tracker.plan.service import history_placements, history_points, history_prices, options_for, plan_on_frame
+from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["plan"])
 # Mix text in a body: bounded so that even escaped (6 bytes a character in JSON) it stays under the API's
@@ -72,29 +79,70 @@ class PlanHistoryBody(PlanBody):
     statistic: Literal["min", "p25", "median"] = "median"
 
 
+# Plans are CPU-bound (seconds for a large mix): at most this many run at once per process, each in the
+# threadpool and holding a database connection only while it reads; past the bound a request is a 429 with
+# Retry-After, so a burst of plans can neither exhaust the pool nor starve every other request.
+MAX_CONCURRENT_PLANS = 4
+RETRY_AFTER_S = 2
+
+
+@contextmanager
+def _plan_slot(request: Request) -> Iterator[None]:
+    slots: threading.BoundedSemaphore | None = getattr(request.app.state, "plan_slots", None)
+    if slots is None:
+        slots = request.app.state.plan_slots = threading.BoundedSemaphore(MAX_CONCURRENT_PLANS)
+    if not slots.acquire(blocking=False):
+        raise HTTPException(
+            429, f"{MAX_CONCURRENT_PLANS} plans are being computed; retry shortly",
+            headers={"Retry-After": str(RETRY_AFTER_S)},
+        )  # fmt: skip
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+def _read_frame(request: Request, live: LiveOffers) -> OfferTable:
+    """The live frame, read on a connection released before any planning starts."""
+    engine = request.app.state.engine
+    with session_scope(engine) as session:
+        return live.frame(engine, session)[1]
+
+
 @router.post("/plan", response_model=PlanAnswer)
 async def post_plan(body: PlanBody, request: Request, now: Now, live: Live) -> Any:
     """Each workload on the live offer that runs its month cheapest; the fleet, one card type beside it, power."""
-    engine, settings = request.app.state.engine, request.app.state.settings
-    mix = body.mix()  # a bad mix is a 422 before anything is computed or cached
-    options = options_for(mix, body.power_budget_kw, body.overhead_factor)
+    settings = request.app.state.settings
+    with _plan_slot(request):
+        mix = await run_in_threadpool(body.mix)  # a bad mix is a 422 before anything is computed or cached
+        options = options_for(mix, body.power_budget_kw, body.overhead_factor)
 
-    def compute(session: Session) -> dict[str, Any]:
-        return plan_live(engine, session, settings, now, mix, options, live=live)
+        def compute() -> dict[str, Any]:
+            result = plan_on_frame(_read_frame(request, live), settings, now, mix, options)
+            del result["as_of"]  # the request's own, added below
+            return result
 
-    return json_response(await market_answer(request, ("plan", body.model_dump_json()), compute, now, as_of="first"))
+        key = ("plan", body.model_dump_json(), freshness.signature(settings), minute(now))
+        body_bytes = await cached_body(request, key, compute)
+    return json_response(with_field(body_bytes, "as_of", now, first=True))
 
 
 @router.post("/plan/history", response_model=PlanHistory)
 async def post_plan_history(body: PlanHistoryBody, request: Request, now: Now, live: Live) -> Any:
     """The plan's monthly cost and per-workload cards per day, mixed against the best single card type."""
     engine, settings = request.app.state.engine, request.app.state.settings
-    mix = body.mix()
-    options = options_for(mix, body.power_budget_kw, body.overhead_factor)
+    with _plan_slot(request):
+        mix = await run_in_threadpool(body.mix)
+        options = options_for(mix, body.power_budget_kw, body.overhead_factor)
 
-    def compute(session: Session) -> dict[str, Any]:
-        return plan_history(engine, session, settings, now, mix, options, days=body.days, statistic=body.statistic,
-                            live=live)  # fmt: skip
+        def compute() -> dict[str, Any]:
+            evaluated = history_placements(_read_frame(request, live), settings, now, mix, options, body.statistic)
+            with session_scope(engine) as session:  # the daily prices: read, released, then combined
+                prices = history_prices(session, settings, now, evaluated, body.days, body.statistic)
+            result = history_points(now, mix, evaluated, prices, body.days, body.statistic)
+            del result["as_of"]
+            return result
 
-    key = ("plan-history", body.model_dump_json())
-    return json_response(await market_answer(request, key, compute, now, as_of="first"))
+        key = ("plan-history", body.model_dump_json(), freshness.signature(settings), minute(now))
+        body_bytes = await cached_body(request, key, compute)
+    return json_response(with_field(body_bytes, "as_of", now, first=True))

@@ -46,7 +46,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list, to_decimal
+from providers.parsing import as_list, dropping, to_decimal
 
 ORIGIN = "https://prices.azure.com"
 URL = f"{ORIGIN}/api/retail/prices"
@@ -153,56 +153,57 @@ def parse_items(items: list[Any]) -> ScrapeResult:
     chosen: dict[str, tuple[str, ScrapedOffer]] = {}
     unknown_sizes: set[str] = set()
     for i, item in enumerate(items):
-        where = f"Items[{i}]"
-        sku = str(require(item, "armSkuName", where) or "")
-        meter = str(require(item, "meterName", where) or "")
-        product = str(require(item, "productName", where) or "")
-        sku_name = str(item.get("skuName") or "")
-        if not GPU_FAMILY.match(sku):
-            continue
-        if item.get("type", "Consumption") != "Consumption":
-            continue
-        if "Windows" in product or "Dedicated" in product or "Cloud Services" in product:
-            continue
-        if "Low Priority" in meter or "Low Priority" in sku_name:
-            continue
-        size = SIZES.get(sku)
-        if size is None:
-            if sku not in unknown_sizes:
-                unknown_sizes.add(sku)
-                result.skipped.append(f"{sku}: GPU size not in azure.SIZES ({meter})")
-            continue
-        region = str(require(item, "armRegionName", where) or "").lower()
-        unit = require(item, "unitOfMeasure", where)
-        currency = item.get("currencyCode", "USD")
-        price = to_decimal(require(item, "retailPrice", where), f"{where}.retailPrice")
-        if unit != "1 Hour" or currency != "USD":
-            result.skipped.append(f"{sku} in {region}: priced per {unit!r} in {currency}")
-            continue
-        if price <= 0:
-            result.skipped.append(f"{sku} in {region}: retailPrice {price}")
-            continue
-        spot = "Spot" in meter or "Spot" in sku_name
-        pricing = Pricing.spot if spot else Pricing.on_demand
-        key = f"{sku}:{region}:{pricing.value}"
-        offer = ScrapedOffer(
-            key=key,
-            gpu_name=size.gpu,
-            gpu_count=size.count,
-            price_per_hour=price,
-            pricing=pricing,
-            region=region,
-            gpu_memory_gb=size.gpu_memory_gb,
-            instance_type=sku,
-            available=None,
-            vcpus=Decimal(size.vcpus),
-            ram_gb=size.ram_gb,
-            attributes={"meter": meter, "product": product} | ({"fractional": True} if size.count < 1 else {}),
-        )
-        # A meter republished with a new effective date can appear twice: keep the newest.
-        effective = str(item.get("effectiveStartDate") or "")
-        if key not in chosen or effective > chosen[key][0]:
-            chosen[key] = (effective, offer)
+        with dropping(result, f"Items[{i}]"):
+            where = f"Items[{i}]"
+            sku = str(require(item, "armSkuName", where) or "")
+            meter = str(require(item, "meterName", where) or "")
+            product = str(require(item, "productName", where) or "")
+            sku_name = str(item.get("skuName") or "")
+            if not GPU_FAMILY.match(sku):
+                continue
+            if item.get("type", "Consumption") != "Consumption":
+                continue
+            if "Windows" in product or "Dedicated" in product or "Cloud Services" in product:
+                continue
+            if "Low Priority" in meter or "Low Priority" in sku_name:
+                continue
+            size = SIZES.get(sku)
+            if size is None:
+                if sku not in unknown_sizes:
+                    unknown_sizes.add(sku)
+                    result.skipped.append(f"{sku}: GPU size not in azure.SIZES ({meter})")
+                continue
+            region = str(require(item, "armRegionName", where) or "").lower()
+            unit = require(item, "unitOfMeasure", where)
+            currency = item.get("currencyCode", "USD")
+            price = to_decimal(require(item, "retailPrice", where), f"{where}.retailPrice")
+            if unit != "1 Hour" or currency != "USD":
+                result.skipped.append(f"{sku} in {region}: priced per {unit!r} in {currency}")
+                continue
+            if price <= 0:
+                result.skipped.append(f"{sku} in {region}: retailPrice {price}")
+                continue
+            spot = "Spot" in meter or "Spot" in sku_name
+            pricing = Pricing.spot if spot else Pricing.on_demand
+            key = f"{sku}:{region}:{pricing.value}"
+            offer = ScrapedOffer(
+                key=key,
+                gpu_name=size.gpu,
+                gpu_count=size.count,
+                price_per_hour=price,
+                pricing=pricing,
+                region=region,
+                gpu_memory_gb=size.gpu_memory_gb,
+                instance_type=sku,
+                available=None,
+                vcpus=Decimal(size.vcpus),
+                ram_gb=size.ram_gb,
+                attributes={"meter": meter, "product": product} | ({"fractional": True} if size.count < 1 else {}),
+            )
+            # A meter republished with a new effective date can appear twice: keep the newest.
+            effective = str(item.get("effectiveStartDate") or "")
+            if key not in chosen or effective > chosen[key][0]:
+                chosen[key] = (effective, offer)
     result.offers = [offer for _, offer in chosen.values()]
     return result
 

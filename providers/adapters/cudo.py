@@ -40,7 +40,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_optional_decimal
 
 URL = "https://rest.compute.cudo.org/v1/vms/machine-types"
 GPU_COUNTS = (1, 2, 4, 8)
@@ -82,67 +82,68 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(rows):
-        where = f"machineTypes[{i}]"
-        model = raw.get("gpuModel") if isinstance(raw, dict) else None
-        if not model:
-            continue  # CPU-only machine type
-        machine = str(require(raw, "machineType", where))
-        region = slug(require(raw, "dataCenterId", where))
-        base = f"{region}:{machine}"
-        gpu_rate = _rate(raw, "gpuPriceHr", where)
-        vcpu_rate = _rate(raw, "vcpuPriceHr", where) or Decimal(0)
-        mem_rate = _rate(raw, "memoryGibPriceHr", where) or Decimal(0)
-        if gpu_rate is None or gpu_rate <= 0:
-            result.skipped.append(f"{base}: no GPU price")
-            continue
-        if not region:
-            result.skipped.append(f"{machine}: no data center")
-            continue
-        if base in seen:
-            result.skipped.append(f"{base}: listed twice")
-            continue
-        seen.add(base)
-        free = to_optional_decimal(raw.get("maxGpuFree"), f"{where}.maxGpuFree")
-        name, mode = gpu_name(str(model))
-        per_gpu_vcpus = _vcpus_per_gpu(raw, where)
-        attributes: dict[str, Any] = {
-            "raw_gpu": str(model),
-            "gpu_price_per_hour": str(gpu_rate),
-            "vcpu_price_per_hour": str(vcpu_rate),
-            "memory_gib_price_per_hour": str(mem_rate),
-            "shape": "representative",  # GPU + vCPU + RAM; disk and IPv4 extra
-        }
-        for field, attr in (
-            ("minStorageGibPriceHr", "storage_gib_price_per_hour"),
-            ("ipv4PriceHr", "ipv4_price_per_hour"),
-        ):
-            extra = _rate(raw, field, where, required=False)
-            if extra is not None:
-                attributes[attr] = str(extra)
-        if mode:
-            attributes["gpu_mode"] = mode
-        if raw.get("gpuModelId"):
-            attributes["gpu_model_id"] = raw["gpuModelId"]
-        for count in GPU_COUNTS:
-            if count > 1 and (free is None or count > free):
-                continue  # larger shapes only while that many GPUs are free
-            vcpus = per_gpu_vcpus * count
-            ram = vcpus * MEMORY_GIB_PER_VCPU
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{base}:{count}",
-                    gpu_name=name,
-                    gpu_count=Decimal(count),
-                    price_per_hour=gpu_rate * count + vcpu_rate * vcpus + mem_rate * ram,
-                    region=region,
-                    gpu_memory_gb=memory_in_name(name),
-                    instance_type=machine,
-                    available=None if free is None else count <= free,
-                    vcpus=Decimal(vcpus),
-                    ram_gb=Decimal(ram),
-                    attributes=dict(attributes),
+        with dropping(result, f"machineTypes[{i}]"):
+            where = f"machineTypes[{i}]"
+            model = raw.get("gpuModel") if isinstance(raw, dict) else None
+            if not model:
+                continue  # CPU-only machine type
+            machine = str(require(raw, "machineType", where))
+            region = slug(require(raw, "dataCenterId", where))
+            base = f"{region}:{machine}"
+            gpu_rate = _rate(raw, "gpuPriceHr", where)
+            vcpu_rate = _rate(raw, "vcpuPriceHr", where) or Decimal(0)
+            mem_rate = _rate(raw, "memoryGibPriceHr", where) or Decimal(0)
+            if gpu_rate is None or gpu_rate <= 0:
+                result.skipped.append(f"{base}: no GPU price")
+                continue
+            if not region:
+                result.skipped.append(f"{machine}: no data center")
+                continue
+            if base in seen:
+                result.skipped.append(f"{base}: listed twice")
+                continue
+            seen.add(base)
+            free = to_optional_decimal(raw.get("maxGpuFree"), f"{where}.maxGpuFree")
+            name, mode = gpu_name(str(model))
+            per_gpu_vcpus = _vcpus_per_gpu(raw, where)
+            attributes: dict[str, Any] = {
+                "raw_gpu": str(model),
+                "gpu_price_per_hour": str(gpu_rate),
+                "vcpu_price_per_hour": str(vcpu_rate),
+                "memory_gib_price_per_hour": str(mem_rate),
+                "shape": "representative",  # GPU + vCPU + RAM; disk and IPv4 extra
+            }
+            for field, attr in (
+                ("minStorageGibPriceHr", "storage_gib_price_per_hour"),
+                ("ipv4PriceHr", "ipv4_price_per_hour"),
+            ):
+                extra = _rate(raw, field, where, required=False)
+                if extra is not None:
+                    attributes[attr] = str(extra)
+            if mode:
+                attributes["gpu_mode"] = mode
+            if raw.get("gpuModelId"):
+                attributes["gpu_model_id"] = raw["gpuModelId"]
+            for count in GPU_COUNTS:
+                if count > 1 and (free is None or count > free):
+                    continue  # larger shapes only while that many GPUs are free
+                vcpus = per_gpu_vcpus * count
+                ram = vcpus * MEMORY_GIB_PER_VCPU
+                result.offers.append(
+                    ScrapedOffer(
+                        key=f"{base}:{count}",
+                        gpu_name=name,
+                        gpu_count=Decimal(count),
+                        price_per_hour=gpu_rate * count + vcpu_rate * vcpus + mem_rate * ram,
+                        region=region,
+                        gpu_memory_gb=memory_in_name(name),
+                        instance_type=machine,
+                        available=None if free is None else count <= free,
+                        vcpus=Decimal(vcpus),
+                        ram_gb=Decimal(ram),
+                        attributes=dict(attributes),
+                    )
                 )
-            )
     return result
 
 

@@ -42,7 +42,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, to_decimal, to_optional_decimal
 
 URL = "https://billing.app.daytona.io/gpu-pricing"
 GPU_COUNTS = (1, 2, 4, 8)
@@ -88,76 +88,77 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(gpus):
-        where = f"gpus[{i}]"
-        gpu_type = str(require(raw, "type", where)).strip()
-        gpu_rate = to_optional_decimal(require(raw, "onDemandPricePerHour", where), f"{where}.onDemandPricePerHour")
-        if not gpu_type:
-            result.skipped.append(f"{where}: GPU entry without a type")
-            continue
-        if gpu_type in seen:
-            result.skipped.append(f"{gpu_type}: listed twice")
-            continue
-        seen.add(gpu_type)
-        if gpu_rate is None or gpu_rate <= 0:
-            result.skipped.append(f"{gpu_type}: no on-demand price")
-            continue
-        if gpu_type.upper() in NOT_ORDERABLE:
-            result.skipped.append(f"{gpu_type}: priced ahead of launch, not orderable")
-            continue
-        spot_rate = to_optional_decimal(raw.get("spotPricePerHour"), f"{where}.spotPricePerHour")
-        name, memory, consumer = GPU_TYPES.get(gpu_type.upper(), (gpu_type.replace("-", " "), None, False))
-        memory_per_gpu = CONSUMER_MEMORY_PER_GPU_GIB if consumer else MEMORY_PER_GPU_GIB
-        for count in GPU_COUNTS:
-            vcpus, ram = VCPUS_PER_GPU * count, memory_per_gpu * count
-            vcpu_rate, mem_rate = on_demand_rates
-            attributes: dict[str, Any] = {
-                "daytona_type": gpu_type,
-                "gpu_price_per_hour": str(gpu_rate),
-                "vcpu_price_per_hour": str(vcpu_rate),
-                "memory_gib_price_per_hour": str(mem_rate),
-                "shape": "representative",  # GPU + vCPU + RAM at the documented sandbox shape; disk extra
-                "disk_included": False,
-            }
-            template = ScrapedOffer(
-                key=f"{gpu_type}:{count}",
-                gpu_name=name,
-                gpu_count=Decimal(count),
-                price_per_hour=gpu_rate * count + vcpu_rate * vcpus + mem_rate * ram,
-                gpu_memory_gb=memory,
-                instance_type=f"{count}x-{gpu_type}",
-                available=None,
-                vcpus=Decimal(vcpus),
-                ram_gb=Decimal(ram),
-                attributes=attributes,
-            )
-            result.offers.append(template)
-            if spot_rate is None or spot_rate <= 0 or spot_rates is None:
+        with dropping(result, f"gpus[{i}]"):
+            where = f"gpus[{i}]"
+            gpu_type = str(require(raw, "type", where)).strip()
+            gpu_rate = to_optional_decimal(require(raw, "onDemandPricePerHour", where), f"{where}.onDemandPricePerHour")
+            if not gpu_type:
+                result.skipped.append(f"{where}: GPU entry without a type")
                 continue
-            s_vcpu, s_mem = spot_rates
-            spot_price = spot_rate * count + s_vcpu * vcpus + s_mem * ram
-            if spot_price >= template.price_per_hour:
-                result.skipped.append(f"{template.key}:spot: spot price not below on demand")
+            if gpu_type in seen:
+                result.skipped.append(f"{gpu_type}: listed twice")
                 continue
-            spot_attributes = attributes | {
-                "gpu_price_per_hour": str(spot_rate),
-                "vcpu_price_per_hour": str(s_vcpu),
-                "memory_gib_price_per_hour": str(s_mem),
-            }
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{template.key}:spot",
+            seen.add(gpu_type)
+            if gpu_rate is None or gpu_rate <= 0:
+                result.skipped.append(f"{gpu_type}: no on-demand price")
+                continue
+            if gpu_type.upper() in NOT_ORDERABLE:
+                result.skipped.append(f"{gpu_type}: priced ahead of launch, not orderable")
+                continue
+            spot_rate = to_optional_decimal(raw.get("spotPricePerHour"), f"{where}.spotPricePerHour")
+            name, memory, consumer = GPU_TYPES.get(gpu_type.upper(), (gpu_type.replace("-", " "), None, False))
+            memory_per_gpu = CONSUMER_MEMORY_PER_GPU_GIB if consumer else MEMORY_PER_GPU_GIB
+            for count in GPU_COUNTS:
+                vcpus, ram = VCPUS_PER_GPU * count, memory_per_gpu * count
+                vcpu_rate, mem_rate = on_demand_rates
+                attributes: dict[str, Any] = {
+                    "daytona_type": gpu_type,
+                    "gpu_price_per_hour": str(gpu_rate),
+                    "vcpu_price_per_hour": str(vcpu_rate),
+                    "memory_gib_price_per_hour": str(mem_rate),
+                    "shape": "representative",  # GPU + vCPU + RAM at the documented sandbox shape; disk extra
+                    "disk_included": False,
+                }
+                template = ScrapedOffer(
+                    key=f"{gpu_type}:{count}",
                     gpu_name=name,
-                    gpu_count=template.gpu_count,
-                    price_per_hour=spot_price,
-                    pricing=Pricing.spot,
+                    gpu_count=Decimal(count),
+                    price_per_hour=gpu_rate * count + vcpu_rate * vcpus + mem_rate * ram,
                     gpu_memory_gb=memory,
-                    instance_type=template.instance_type,
+                    instance_type=f"{count}x-{gpu_type}",
                     available=None,
-                    vcpus=template.vcpus,
-                    ram_gb=template.ram_gb,
-                    attributes=spot_attributes,
+                    vcpus=Decimal(vcpus),
+                    ram_gb=Decimal(ram),
+                    attributes=attributes,
                 )
-            )
+                result.offers.append(template)
+                if spot_rate is None or spot_rate <= 0 or spot_rates is None:
+                    continue
+                s_vcpu, s_mem = spot_rates
+                spot_price = spot_rate * count + s_vcpu * vcpus + s_mem * ram
+                if spot_price >= template.price_per_hour:
+                    result.skipped.append(f"{template.key}:spot: spot price not below on demand")
+                    continue
+                spot_attributes = attributes | {
+                    "gpu_price_per_hour": str(spot_rate),
+                    "vcpu_price_per_hour": str(s_vcpu),
+                    "memory_gib_price_per_hour": str(s_mem),
+                }
+                result.offers.append(
+                    ScrapedOffer(
+                        key=f"{template.key}:spot",
+                        gpu_name=name,
+                        gpu_count=template.gpu_count,
+                        price_per_hour=spot_price,
+                        pricing=Pricing.spot,
+                        gpu_memory_gb=memory,
+                        instance_type=template.instance_type,
+                        available=None,
+                        vcpus=template.vcpus,
+                        ram_gb=template.ram_gb,
+                        attributes=spot_attributes,
+                    )
+                )
     return result
 
 

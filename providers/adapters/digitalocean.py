@@ -27,7 +27,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, redacting_secrets, require, walk_pages
-from providers.parsing import as_list, region_codes, tidy_decimal, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, region_codes, tidy_decimal, to_decimal, to_optional_decimal
 from providers.parsing import slug as code_of
 
 API_ROOT = "https://api.digitalocean.com"
@@ -63,59 +63,60 @@ def parse_page(payload: Any, result: ScrapeResult | None = None) -> tuple[Scrape
     """Parse one `/v2/sizes` page into `result`; return it and the next page's URL (None at the end)."""
     result = result if result is not None else ScrapeResult()
     for i, size in enumerate(as_list(require(payload, "sizes", "response"), "'sizes'")):
-        where = f"sizes[{i}]"
-        slug = str(require(size, "slug", where))
-        gpu_info = size.get("gpu_info")
-        if not gpu_info:
-            continue  # a CPU Droplet size
-        where = f"size {slug}"
-        count = to_decimal(require(gpu_info, "count", f"{where}.gpu_info"), f"{where}.gpu_info.count")
-        if count <= 0:
-            result.skipped.append(f"{slug}: gpu_info.count={count}")
-            continue
-        model = str(require(gpu_info, "model", f"{where}.gpu_info"))
-        per_gpu_memory = None
-        vram = gpu_info.get("vram")
-        if isinstance(vram, dict) and vram.get("amount") is not None:
-            unit = str(vram.get("unit") or "gib").lower()
-            if unit not in MEMORY_UNITS:
-                raise ProviderError(f"schema changed: unknown vram unit {unit!r} at {where}")
-            total = to_decimal(vram["amount"], f"{where}.gpu_info.vram.amount") * MEMORY_UNITS[unit]
-            per_gpu_memory = tidy_decimal(total / count) if total > 0 else None
-        price = to_decimal(require(size, "price_hourly", where), f"{where}.price_hourly")
-        if price <= 0:
-            result.skipped.append(f"{slug}: price_hourly={price}")
-            continue
-        regions = as_list(require(size, "regions", where), "regions", where)
-        memory_mib = to_optional_decimal(size.get("memory"), f"{where}.memory")
-        attributes: dict[str, Any] = {"raw_gpu": model}
-        for field in ("description", "price_monthly", "disk"):
-            if size.get(field) is not None:
-                attributes[field] = size[field]
-        # The region-less, sold-out row doubles as the template for the per-region rows, so the fields
-        # they share are written once.
-        unplaced = ScrapedOffer(
-            key=slug,
-            gpu_name=gpu_name_of(model),
-            gpu_count=count,
-            price_per_hour=price,
-            region="",
-            gpu_memory_gb=per_gpu_memory,
-            instance_type=slug,
-            available=False,
-            vcpus=to_optional_decimal(size.get("vcpus"), f"{where}.vcpus"),
-            ram_gb=tidy_decimal(memory_mib / 1024) if memory_mib else None,
-            attributes=dict(attributes),
-        )
-        sellable = size.get("available", True) is not False
-        codes = sorted({code for c in region_codes(regions) if (code := code_of(c))})  # always well-formed codes
-        if not codes or not sellable:
-            result.offers.append(unplaced)
-            continue
-        for code in codes:
-            result.offers.append(
-                replace(unplaced, key=f"{slug}:{code}", region=code, available=True, attributes=dict(attributes))
+        with dropping(result, f"sizes[{i}]"):
+            where = f"sizes[{i}]"
+            slug = str(require(size, "slug", where))
+            gpu_info = size.get("gpu_info")
+            if not gpu_info:
+                continue  # a CPU Droplet size
+            where = f"size {slug}"
+            count = to_decimal(require(gpu_info, "count", f"{where}.gpu_info"), f"{where}.gpu_info.count")
+            if count <= 0:
+                result.skipped.append(f"{slug}: gpu_info.count={count}")
+                continue
+            model = str(require(gpu_info, "model", f"{where}.gpu_info"))
+            per_gpu_memory = None
+            vram = gpu_info.get("vram")
+            if isinstance(vram, dict) and vram.get("amount") is not None:
+                unit = str(vram.get("unit") or "gib").lower()
+                if unit not in MEMORY_UNITS:
+                    raise ProviderError(f"schema changed: unknown vram unit {unit!r} at {where}")
+                total = to_decimal(vram["amount"], f"{where}.gpu_info.vram.amount") * MEMORY_UNITS[unit]
+                per_gpu_memory = tidy_decimal(total / count) if total > 0 else None
+            price = to_decimal(require(size, "price_hourly", where), f"{where}.price_hourly")
+            if price <= 0:
+                result.skipped.append(f"{slug}: price_hourly={price}")
+                continue
+            regions = as_list(require(size, "regions", where), "regions", where)
+            memory_mib = to_optional_decimal(size.get("memory"), f"{where}.memory")
+            attributes: dict[str, Any] = {"raw_gpu": model}
+            for field in ("description", "price_monthly", "disk"):
+                if size.get(field) is not None:
+                    attributes[field] = size[field]
+            # The region-less, sold-out row doubles as the template for the per-region rows, so the fields
+            # they share are written once.
+            unplaced = ScrapedOffer(
+                key=slug,
+                gpu_name=gpu_name_of(model),
+                gpu_count=count,
+                price_per_hour=price,
+                region="",
+                gpu_memory_gb=per_gpu_memory,
+                instance_type=slug,
+                available=False,
+                vcpus=to_optional_decimal(size.get("vcpus"), f"{where}.vcpus"),
+                ram_gb=tidy_decimal(memory_mib / 1024) if memory_mib else None,
+                attributes=dict(attributes),
             )
+            sellable = size.get("available", True) is not False
+            codes = sorted({code for c in region_codes(regions) if (code := code_of(c))})  # always well-formed codes
+            if not codes or not sellable:
+                result.offers.append(unplaced)
+                continue
+            for code in codes:
+                result.offers.append(
+                    replace(unplaced, key=f"{slug}:{code}", region=code, available=True, attributes=dict(attributes))
+                )
     links = payload.get("links") or {}
     if not isinstance(links, dict):
         raise ProviderError("schema changed: 'links' is not an object")

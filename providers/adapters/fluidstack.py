@@ -27,7 +27,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, redacting_secrets, require
-from providers.parsing import memory_in_name, region_codes, to_decimal
+from providers.parsing import dropping, memory_in_name, region_codes, to_decimal
 
 URL = "https://platform.fluidstack.io/list_available_configurations"
 
@@ -37,48 +37,49 @@ def parse(payload: Any) -> ScrapeResult:
         raise ProviderError(f"schema changed: expected a list of configurations, got {type(payload).__name__}")
     result = ScrapeResult()
     for i, config in enumerate(payload):
-        where = f"configurations[{i}]"
-        gpu_type = require(config, "gpu_type", where)
-        counts = require(config, "gpu_counts", where)
-        rate = require(config, "price_per_gpu_hr", where)
-        regions = config.get("regions") or []
-        if not isinstance(counts, list) or not isinstance(regions, list):
-            raise ProviderError(f"schema changed: gpu_counts/regions are not lists at {where}")
-        if not gpu_type or not str(gpu_type).strip():
-            result.skipped.append(f"{where}: no gpu_type")
-            continue
-        gpu_type = str(gpu_type).strip()
-        if rate is None:
-            result.skipped.append(f"{gpu_type}: no price_per_gpu_hr")
-            continue
-        per_gpu = to_decimal(rate, f"{where}.price_per_gpu_hr")
-        if per_gpu <= 0:
-            result.skipped.append(f"{gpu_type}: price_per_gpu_hr={per_gpu}")
-            continue
-        memory = memory_in_name(gpu_type)
-        codes = region_codes(r for r in regions if r is not None)
-        for raw_count in counts:
-            count = to_decimal(raw_count, f"{where}.gpu_counts")
-            if count == count.to_integral_value():
-                count = count.quantize(Decimal(1))  # 8.0 → 8, so keys stay stable
-            if count <= 0:
-                result.skipped.append(f"{gpu_type}: gpu count {count}")
+        with dropping(result, f"configurations[{i}]"):
+            where = f"configurations[{i}]"
+            gpu_type = require(config, "gpu_type", where)
+            counts = require(config, "gpu_counts", where)
+            rate = require(config, "price_per_gpu_hr", where)
+            regions = config.get("regions") or []
+            if not isinstance(counts, list) or not isinstance(regions, list):
+                raise ProviderError(f"schema changed: gpu_counts/regions are not lists at {where}")
+            if not gpu_type or not str(gpu_type).strip():
+                result.skipped.append(f"{where}: no gpu_type")
                 continue
-            places: list[tuple[str, bool | None]] = [(code, True) for code in codes] or [("", None)]
-            for code, available in places:
-                result.offers.append(
-                    ScrapedOffer(
-                        key=f"{gpu_type}:{count}" + (f":{code}" if code else ""),
-                        gpu_name=gpu_type,
-                        gpu_count=count,
-                        price_per_hour=per_gpu * count,
-                        region=code,
-                        gpu_memory_gb=memory,
-                        instance_type=f"{gpu_type}x{count}",
-                        available=available,
-                        attributes={"price_per_gpu_hr": str(per_gpu)},
+            gpu_type = str(gpu_type).strip()
+            if rate is None:
+                result.skipped.append(f"{gpu_type}: no price_per_gpu_hr")
+                continue
+            per_gpu = to_decimal(rate, f"{where}.price_per_gpu_hr")
+            if per_gpu <= 0:
+                result.skipped.append(f"{gpu_type}: price_per_gpu_hr={per_gpu}")
+                continue
+            memory = memory_in_name(gpu_type)
+            codes = region_codes(r for r in regions if r is not None)
+            for raw_count in counts:
+                count = to_decimal(raw_count, f"{where}.gpu_counts")
+                if count == count.to_integral_value():
+                    count = count.quantize(Decimal(1))  # 8.0 → 8, so keys stay stable
+                if count <= 0:
+                    result.skipped.append(f"{gpu_type}: gpu count {count}")
+                    continue
+                places: list[tuple[str, bool | None]] = [(code, True) for code in codes] or [("", None)]
+                for code, available in places:
+                    result.offers.append(
+                        ScrapedOffer(
+                            key=f"{gpu_type}:{count}" + (f":{code}" if code else ""),
+                            gpu_name=gpu_type,
+                            gpu_count=count,
+                            price_per_hour=per_gpu * count,
+                            region=code,
+                            gpu_memory_gb=memory,
+                            instance_type=f"{gpu_type}x{count}",
+                            available=available,
+                            attributes={"price_per_gpu_hr": str(per_gpu)},
+                        )
                     )
-                )
     return result
 
 

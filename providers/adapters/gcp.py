@@ -53,7 +53,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list, slug
+from providers.parsing import as_list, dropping, slug
 
 URL = "https://cloudbilling.googleapis.com/v1/services/6F81-5844-456A/skus"
 PAGE_SIZE = 5000
@@ -168,68 +168,69 @@ def unit_price(sku: dict[str, Any], where: str) -> tuple[Decimal, str, str]:
 def parse_page(payload: Any, result: ScrapeResult | None = None) -> ScrapeResult:
     result = result if result is not None else ScrapeResult()
     for i, sku in enumerate(as_list(require(payload, "skus", "response"), "skus")):
-        where = f"skus[{i}]"
-        description = str(require(sku, "description", where))
-        category = sku.get("category")
-        if category is not None and not isinstance(category, dict):
-            raise ProviderError(f"schema changed: {where}.category is not an object")
-        if category is not None:
-            if category.get("resourceGroup") != "GPU":
-                continue  # CPU, RAM, disk, network…
-            usage = str(category.get("usageType", ""))
-        elif _NAMES_A_GPU.search(description):
-            usage = usage_of(description)  # an export without categories: the description is all we have
-        else:
-            continue  # not a GPU SKU
-        sku_id = str(require(sku, "skuId", where))
-        lowered = description.lower()
-        reason = next((why for word, why in SKIP_REASONS if word in lowered), None)
-        if reason is not None:
-            result.skipped.append(f"{sku_id}: {description} ({reason})")
-            continue
-        if usage not in {"OnDemand", "Preemptible"} or any(word in lowered for word in SKIP_WORDS):
-            result.skipped.append(f"{sku_id}: {description} ({usage or 'no usage type'})")
-            continue
-        model = model_of(description)
-        if model is None:
-            result.skipped.append(f"{sku_id}: cannot read a GPU model from {description!r}")
-            continue
-        price, unit, currency = unit_price(sku, where)
-        if unit != "h" or currency != "USD" or price <= 0:
-            result.skipped.append(f"{sku_id}: price {price} {currency} per {unit!r}")
-            continue
-        gpu = GPUS.get(re.sub(r"\s+", "", model.lower()))
-        attributes: dict[str, Any] = {"price_scope": "gpu_only", "sku": sku_id, "description": description}
-        if gpu is not None:
-            attributes |= {"accelerator_type": gpu.accelerator, "machine_family": gpu.family}
-            if gpu.variant:
-                attributes["variant"] = gpu.variant
-        if "serviceRegions" in sku:
-            listed = as_list(sku["serviceRegions"], f"{where}.serviceRegions")
-            regions = [code for r in listed if (code := slug(r))]  # slug(): always a well-formed code
-        else:
-            # No region list: the place the description names stands in for it (one offer, so the key holds).
-            place = location_of(description)
-            regions = [slug(place) if place else ""]
-            attributes["region_from"] = "description"
-            if place:
-                attributes["location"] = place
-        pricing = Pricing.spot if usage == "Preemptible" else Pricing.on_demand
-        for region in regions:
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{sku_id}:{region}" if region else sku_id,
-                    gpu_name=gpu.name if gpu else model,
-                    gpu_count=Decimal(1),
-                    price_per_hour=price,
-                    pricing=pricing,
-                    region=region,
-                    gpu_memory_gb=gpu.memory if gpu else None,
-                    instance_type=gpu.accelerator if gpu else None,
-                    available=None,
-                    attributes=dict(attributes),
+        with dropping(result, f"skus[{i}]"):
+            where = f"skus[{i}]"
+            description = str(require(sku, "description", where))
+            category = sku.get("category")
+            if category is not None and not isinstance(category, dict):
+                raise ProviderError(f"schema changed: {where}.category is not an object")
+            if category is not None:
+                if category.get("resourceGroup") != "GPU":
+                    continue  # CPU, RAM, disk, network…
+                usage = str(category.get("usageType", ""))
+            elif _NAMES_A_GPU.search(description):
+                usage = usage_of(description)  # an export without categories: the description is all we have
+            else:
+                continue  # not a GPU SKU
+            sku_id = str(require(sku, "skuId", where))
+            lowered = description.lower()
+            reason = next((why for word, why in SKIP_REASONS if word in lowered), None)
+            if reason is not None:
+                result.skipped.append(f"{sku_id}: {description} ({reason})")
+                continue
+            if usage not in {"OnDemand", "Preemptible"} or any(word in lowered for word in SKIP_WORDS):
+                result.skipped.append(f"{sku_id}: {description} ({usage or 'no usage type'})")
+                continue
+            model = model_of(description)
+            if model is None:
+                result.skipped.append(f"{sku_id}: cannot read a GPU model from {description!r}")
+                continue
+            price, unit, currency = unit_price(sku, where)
+            if unit != "h" or currency != "USD" or price <= 0:
+                result.skipped.append(f"{sku_id}: price {price} {currency} per {unit!r}")
+                continue
+            gpu = GPUS.get(re.sub(r"\s+", "", model.lower()))
+            attributes: dict[str, Any] = {"price_scope": "gpu_only", "sku": sku_id, "description": description}
+            if gpu is not None:
+                attributes |= {"accelerator_type": gpu.accelerator, "machine_family": gpu.family}
+                if gpu.variant:
+                    attributes["variant"] = gpu.variant
+            if "serviceRegions" in sku:
+                listed = as_list(sku["serviceRegions"], f"{where}.serviceRegions")
+                regions = [code for r in listed if (code := slug(r))]  # slug(): always a well-formed code
+            else:
+                # No region list: the place the description names stands in for it (one offer, so the key holds).
+                place = location_of(description)
+                regions = [slug(place) if place else ""]
+                attributes["region_from"] = "description"
+                if place:
+                    attributes["location"] = place
+            pricing = Pricing.spot if usage == "Preemptible" else Pricing.on_demand
+            for region in regions:
+                result.offers.append(
+                    ScrapedOffer(
+                        key=f"{sku_id}:{region}" if region else sku_id,
+                        gpu_name=gpu.name if gpu else model,
+                        gpu_count=Decimal(1),
+                        price_per_hour=price,
+                        pricing=pricing,
+                        region=region,
+                        gpu_memory_gb=gpu.memory if gpu else None,
+                        instance_type=gpu.accelerator if gpu else None,
+                        available=None,
+                        attributes=dict(attributes),
+                    )
                 )
-            )
     return result
 
 

@@ -39,6 +39,7 @@ from providers.http import get_json, require
 from providers.parsing import (
     as_list,
     cents_to_dollars,
+    dropping,
     gigabytes,
     slug,
     tidy_decimal,
@@ -117,16 +118,17 @@ def parse(payload: Any) -> ScrapeResult:
         return result
     seen: set[str] = set()
     for i, raw in enumerate(as_list(payload, "available virtual machines")):
-        offer = _vm(raw, f"[{i}]")
-        if isinstance(offer, str):
-            result.skipped.append(offer)
-        elif offer.key in seen:
-            # Identical shapes listed twice (one per host) are one offer; the cheaper price is what it costs.
-            previous = next(o for o in result.offers if o.key == offer.key)
-            previous.price_per_hour = min(previous.price_per_hour, offer.price_per_hour)
-        else:
-            seen.add(offer.key)
-            result.offers.append(offer)
+        with dropping(result, f"[{i}]"):
+            offer = _vm(raw, f"[{i}]")
+            if isinstance(offer, str):
+                result.skipped.append(offer)
+            elif offer.key in seen:
+                # Identical shapes listed twice (one per host) are one offer; the cheaper price is what it costs.
+                previous = next(o for o in result.offers if o.key == offer.key)
+                previous.price_per_hour = min(previous.price_per_hour, offer.price_per_hour)
+            else:
+                seen.add(offer.key)
+                result.offers.append(offer)
     return result
 
 

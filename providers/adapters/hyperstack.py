@@ -29,7 +29,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, redacting_secrets, require
-from providers.parsing import as_list, memory_in_name, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, to_decimal, to_optional_decimal
 
 API = "https://infrahub-api.nexgencloud.com/v1"
 FLAVORS_URL = f"{API}/core/flavors"
@@ -72,43 +72,45 @@ def parse(flavors_payload: Any, pricebook_payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     unpriced: set[str] = set()
     for i, group in enumerate(groups):
-        where = f"data[{i}]"
-        for j, flavor in enumerate(as_list(require(group, "flavors", where), "flavors", where)):
-            fwhere = f"{where}.flavors[{j}]"
-            name = str(require(flavor, "name", fwhere))
-            raw_gpu = str(flavor.get("gpu") or group.get("gpu") or "").strip()
-            count = to_decimal(require(flavor, "gpu_count", fwhere), f"{fwhere}.gpu_count")
-            if not raw_gpu or count <= 0:
-                continue  # CPU-only flavor
-            price = book.get(raw_gpu.lower())
-            if price is None:
-                if raw_gpu not in unpriced:
-                    unpriced.add(raw_gpu)
-                    result.skipped.append(f"{raw_gpu}: not in the pricebook")
-                continue
-            if price["value"] <= 0:
-                result.skipped.append(f"{name}: pricebook value {price['value']}")
-                continue
-            region = str(flavor.get("region_name") or group.get("region_name") or "").strip().lower()
-            stock = flavor.get("stock_available")
-            attributes: dict[str, Any] = {"price_per_gpu_hr": str(price["value"])}
-            if price["discount_applied"]:
-                attributes["original_value"] = price["original_value"]
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{name}:{region}",
-                    gpu_name=raw_gpu,
-                    gpu_count=count,
-                    price_per_hour=price["value"] * count,
-                    region=region,
-                    gpu_memory_gb=memory_in_name(raw_gpu),
-                    instance_type=name,
-                    available=stock if isinstance(stock, bool) else None,
-                    vcpus=_opt_dec(flavor.get("cpu"), f"{fwhere}.cpu"),
-                    ram_gb=_opt_dec(flavor.get("ram"), f"{fwhere}.ram"),
-                    attributes=attributes,
-                )
-            )
+        with dropping(result, f"data[{i}]"):
+            where = f"data[{i}]"
+            for j, flavor in enumerate(as_list(require(group, "flavors", where), "flavors", where)):
+                with dropping(result, f"data[{i}].flavors[{j}]"):
+                    fwhere = f"{where}.flavors[{j}]"
+                    name = str(require(flavor, "name", fwhere))
+                    raw_gpu = str(flavor.get("gpu") or group.get("gpu") or "").strip()
+                    count = to_decimal(require(flavor, "gpu_count", fwhere), f"{fwhere}.gpu_count")
+                    if not raw_gpu or count <= 0:
+                        continue  # CPU-only flavor
+                    price = book.get(raw_gpu.lower())
+                    if price is None:
+                        if raw_gpu not in unpriced:
+                            unpriced.add(raw_gpu)
+                            result.skipped.append(f"{raw_gpu}: not in the pricebook")
+                        continue
+                    if price["value"] <= 0:
+                        result.skipped.append(f"{name}: pricebook value {price['value']}")
+                        continue
+                    region = str(flavor.get("region_name") or group.get("region_name") or "").strip().lower()
+                    stock = flavor.get("stock_available")
+                    attributes: dict[str, Any] = {"price_per_gpu_hr": str(price["value"])}
+                    if price["discount_applied"]:
+                        attributes["original_value"] = price["original_value"]
+                    result.offers.append(
+                        ScrapedOffer(
+                            key=f"{name}:{region}",
+                            gpu_name=raw_gpu,
+                            gpu_count=count,
+                            price_per_hour=price["value"] * count,
+                            region=region,
+                            gpu_memory_gb=memory_in_name(raw_gpu),
+                            instance_type=name,
+                            available=stock if isinstance(stock, bool) else None,
+                            vcpus=_opt_dec(flavor.get("cpu"), f"{fwhere}.cpu"),
+                            ram_gb=_opt_dec(flavor.get("ram"), f"{fwhere}.ram"),
+                            attributes=attributes,
+                        )
+                    )
     return result
 
 

@@ -39,7 +39,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, redacting_secrets, require
-from providers.parsing import as_list, slug, to_optional_decimal
+from providers.parsing import as_list, dropping, slug, to_optional_decimal
 
 URL = "https://backendn.jarvislabs.net/misc/server_meta"
 MAX_GPUS_PER_INSTANCE = 8
@@ -73,63 +73,64 @@ def parse(payload: Any) -> ScrapeResult:
         raise ProviderError(f"prices are quoted in {currency}, expected USD")
     result = ScrapeResult()
     for i, row in enumerate(rows):
-        where = f"server_meta[{i}]"
-        gpu_type = require(row, "gpu_type", where)
-        price = _opt_dec(require(row, "price_per_hour", where), f"{where}.price_per_hour")
-        if not gpu_type or not str(gpu_type).strip():
-            result.skipped.append(f"{where}: no gpu_type")
-            continue
-        gpu_type = str(gpu_type).strip()
-        region = slug(row.get("region") or "")  # always a well-formed code (or "")
-        label = f"{gpu_type} in {region or '?'}"
-        if price is None or price <= 0:
-            result.skipped.append(f"{label}: price_per_hour={price}")
-            continue
-        if row.get("currency") is not None and str(row["currency"]).upper() != "USD":
-            result.skipped.append(f"{label}: priced in {row['currency']}")
-            continue
-        workload = str(row.get("workload_type") or "").strip().lower() or None
-        max_gpus = _opt_int(row.get("num_gpus"), f"{where}.num_gpus") or 1
-        max_gpus = max(1, min(max_gpus, MAX_GPUS_PER_INSTANCE))
-        free = _opt_int(row.get("effective_num_free_devices"), f"{where}.effective_num_free_devices")
-        if free is None:
-            free = _opt_int(row.get("num_free_devices"), f"{where}.num_free_devices")
-        spot_free = _opt_int(row.get("spot_num_free_devices"), f"{where}.spot_num_free_devices")
-        spot_price = _opt_dec(row.get("spot_price"), f"{where}.spot_price")
-        # Spot is sold for GPU containers only (see the module docstring).
-        spot_rate = spot_price if workload == "container" and spot_price and spot_price > 0 else None
-        cpus_per_gpu = _opt_dec(row.get("cpus_per_gpu"), f"{where}.cpus_per_gpu")
-        ram_per_gpu = _opt_dec(row.get("ram_per_gpu"), f"{where}.ram_per_gpu")
-        base_key = f"{region}:{gpu_type}:{workload or 'any'}"
-        attributes = {"raw_gpu": gpu_type, "workload_type": workload, "max_gpus": max_gpus}
-        for count in range(1, max_gpus + 1):
-            n = Decimal(count)
-            on_demand = ScrapedOffer(
-                key=f"{base_key}:{count}",
-                gpu_name=GPU_NAMES.get(gpu_type, gpu_type),
-                gpu_count=n,
-                price_per_hour=price * n,
-                region=region,
-                gpu_memory_gb=_vram(row.get("vram")),
-                instance_type=f"{gpu_type}x{count}",
-                available=None if free is None else count <= free,
-                vcpus=cpus_per_gpu * n if cpus_per_gpu else None,
-                ram_gb=ram_per_gpu * n if ram_per_gpu else None,
-                attributes=dict(attributes),
-            )
-            result.offers.append(on_demand)
-            if spot_rate is not None:
-                # Spot is the same machine: only key, price, pricing and free capacity differ.
-                result.offers.append(
-                    replace(
-                        on_demand,
-                        key=f"{base_key}:{count}:spot",
-                        price_per_hour=spot_rate * n,
-                        pricing=Pricing.spot,
-                        available=None if spot_free is None else count <= spot_free,
-                        attributes=dict(attributes),
-                    )
+        with dropping(result, f"server_meta[{i}]"):
+            where = f"server_meta[{i}]"
+            gpu_type = require(row, "gpu_type", where)
+            price = _opt_dec(require(row, "price_per_hour", where), f"{where}.price_per_hour")
+            if not gpu_type or not str(gpu_type).strip():
+                result.skipped.append(f"{where}: no gpu_type")
+                continue
+            gpu_type = str(gpu_type).strip()
+            region = slug(row.get("region") or "")  # always a well-formed code (or "")
+            label = f"{gpu_type} in {region or '?'}"
+            if price is None or price <= 0:
+                result.skipped.append(f"{label}: price_per_hour={price}")
+                continue
+            if row.get("currency") is not None and str(row["currency"]).upper() != "USD":
+                result.skipped.append(f"{label}: priced in {row['currency']}")
+                continue
+            workload = str(row.get("workload_type") or "").strip().lower() or None
+            max_gpus = _opt_int(row.get("num_gpus"), f"{where}.num_gpus") or 1
+            max_gpus = max(1, min(max_gpus, MAX_GPUS_PER_INSTANCE))
+            free = _opt_int(row.get("effective_num_free_devices"), f"{where}.effective_num_free_devices")
+            if free is None:
+                free = _opt_int(row.get("num_free_devices"), f"{where}.num_free_devices")
+            spot_free = _opt_int(row.get("spot_num_free_devices"), f"{where}.spot_num_free_devices")
+            spot_price = _opt_dec(row.get("spot_price"), f"{where}.spot_price")
+            # Spot is sold for GPU containers only (see the module docstring).
+            spot_rate = spot_price if workload == "container" and spot_price and spot_price > 0 else None
+            cpus_per_gpu = _opt_dec(row.get("cpus_per_gpu"), f"{where}.cpus_per_gpu")
+            ram_per_gpu = _opt_dec(row.get("ram_per_gpu"), f"{where}.ram_per_gpu")
+            base_key = f"{region}:{gpu_type}:{workload or 'any'}"
+            attributes = {"raw_gpu": gpu_type, "workload_type": workload, "max_gpus": max_gpus}
+            for count in range(1, max_gpus + 1):
+                n = Decimal(count)
+                on_demand = ScrapedOffer(
+                    key=f"{base_key}:{count}",
+                    gpu_name=GPU_NAMES.get(gpu_type, gpu_type),
+                    gpu_count=n,
+                    price_per_hour=price * n,
+                    region=region,
+                    gpu_memory_gb=_vram(row.get("vram")),
+                    instance_type=f"{gpu_type}x{count}",
+                    available=None if free is None else count <= free,
+                    vcpus=cpus_per_gpu * n if cpus_per_gpu else None,
+                    ram_gb=ram_per_gpu * n if ram_per_gpu else None,
+                    attributes=dict(attributes),
                 )
+                result.offers.append(on_demand)
+                if spot_rate is not None:
+                    # Spot is the same machine: only key, price, pricing and free capacity differ.
+                    result.offers.append(
+                        replace(
+                            on_demand,
+                            key=f"{base_key}:{count}:spot",
+                            price_per_hour=spot_rate * n,
+                            pricing=Pricing.spot,
+                            available=None if spot_free is None else count <= spot_free,
+                            attributes=dict(attributes),
+                        )
+                    )
     return result
 
 

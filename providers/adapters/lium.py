@@ -42,7 +42,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, slug, tidy_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, slug, tidy_decimal, to_optional_decimal
 
 URL = "https://lium.io/api/public/v1/nodes"
 SPOT_TIER = "spot"
@@ -108,14 +108,15 @@ def _node(raw: Any, where: str) -> ScrapedOffer | str:
 def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     for i, raw in enumerate(as_list(require(payload, "nodes", "response"), "nodes")):
-        if not isinstance(raw, dict):
-            result.skipped.append(f"nodes[{i}]: not an object")
-            continue
-        offer = _node(raw, f"nodes[{i}]")
-        if isinstance(offer, str):
-            result.skipped.append(offer)
-        else:
-            result.offers.append(offer)
+        with dropping(result, f"nodes[{i}]"):
+            if not isinstance(raw, dict):
+                result.skipped.append(f"nodes[{i}]: not an object")
+                continue
+            offer = _node(raw, f"nodes[{i}]")
+            if isinstance(offer, str):
+                result.skipped.append(offer)
+            else:
+                result.offers.append(offer)
     return result
 
 

@@ -40,8 +40,8 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
-from providers.http import gather_bounded, get_json, require
-from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal
+from providers.http import fan_out, gather_bounded, get_json, require
+from providers.parsing import as_list, cents_to_dollars, dropping, parse_money, slug, to_optional_decimal
 
 API = "https://api.mithril.ai"
 TYPES_URL = f"{API}/v2/instance-types"
@@ -52,10 +52,14 @@ CONCURRENCY = 4
 
 
 def dollars(value: Any, where: str) -> Decimal | None:
-    """'$12.00' / '12.00' / 12 → Decimal dollars; None when absent or blank."""
-    if isinstance(value, str):
-        value = value.strip().lstrip("$").replace(",", "")
-    return to_optional_decimal(value, where, blank_is_none=True)
+    """'$12.00' / '12.00' / 12 → Decimal dollars (Mithril's "$" is USD); None when absent or blank. A price
+    naming another currency ("CA$12", "12 EUR") is a schema change, never read as dollars."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    amount, currency = parse_money(value, where, dollar="USD")
+    if currency not in (None, "USD"):
+        raise ProviderError(f"schema changed: {value!r} at {where} is not in US dollars")
+    return amount
 
 
 def raw_gpu_name(gpu_type: str, instance_name: str, memory: Decimal | None) -> str:
@@ -70,58 +74,60 @@ def parse(types: Any, reserves: dict[str, Decimal | None], spot: Any) -> ScrapeR
     """Offers from the instance-type list, each type's reserve price (dollars, None when it has none) and the
     spot availability list."""
     regions: dict[str, list[tuple[str, Decimal | None]]] = {}
-    for i, rec in enumerate(as_list(spot, "spot availability")):
-        where = f"spot[{i}]"
-        fid = str(require(rec, "instance_type", where))
-        region = slug(require(rec, "region", where))
-        regions.setdefault(fid, []).append(
-            (region, dollars(rec.get("last_instance_price"), f"{where}.last_instance_price"))
-        )
     result = ScrapeResult()
+    for i, rec in enumerate(as_list(spot, "spot availability")):
+        with dropping(result, f"spot[{i}]"):
+            where = f"spot[{i}]"
+            fid = str(require(rec, "instance_type", where))
+            region = slug(require(rec, "region", where))
+            regions.setdefault(fid, []).append(
+                (region, dollars(rec.get("last_instance_price"), f"{where}.last_instance_price"))
+            )
     seen: set[str] = set()
     for i, raw in enumerate(as_list(types, "instance types")):
-        where = f"instance_types[{i}]"
-        fid = str(require(raw, "fid", where))
-        name = str(require(raw, "name", where))
-        count = to_optional_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
-        gpu_type = raw.get("gpu_type")
-        if not count or count <= 0 or not gpu_type:
-            continue  # CPU-only
-        listed = regions.get(fid, [])
-        if not listed:
-            result.skipped.append(f"{name}: no region with spot capacity")
-            continue
-        reserve = reserves.get(fid)
-        memory = to_optional_decimal(raw.get("gpu_memory_gb"), f"{where}.gpu_memory_gb")
-        for region, last in listed:
-            key = f"{name}:{region}"
-            price, source = (last, "last_instance_price") if last and last > 0 else (reserve, "minimum_price")
-            if price is None or price <= 0:
-                result.skipped.append(f"{key}: no clearing or reserve price")
+        with dropping(result, f"instance_types[{i}]"):
+            where = f"instance_types[{i}]"
+            fid = str(require(raw, "fid", where))
+            name = str(require(raw, "name", where))
+            count = to_optional_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
+            gpu_type = raw.get("gpu_type")
+            if not count or count <= 0 or not gpu_type:
+                continue  # CPU-only
+            listed = regions.get(fid, [])
+            if not listed:
+                result.skipped.append(f"{name}: no region with spot capacity")
                 continue
-            if key in seen:
-                result.skipped.append(f"{key}: listed twice")
-                continue
-            seen.add(key)
-            attributes: dict[str, Any] = {"fid": fid, "raw_gpu": gpu_type, "price_source": source, "auction": True}
-            if reserve is not None:
-                attributes["minimum_price"] = str(reserve)
-            result.offers.append(
-                ScrapedOffer(
-                    key=key,
-                    gpu_name=raw_gpu_name(str(gpu_type), name, memory),
-                    gpu_count=count,
-                    price_per_hour=price,
-                    pricing=Pricing.spot,
-                    region=region,
-                    gpu_memory_gb=memory,
-                    instance_type=name,
-                    available=True,
-                    vcpus=to_optional_decimal(raw.get("num_cpus"), f"{where}.num_cpus"),
-                    ram_gb=to_optional_decimal(raw.get("ram_gb"), f"{where}.ram_gb"),
-                    attributes=attributes,
+            reserve = reserves.get(fid)
+            memory = to_optional_decimal(raw.get("gpu_memory_gb"), f"{where}.gpu_memory_gb")
+            for region, last in listed:
+                key = f"{name}:{region}"
+                price, source = (last, "last_instance_price") if last and last > 0 else (reserve, "minimum_price")
+                if price is None or price <= 0:
+                    result.skipped.append(f"{key}: no clearing or reserve price")
+                    continue
+                if key in seen:
+                    result.skipped.append(f"{key}: listed twice")
+                    continue
+                seen.add(key)
+                attributes: dict[str, Any] = {"fid": fid, "raw_gpu": gpu_type, "price_source": source, "auction": True}
+                if reserve is not None:
+                    attributes["minimum_price"] = str(reserve)
+                result.offers.append(
+                    ScrapedOffer(
+                        key=key,
+                        gpu_name=raw_gpu_name(str(gpu_type), name, memory),
+                        gpu_count=count,
+                        price_per_hour=price,
+                        pricing=Pricing.spot,
+                        region=region,
+                        gpu_memory_gb=memory,
+                        instance_type=name,
+                        available=True,
+                        vcpus=to_optional_decimal(raw.get("num_cpus"), f"{where}.num_cpus"),
+                        ram_gb=to_optional_decimal(raw.get("ram_gb"), f"{where}.ram_gb"),
+                        attributes=attributes,
+                    )
                 )
-            )
     return result
 
 
@@ -142,11 +148,17 @@ class Mithril(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"authorization": f"Bearer {ctx.secret(API_KEY)}"}
         types = await get_json(ctx, TYPES_URL, headers=headers)
-        fids = [
-            str(require(raw, "fid", f"instance_types[{i}]"))
-            for i, raw in enumerate(as_list(types, "instance types"))
-            if isinstance(raw, dict) and raw.get("num_gpus")
-        ]
+        # One pricing request per distinct GPU type, at most MAX_FAN_OUT (a listing that repeats a type, or
+        # lists thousands, no longer multiplies authenticated requests); a type without a usable fid is
+        # dropped with its reason by `parse`, not here.
+        fids = fan_out(
+            (
+                str(raw["fid"])
+                for raw in as_list(types, "instance types")
+                if isinstance(raw, dict) and raw.get("num_gpus") and isinstance(raw.get("fid"), str | int)
+            ),
+            "Mithril GPU instance types",
+        )
 
         def pricing(fid: str) -> Callable[[], Awaitable[Any]]:
             return lambda: get_json(ctx, PRICING_URL, params={"instance_type": fid}, headers=headers)

@@ -17,10 +17,8 @@ on-demand price. `available` is False when `availableDeploy` is false or `invent
 when deployable, else None. Products with no price are dropped with a reason. `monthlyPrice` (a list whose
 shape no public reader documents) is kept in attributes only when non-empty, not turned into reserved offers.
 
-PPIO (`providers.adapters.ppio`) runs on the same backend and reuses `parse` with `drop_malformed=True`
-(a product missing a field is dropped with its reason); `canBuy: false` (PPIO) also makes a product
-unavailable and `activityProduct: true` marks a campaign price `promotional`. Novita itself keeps failing
-the run on a product missing a field, as before.
+PPIO (`providers.adapters.ppio`) runs on the same backend and reuses `parse`; `canBuy: false` (PPIO) also
+makes a product unavailable and `activityProduct: true` marks a campaign price `promotional`.
 
 Docs-built: the bundled cassette follows the field names SkyPilot reads
 (`skypilot-org/skypilot@0d0b00ba:sky/catalog/data_fetchers/fetch_novita.py`) and a public client's
@@ -36,13 +34,12 @@ from providers.contract import (
     FetchContext,
     Pricing,
     Provider,
-    ProviderError,
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_optional_decimal
 
 URL = "https://api.novita.ai/gpu-instance/openapi/v1/products"
 API_KEY = "NOVITA_API_KEY"
@@ -64,18 +61,15 @@ def _availability(raw: dict[str, Any]) -> bool | None:
     return True if raw.get("availableDeploy") is True else None
 
 
-def parse(payload: Any, *, drop_malformed: bool = False) -> ScrapeResult:
-    """The `data` products as offers. With `drop_malformed` (PPIO), a product missing a field is dropped
-    with its reason instead of failing the run; a body without a `data` list always fails it."""
+def parse(payload: Any) -> ScrapeResult:
+    """The `data` products as offers: a product missing a field is dropped with its reason, a body without
+    a `data` list fails the run."""
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(as_list(require(payload, "data", "response"), "data")):
-        try:
+        # One malformed product is dropped with its reason (providers.parsing.dropping); the envelope fails.
+        with dropping(result, f"data[{i}]"):
             parse_product(raw, f"data[{i}]", result, seen)
-        except ProviderError as exc:
-            if not drop_malformed:
-                raise
-            result.skipped.append(f"data[{i}]: {exc}")
     return result
 
 

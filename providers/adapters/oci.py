@@ -42,7 +42,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, to_optional_decimal
+from providers.parsing import as_list, dropping, to_optional_decimal
 
 BASE = "https://www.oracle.com/a/ocom/docs/cloudestimator2/data"
 SHAPES_URL = f"{BASE}/shapes.json"
@@ -102,24 +102,28 @@ class Part:
     metric: str
 
 
-def parse_products(payload: Any) -> dict[str, Part]:
-    """partNumber → USD pay-as-you-go price; parts without one are left out."""
+def parse_products(payload: Any, result: ScrapeResult | None = None) -> dict[str, Part]:
+    """partNumber → USD pay-as-you-go price; parts without one are left out (a malformed one with its
+    reason in `result`)."""
+    result = result if result is not None else ScrapeResult()
     parts: dict[str, Part] = {}
     for i, item in enumerate(_items(payload, "products.json")):
-        where = f"products.json items[{i}]"
-        number = require(item, "partNumber", where)
-        localizations = as_list(require(item, "currencyCodeLocalizations", where), "currencyCodeLocalizations", where)
-        for loc in localizations:
-            if not isinstance(loc, dict) or loc.get("currencyCode") != "USD":
-                continue
-            for price in as_list(require(loc, "prices", f"{where} USD"), "prices", where):
-                if isinstance(price, dict) and price.get("model") == "PAY_AS_YOU_GO":
-                    value = _dec(require(price, "value", f"{where} price"), f"{where} price")
-                    if value is not None and value > 0:
-                        parts[str(number)] = Part(value, str(item.get("metricName") or ""))
-                        break
-            if str(number) in parts:
-                break
+        with dropping(result, f"products.json items[{i}]"):
+            where = f"products.json items[{i}]"
+            number = require(item, "partNumber", where)
+            localized = require(item, "currencyCodeLocalizations", where)
+            localizations = as_list(localized, "currencyCodeLocalizations", where)
+            for loc in localizations:
+                if not isinstance(loc, dict) or loc.get("currencyCode") != "USD":
+                    continue
+                for price in as_list(require(loc, "prices", f"{where} USD"), "prices", where):
+                    if isinstance(price, dict) and price.get("model") == "PAY_AS_YOU_GO":
+                        value = _dec(require(price, "value", f"{where} price"), f"{where} price")
+                        if value is not None and value > 0:
+                            parts[str(number)] = Part(value, str(item.get("metricName") or ""))
+                            break
+                if str(number) in parts:
+                    break
     return parts
 
 
@@ -142,68 +146,69 @@ def gpu_model(shape: str) -> tuple[str, Decimal | None]:
 
 
 def parse(shapes_payload: Any, products_payload: Any) -> ScrapeResult:
-    parts = parse_products(products_payload)
     result = ScrapeResult()
+    parts = parse_products(products_payload, result)
     keys: set[str] = set()
     for i, shape in enumerate(_items(shapes_payload, "shapes.json")):
-        where = f"shapes.json items[{i}]"
-        name = str(require(shape, "name", where))
-        gpus = _dec(shape.get("gpuQty"), f"{where}.gpuQty")
-        if gpus is None or gpus <= 0 or shape.get("hidden"):
-            continue
-        products = as_list(require(shape, "products", where), "products", where)
-        gpu_parts = [p for p in products if isinstance(p, dict) and _value(p.get("type")) == "ocpu"]
-        if len(gpu_parts) != 1:
-            result.skipped.append(f"{name}: expected one 'ocpu' price part, found {len(gpu_parts)}")
-            continue
-        number = str(require(gpu_parts[0], "partNumber", f"{where}.products"))
-        part = parts.get(number)
-        if part is None:
-            result.skipped.append(f"{name}: part {number} has no USD pay-as-you-go price")
-            continue
-        if "OCPU" in part.metric.upper() and "GPU PER" not in part.metric.upper():
-            result.skipped.append(f"{name}: part {number} is billed {part.metric!r}, not per GPU")
-            continue
-        if name in keys:
-            result.skipped.append(f"{name}: duplicate shape")
-            continue
-        keys.add(name)
-        gpu_name, memory = gpu_model(name)
-        bare, suffix = split_shape(name)
-        price = part.price * gpus
-        attributes: dict[str, Any] = {"part_number": number}
-        if suffix:
-            attributes["shape_suffix"] = suffix
-        if part.metric:
-            attributes["metric"] = part.metric
-        if shape.get("status") is not None:
-            attributes["status"] = shape["status"]
-        if (qty := _dec(gpu_parts[0].get("qty"), f"{where}.products.qty")) is not None:
-            attributes["part_qty"] = str(qty)
-        on_demand = ScrapedOffer(
-            key=f"{name}:on_demand",
-            gpu_name=gpu_name,
-            gpu_count=gpus,
-            price_per_hour=price,
-            region="",
-            gpu_memory_gb=memory,
-            instance_type=bare,
-            available=None,
-            ram_gb=_dec(shape.get("bundleMemoryQty"), f"{where}.bundleMemoryQty"),
-            attributes=attributes,
-        )
-        result.offers.append(on_demand)
-        if shape.get("allowPreemptible"):
-            # Preemptible is the same shape at a derived price: only key, price, pricing and the note differ.
-            result.offers.append(
-                replace(
-                    on_demand,
-                    key=f"{name}:spot",
-                    price_per_hour=price * PREEMPTIBLE_FACTOR,
-                    pricing=Pricing.spot,
-                    attributes=attributes | {"derived_price": DERIVED},
-                )
+        with dropping(result, f"shapes[{i}]"):
+            where = f"shapes.json items[{i}]"
+            name = str(require(shape, "name", where))
+            gpus = _dec(shape.get("gpuQty"), f"{where}.gpuQty")
+            if gpus is None or gpus <= 0 or shape.get("hidden"):
+                continue
+            products = as_list(require(shape, "products", where), "products", where)
+            gpu_parts = [p for p in products if isinstance(p, dict) and _value(p.get("type")) == "ocpu"]
+            if len(gpu_parts) != 1:
+                result.skipped.append(f"{name}: expected one 'ocpu' price part, found {len(gpu_parts)}")
+                continue
+            number = str(require(gpu_parts[0], "partNumber", f"{where}.products"))
+            part = parts.get(number)
+            if part is None:
+                result.skipped.append(f"{name}: part {number} has no USD pay-as-you-go price")
+                continue
+            if "OCPU" in part.metric.upper() and "GPU PER" not in part.metric.upper():
+                result.skipped.append(f"{name}: part {number} is billed {part.metric!r}, not per GPU")
+                continue
+            if name in keys:
+                result.skipped.append(f"{name}: duplicate shape")
+                continue
+            keys.add(name)
+            gpu_name, memory = gpu_model(name)
+            bare, suffix = split_shape(name)
+            price = part.price * gpus
+            attributes: dict[str, Any] = {"part_number": number}
+            if suffix:
+                attributes["shape_suffix"] = suffix
+            if part.metric:
+                attributes["metric"] = part.metric
+            if shape.get("status") is not None:
+                attributes["status"] = shape["status"]
+            if (qty := _dec(gpu_parts[0].get("qty"), f"{where}.products.qty")) is not None:
+                attributes["part_qty"] = str(qty)
+            on_demand = ScrapedOffer(
+                key=f"{name}:on_demand",
+                gpu_name=gpu_name,
+                gpu_count=gpus,
+                price_per_hour=price,
+                region="",
+                gpu_memory_gb=memory,
+                instance_type=bare,
+                available=None,
+                ram_gb=_dec(shape.get("bundleMemoryQty"), f"{where}.bundleMemoryQty"),
+                attributes=attributes,
             )
+            result.offers.append(on_demand)
+            if shape.get("allowPreemptible"):
+                # Preemptible is the same shape at a derived price: only key, price, pricing and the note differ.
+                result.offers.append(
+                    replace(
+                        on_demand,
+                        key=f"{name}:spot",
+                        price_per_hour=price * PREEMPTIBLE_FACTOR,
+                        pricing=Pricing.spot,
+                        attributes=attributes | {"derived_price": DERIVED},
+                    )
+                )
     return result
 
 

@@ -46,7 +46,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, slug, to_decimal, to_optional_decimal
 
 # (ovhSubsidiary, API root): each subsidiary prices in its own currency, read from the catalog's locale.
 SUBSIDIARIES: tuple[tuple[str, str], ...] = (
@@ -138,68 +138,71 @@ def parse(payload: Any, subsidiary: str) -> ScrapeResult:
     plans: list[_Plan] = []
     regions: dict[str, list[str]] = {}
     for i, addon in enumerate(addons):
-        if not isinstance(addon, dict):
-            continue
-        code = str(addon.get("planCode", ""))
-        if wanted is not None and code not in wanted:
-            continue
-        if wanted is None and addon.get("product") != "publiccloud-instance":
-            continue
-        plan = _plan(addon, f"addons[{i}]")
-        if plan is None:
-            continue
-        if isinstance(plan, str):
-            result.skipped.append(f"{subsidiary}: {plan}")
-            continue
-        plans.append(plan)
-        regions.setdefault(plan.flavor, [])
-        regions[plan.flavor] += [r for r in _regions(addon) if r not in regions[plan.flavor]]
+        with dropping(result, f"addons[{i}]"):
+            if not isinstance(addon, dict):
+                continue
+            code = str(addon.get("planCode", ""))
+            if wanted is not None and code not in wanted:
+                continue
+            if wanted is None and addon.get("product") != "publiccloud-instance":
+                continue
+            plan = _plan(addon, f"addons[{i}]")
+            if plan is None:
+                continue
+            if isinstance(plan, str):
+                result.skipped.append(f"{subsidiary}: {plan}")
+                continue
+            plans.append(plan)
+            regions.setdefault(plan.flavor, [])
+            regions[plan.flavor] += [r for r in _regions(addon) if r not in regions[plan.flavor]]
     if len(currency) != 3 or not currency.isalpha():
         result.skipped += [f"{subsidiary}: {p.plan_code}: catalog has no locale.currencyCode" for p in plans]
         return result
     prefix = subsidiary.lower()
     for plan in plans:
-        technical = plan.technical
-        gpu = technical["gpu"]
-        memory = _object(gpu.get("memory"))
-        per_gpu = to_optional_decimal(memory.get("size"), f"{plan.plan_code}.gpu.memory.size")
-        model = str(gpu.get("model") or "").strip()
-        if not model:
-            result.skipped.append(f"{subsidiary}: {plan.plan_code}: GPU without a model")
-            continue
-        cpu = _object(technical.get("cpu"))
-        ram = _object(technical.get("memory"))
-        attributes: dict[str, Any] = {
-            "raw_gpu": model,
-            "plan_code": plan.plan_code,
-            "ovh_subsidiary": subsidiary,
-            "tax_included": False,
-        }
-        if tax_rate is not None:
-            attributes["tax_rate"] = str(tax_rate)
-        if plan.monthly is not None:
-            attributes |= {"monthly_price": f"{plan.monthly.normalize():f}", "hours_per_month": int(HOURS_PER_MONTH)}
-        suffix = f":{plan.term}" if plan.term else ""
-        for region in regions[plan.flavor] or [""]:
-            where = f":{region}" if region else ""
-            result.offers.append(
-                ScrapedOffer(
-                    key=f"{prefix}:{plan.flavor}{where}{suffix}",
-                    gpu_name=f"{model} {per_gpu.normalize():f}GB" if per_gpu else model,
-                    gpu_count=to_decimal(gpu["number"], f"{plan.plan_code}.gpu.number"),
-                    price_per_hour=plan.price,
-                    pricing=plan.pricing,
-                    reserved_term=plan.term,
-                    region=region,
-                    gpu_memory_gb=per_gpu,
-                    instance_type=plan.flavor,
-                    available=None,
-                    vcpus=to_optional_decimal(cpu.get("cores"), f"{plan.plan_code}.cpu.cores"),
-                    ram_gb=to_optional_decimal(ram.get("size"), f"{plan.plan_code}.memory.size"),
-                    attributes=dict(attributes),
-                    currency=currency,
+        with dropping(result, f"plan {plan.plan_code}"):
+            technical = plan.technical
+            gpu = technical["gpu"]
+            memory = _object(gpu.get("memory"))
+            per_gpu = to_optional_decimal(memory.get("size"), f"{plan.plan_code}.gpu.memory.size")
+            model = str(gpu.get("model") or "").strip()
+            if not model:
+                result.skipped.append(f"{subsidiary}: {plan.plan_code}: GPU without a model")
+                continue
+            cpu = _object(technical.get("cpu"))
+            ram = _object(technical.get("memory"))
+            attributes: dict[str, Any] = {
+                "raw_gpu": model,
+                "plan_code": plan.plan_code,
+                "ovh_subsidiary": subsidiary,
+                "tax_included": False,
+            }
+            if tax_rate is not None:
+                attributes["tax_rate"] = str(tax_rate)
+            if plan.monthly is not None:
+                monthly = f"{plan.monthly.normalize():f}"
+                attributes |= {"monthly_price": monthly, "hours_per_month": int(HOURS_PER_MONTH)}
+            suffix = f":{plan.term}" if plan.term else ""
+            for region in regions[plan.flavor] or [""]:
+                where = f":{region}" if region else ""
+                result.offers.append(
+                    ScrapedOffer(
+                        key=f"{prefix}:{plan.flavor}{where}{suffix}",
+                        gpu_name=f"{model} {per_gpu.normalize():f}GB" if per_gpu else model,
+                        gpu_count=to_decimal(gpu["number"], f"{plan.plan_code}.gpu.number"),
+                        price_per_hour=plan.price,
+                        pricing=plan.pricing,
+                        reserved_term=plan.term,
+                        region=region,
+                        gpu_memory_gb=per_gpu,
+                        instance_type=plan.flavor,
+                        available=None,
+                        vcpus=to_optional_decimal(cpu.get("cores"), f"{plan.plan_code}.cpu.cores"),
+                        ram_gb=to_optional_decimal(ram.get("size"), f"{plan.plan_code}.memory.size"),
+                        attributes=dict(attributes),
+                        currency=currency,
+                    )
                 )
-            )
     return result
 
 

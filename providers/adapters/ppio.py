@@ -4,8 +4,8 @@
 The products API is Novita's, field for field, so the parse is Novita's (`providers.adapters.novita.parse`),
 not a copy of it: see that module for the shape, the one-offer-per-region rule and spot offers. What PPIO
 adds is read there too: `canBuy: false` makes a product unavailable, `activityProduct: true` (a campaign
-price) is marked `promotional` in attributes. Unlike Novita, one malformed product is dropped with its
-reason (`drop_malformed`), so a single odd row never empties the provider; a body without `data` fails.
+price) is marked `promotional` in attributes. As for Novita, one malformed product is dropped with its
+reason, so a single odd row never empties the provider; a body without `data` fails.
 
 Auth: `Authorization: Bearer <PPIO_API_KEY>` (missing → the run is `skipped`). Like Novita we ask for every
 product, not only `available=true` (SkyPilot's filter), so sold-out products stay in the history as
@@ -40,4 +40,4 @@ class Ppio(Provider):
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"authorization": f"Bearer {ctx.secret(API_KEY)}"}
-        return parse(await get_json(ctx, URL, headers=headers), drop_malformed=True)
+        return parse(await get_json(ctx, URL, headers=headers))

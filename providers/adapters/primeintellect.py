@@ -39,7 +39,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, to_optional_decimal, upstream_provider
+from providers.parsing import as_list, dropping, memory_in_name, to_optional_decimal, upstream_provider
 
 URL = "https://api.primeintellect.ai/api/v1/availability/gpus"
 PAGE_SIZE = 100
@@ -91,77 +91,78 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
     result = result if result is not None else ScrapeResult()
     seen = seen if seen is not None else set()
     for i, raw in enumerate(as_list(require(payload, "items", "response"), "items")):
-        where = f"items[{i}]"
-        gpu_type = require(raw, "gpuType", where)
-        count = to_optional_decimal(require(raw, "gpuCount", where), f"{where}.gpuCount")
-        if not gpu_type or not count or count <= 0 or str(gpu_type).upper().startswith("CPU"):
-            continue  # CPU node
-        gpu_type = str(gpu_type)
-        provider = str(require(raw, "provider", where))
-        cloud_id = str(require(raw, "cloudId", where))
-        prices = require(raw, "prices", where)
-        price_field = "onDemand"
-        price = to_optional_decimal(require(prices, "onDemand", f"{where}.prices"), f"{where}.prices.onDemand")
-        if price is None:
-            price_field = "communityPrice"
-            price = to_optional_decimal(prices.get("communityPrice"), f"{where}.prices.communityPrice")
-        if price is None or price <= 0:
-            result.skipped.append(f"{provider}:{cloud_id}: no price")
-            continue
-        currency = prices.get("currency")
-        if currency and str(currency).upper() != "USD":
-            result.skipped.append(f"{provider}:{cloud_id}: price in {currency}")
-            continue
-        spot = raw.get("isSpot") is True
-        datacenter = raw.get("dataCenter")
-        country = raw.get("country")
-        region = str(datacenter or country or "").strip().lower()
-        security = raw.get("security")
-        key = ":".join(
-            [provider, cloud_id, region, str(count)]
-            + ([str(security)] if security else [])
-            + (["spot"] if spot else [])
-        )
-        if key in seen:
-            result.skipped.append(f"{key}: listed twice")
-            continue
-        seen.add(key)
-        memory, per_gpu_field = _per_gpu_memory(
-            to_optional_decimal(raw.get("gpuMemory"), f"{where}.gpuMemory"), count, gpu_type
-        )
-        socket = raw.get("socket")
-        # `upstream` in attributes is set from ScrapedOffer.upstream by fetch_offers, with `via`.
-        attributes: dict[str, Any] = {"upstream_raw": provider, "cloud_id": cloud_id, "raw_gpu": gpu_type}
-        for field_name, attr in (
-            ("socket", "socket"),
-            ("security", "security"),
-            ("country", "country"),
-            ("dataCenter", "datacenter"),
-            ("stockStatus", "stock_status"),
-        ):
-            if raw.get(field_name) is not None:
-                attributes[attr] = raw[field_name]
-        if price_field != "onDemand":
-            attributes["price_field"] = price_field
-        if per_gpu_field:
-            attributes["gpu_memory_field"] = "per_gpu"
-        result.offers.append(
-            ScrapedOffer(
-                key=key,
-                gpu_name=raw_gpu_name(gpu_type, str(socket) if socket else None),
-                gpu_count=count,
-                price_per_hour=price,
-                pricing=Pricing.spot if spot else Pricing.on_demand,
-                region=region,
-                gpu_memory_gb=memory,
-                instance_type=cloud_id,
-                available=availability(raw.get("stockStatus")),
-                vcpus=_default_count(raw.get("vcpu"), f"{where}.vcpu"),
-                ram_gb=_default_count(raw.get("memory"), f"{where}.memory"),
-                attributes=attributes,
-                upstream=None if provider.lower().startswith(OWN_DATACENTER) else upstream_provider(provider),
+        with dropping(result, f"items[{i}]"):
+            where = f"items[{i}]"
+            gpu_type = require(raw, "gpuType", where)
+            count = to_optional_decimal(require(raw, "gpuCount", where), f"{where}.gpuCount")
+            if not gpu_type or not count or count <= 0 or str(gpu_type).upper().startswith("CPU"):
+                continue  # CPU node
+            gpu_type = str(gpu_type)
+            provider = str(require(raw, "provider", where))
+            cloud_id = str(require(raw, "cloudId", where))
+            prices = require(raw, "prices", where)
+            price_field = "onDemand"
+            price = to_optional_decimal(require(prices, "onDemand", f"{where}.prices"), f"{where}.prices.onDemand")
+            if price is None:
+                price_field = "communityPrice"
+                price = to_optional_decimal(prices.get("communityPrice"), f"{where}.prices.communityPrice")
+            if price is None or price <= 0:
+                result.skipped.append(f"{provider}:{cloud_id}: no price")
+                continue
+            currency = prices.get("currency")
+            if currency and str(currency).upper() != "USD":
+                result.skipped.append(f"{provider}:{cloud_id}: price in {currency}")
+                continue
+            spot = raw.get("isSpot") is True
+            datacenter = raw.get("dataCenter")
+            country = raw.get("country")
+            region = str(datacenter or country or "").strip().lower()
+            security = raw.get("security")
+            key = ":".join(
+                [provider, cloud_id, region, str(count)]
+                + ([str(security)] if security else [])
+                + (["spot"] if spot else [])
             )
-        )
+            if key in seen:
+                result.skipped.append(f"{key}: listed twice")
+                continue
+            seen.add(key)
+            memory, per_gpu_field = _per_gpu_memory(
+                to_optional_decimal(raw.get("gpuMemory"), f"{where}.gpuMemory"), count, gpu_type
+            )
+            socket = raw.get("socket")
+            # `upstream` in attributes is set from ScrapedOffer.upstream by fetch_offers, with `via`.
+            attributes: dict[str, Any] = {"upstream_raw": provider, "cloud_id": cloud_id, "raw_gpu": gpu_type}
+            for field_name, attr in (
+                ("socket", "socket"),
+                ("security", "security"),
+                ("country", "country"),
+                ("dataCenter", "datacenter"),
+                ("stockStatus", "stock_status"),
+            ):
+                if raw.get(field_name) is not None:
+                    attributes[attr] = raw[field_name]
+            if price_field != "onDemand":
+                attributes["price_field"] = price_field
+            if per_gpu_field:
+                attributes["gpu_memory_field"] = "per_gpu"
+            result.offers.append(
+                ScrapedOffer(
+                    key=key,
+                    gpu_name=raw_gpu_name(gpu_type, str(socket) if socket else None),
+                    gpu_count=count,
+                    price_per_hour=price,
+                    pricing=Pricing.spot if spot else Pricing.on_demand,
+                    region=region,
+                    gpu_memory_gb=memory,
+                    instance_type=cloud_id,
+                    available=availability(raw.get("stockStatus")),
+                    vcpus=_default_count(raw.get("vcpu"), f"{where}.vcpu"),
+                    ram_gb=_default_count(raw.get("memory"), f"{where}.memory"),
+                    attributes=attributes,
+                    upstream=None if provider.lower().startswith(OWN_DATACENTER) else upstream_provider(provider),
+                )
+            )
     return result
 
 

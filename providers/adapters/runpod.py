@@ -70,7 +70,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import gather_bounded, get_json, post_json, require
-from providers.parsing import as_list, to_optional_decimal
+from providers.parsing import as_list, dropping, to_optional_decimal
 
 URL = "https://api.runpod.io/graphql"
 REST_URL = "https://api.runpod.io/v2/catalog/gpus"
@@ -256,34 +256,35 @@ def parse_prices(payload: Any, meta: Metadata, location: Location, count: int) -
     data = _data(payload, f"price query ({location.cloud} {location.id} ×{count})")
     result = ScrapeResult()
     for i, raw in enumerate(as_list(require(data, "gpuTypes", "data"), "gpuTypes")):
-        where = f"gpuTypes[{i}] ({location.cloud} {location.id} ×{count})"
-        gpu_id = str(require(raw, "id", where))
-        lowest = require(raw, "lowestPrice", where)
-        if lowest is None or require(lowest, "stockStatus", f"{where}.lowestPrice") is None:
-            continue  # no capacity for this size here: RunPod does not offer it
-        gpu = meta.gpu_types.get(gpu_id)
-        if gpu is None:
-            result.skipped.append(f"{where}: GPU type {gpu_id!r} missing from the metadata query")
-            continue
-        if not gpu.sells(location.cloud, count):
-            continue
-        require(raw, f"{location.cloud}Price", where)  # asked for: its absence means the schema changed
-        offers, why = type_offers(
-            raw,
-            gpu,
-            location.cloud,
-            count,
-            key=f"{gpu_id}:{count}:{location.cloud}:{location.id}",
-            region=location.id.lower(),
-            available=True,
-            where=where,
-            attributes={"stock_status": lowest["stockStatus"]},
-            vcpus=to_optional_decimal(lowest.get("minVcpu"), f"{where}.minVcpu"),
-            ram_gb=to_optional_decimal(lowest.get("minMemory"), f"{where}.minMemory"),
-        )
-        result.offers.extend(offers)
-        if why:
-            result.skipped.append(why)
+        with dropping(result, f"gpuTypes[{i}]"):
+            where = f"gpuTypes[{i}] ({location.cloud} {location.id} ×{count})"
+            gpu_id = str(require(raw, "id", where))
+            lowest = require(raw, "lowestPrice", where)
+            if lowest is None or require(lowest, "stockStatus", f"{where}.lowestPrice") is None:
+                continue  # no capacity for this size here: RunPod does not offer it
+            gpu = meta.gpu_types.get(gpu_id)
+            if gpu is None:
+                result.skipped.append(f"{where}: GPU type {gpu_id!r} missing from the metadata query")
+                continue
+            if not gpu.sells(location.cloud, count):
+                continue
+            require(raw, f"{location.cloud}Price", where)  # asked for: its absence means the schema changed
+            offers, why = type_offers(
+                raw,
+                gpu,
+                location.cloud,
+                count,
+                key=f"{gpu_id}:{count}:{location.cloud}:{location.id}",
+                region=location.id.lower(),
+                available=True,
+                where=where,
+                attributes={"stock_status": lowest["stockStatus"]},
+                vcpus=to_optional_decimal(lowest.get("minVcpu"), f"{where}.minVcpu"),
+                ram_gb=to_optional_decimal(lowest.get("minMemory"), f"{where}.minMemory"),
+            )
+            result.offers.extend(offers)
+            if why:
+                result.skipped.append(why)
     return result
 
 

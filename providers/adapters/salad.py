@@ -41,7 +41,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, to_optional_decimal
 
 BASE = "https://api.salad.com/api/public/organizations"
 ORGANIZATIONS_URL = BASE
@@ -67,45 +67,46 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(as_list(require(payload, "items", "response"), "items")):
-        where = f"items[{i}]"
-        class_id = str(require(raw, "id", where))
-        name = str(require(raw, "name", where)).strip()
-        prices = as_list(require(raw, "prices", where), f"{where}.prices")
-        for j, tier_price in enumerate(prices):
-            pwhere = f"{where}.prices[{j}]"
-            tier = str(require(tier_price, "priority", pwhere)).strip().lower()
-            price = to_optional_decimal(require(tier_price, "price", pwhere), f"{pwhere}.price", blank_is_none=True)
-            key = f"{class_id}:{tier}"
-            if tier not in TIERS:
-                result.skipped.append(f"{name}: unknown priority {tier!r}")
-                continue
-            if price is None or price <= 0:
-                result.skipped.append(f"{name}:{tier}: no price")
-                continue
-            if key in seen:
-                result.skipped.append(f"{name}:{tier}: listed twice")
-                continue
-            seen.add(key)
-            attributes: dict[str, Any] = {"class_id": class_id, "priority": tier, "gpu_only": True}
-            if isinstance(raw.get("is_high_demand"), bool):
-                attributes["high_demand"] = raw["is_high_demand"]
-            if raw.get("gpu_class_type"):
-                attributes["gpu_class_type"] = raw["gpu_class_type"]
-            result.offers.append(
-                ScrapedOffer(
-                    key=key,
-                    gpu_name=name,
-                    gpu_count=Decimal(1),
-                    price_per_hour=price,
-                    pricing=Pricing.spot,
-                    gpu_memory_gb=memory_in_name(name.replace("(", " ").replace(")", " ")),
-                    instance_type=name,
-                    available=None,
-                    attributes=attributes,
+        with dropping(result, f"items[{i}]"):
+            where = f"items[{i}]"
+            class_id = str(require(raw, "id", where))
+            name = str(require(raw, "name", where)).strip()
+            prices = as_list(require(raw, "prices", where), f"{where}.prices")
+            for j, tier_price in enumerate(prices):
+                pwhere = f"{where}.prices[{j}]"
+                tier = str(require(tier_price, "priority", pwhere)).strip().lower()
+                price = to_optional_decimal(require(tier_price, "price", pwhere), f"{pwhere}.price", blank_is_none=True)
+                key = f"{class_id}:{tier}"
+                if tier not in TIERS:
+                    result.skipped.append(f"{name}: unknown priority {tier!r}")
+                    continue
+                if price is None or price <= 0:
+                    result.skipped.append(f"{name}:{tier}: no price")
+                    continue
+                if key in seen:
+                    result.skipped.append(f"{name}:{tier}: listed twice")
+                    continue
+                seen.add(key)
+                attributes: dict[str, Any] = {"class_id": class_id, "priority": tier, "gpu_only": True}
+                if isinstance(raw.get("is_high_demand"), bool):
+                    attributes["high_demand"] = raw["is_high_demand"]
+                if raw.get("gpu_class_type"):
+                    attributes["gpu_class_type"] = raw["gpu_class_type"]
+                result.offers.append(
+                    ScrapedOffer(
+                        key=key,
+                        gpu_name=name,
+                        gpu_count=Decimal(1),
+                        price_per_hour=price,
+                        pricing=Pricing.spot,
+                        gpu_memory_gb=memory_in_name(name.replace("(", " ").replace(")", " ")),
+                        instance_type=name,
+                        available=None,
+                        attributes=attributes,
+                    )
                 )
-            )
-        if not prices:
-            result.skipped.append(f"{name}: no prices listed")
+            if not prices:
+                result.skipped.append(f"{name}: no prices listed")
     return result
 
 

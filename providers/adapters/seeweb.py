@@ -35,20 +35,18 @@ from typing import Any
 from providers.contract import (
     FetchContext,
     Provider,
+    ProviderError,
     ProviderKind,
     ScrapedOffer,
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, slug
+from providers.parsing import ISO_CODES, as_list, memory_in_name, parse_money, slug
 
 URL = "https://api.seeweb.it/ecs/v2/plans"
 DEFAULT_CURRENCY = "EUR"  # Seeweb's published price list is in euros
 MIB_PER_GIB = 1024
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SIGNS = {"$": "USD", "€": "EUR", "£": "GBP"}
-_CODE = re.compile(r"\b([A-Z]{3})\b")
-KNOWN_CURRENCIES = frozenset({"EUR", "USD", "GBP", "CHF"})
 # Accelerators the catalog has no entry for and that are not GPUs in the tracker's sense.
 NOT_GPUS = ("TENSTORRENT", "GRAYSKULL", "WORMHOLE")
 
@@ -63,21 +61,31 @@ def number_in(value: Any) -> Decimal | None:
     return Decimal(match[0]) if match else None
 
 
+def _price_text(plan: dict[str, Any]) -> tuple[Decimal, str | None] | str:
+    """`hourly_price` through the one money reader (`providers.parsing.parse_money`): (amount, the code its
+    text names or None), or why it cannot be read. A bare "$" is USD, as Seeweb's API writes dollar prices;
+    "CA$", "A$", "HK$" name their own dollars, never USD."""
+    try:
+        return parse_money(plan.get("hourly_price"), "hourly_price", dollar="USD")
+    except ProviderError as exc:
+        return str(exc)
+
+
 def currency_of(plan: dict[str, Any]) -> tuple[str | None, str]:
     """(ISO code or None when it cannot be told, where it came from) for a plan's `hourly_price`."""
+    read = _price_text(plan)
+    named = read[1] if isinstance(read, tuple) else None
     stated = plan.get("currency")
     if isinstance(stated, str) and stated.strip():
         code = stated.strip().upper()
-        return (code if code in KNOWN_CURRENCIES else None), "currency field"
+        agrees = code in ISO_CODES and named in (None, code)
+        return (code if agrees else None), "currency field"
     price = plan.get("hourly_price")
     if isinstance(price, str):
-        signs = {code for sign, code in _SIGNS.items() if sign in price}
-        codes = {m for m in _CODE.findall(price.upper())}
-        found = signs | codes
-        if len(found) > 1 or (found and not found <= KNOWN_CURRENCIES):
+        if not isinstance(read, tuple):
             return None, f"price text {price!r}"
-        if found:
-            return found.pop(), "price text"
+        if named:
+            return named, "price text"
     return DEFAULT_CURRENCY, "provider default"
 
 
@@ -103,8 +111,12 @@ def _plan(plan: Any, where: str, result: ScrapeResult) -> None:
     if any(marker in label.upper() for marker in NOT_GPUS):
         result.skipped.append(f"{name}: {label!r} is not a GPU the catalog tracks")
         return
-    price = number_in(plan.get("hourly_price"))
-    if price is None or price <= 0:
+    read = _price_text(plan)
+    if isinstance(read, str):
+        result.skipped.append(f"{name}: {read}")
+        return
+    price = read[0]
+    if price <= 0:
         result.skipped.append(f"{name}: hourly_price {plan.get('hourly_price')!r}")
         return
     currency, source = currency_of(plan)

@@ -40,7 +40,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
-from providers.parsing import as_list, cents_to_dollars, slug, to_optional_decimal, upstream_provider
+from providers.parsing import as_list, cents_to_dollars, dropping, slug, to_optional_decimal, upstream_provider
 
 URL = "https://api.shadeform.ai/v1/instances/types"
 _MEM_SUFFIX = re.compile(r"^(.*?)[ _-](\d+)GB?$", re.IGNORECASE)
@@ -76,74 +76,75 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(rows):
-        where = f"instance_types[{i}]"
-        cloud = str(require(raw, "cloud", where))
-        shade_type = str(require(raw, "shade_instance_type", where))
-        config = require(raw, "configuration", where)
-        cwhere = f"{where}.configuration"
-        count = to_optional_decimal(require(config, "num_gpus", cwhere), f"{cwhere}.num_gpus")
-        gpu_type = config.get("gpu_type")
-        if not count or count <= 0 or not gpu_type:
-            continue  # CPU-only
-        cents = to_optional_decimal(require(raw, "hourly_price", where), f"{where}.hourly_price")
-        listed = raw.get("availability")
-        spot_rows = [z for z in listed if _rental(z) == "spot"] if isinstance(listed, list) else []
-        if (cents is None or cents <= 0) and not spot_rows:  # nothing priced to offer, whatever the regions
-            result.skipped.append(f"{cloud}:{shade_type}: no price")
-            continue
-        availability = as_list(require(raw, "availability", where), f"{where}.availability")
-        if not availability:
-            result.skipped.append(f"{cloud}:{shade_type}: no regions listed")
-            continue
-        vram = to_optional_decimal(config.get("vram_per_gpu_in_gb"), f"{cwhere}.vram_per_gpu_in_gb")
-        attributes: dict[str, Any] = {
-            "cloud": cloud,
-            "cloud_instance_type": raw.get("cloud_instance_type"),
-            "raw_gpu": gpu_type,
-        }
-        for extra in ("interconnect", "nvlink"):
-            if config.get(extra) is not None:
-                attributes[extra] = config[extra]
-        if raw.get("deployment_type"):
-            attributes["deployment_type"] = raw["deployment_type"]
-        for j, zone in enumerate(availability):
-            zwhere = f"{where}.availability[{j}]"
-            region = slug(require(zone, "region", zwhere))  # always a well-formed code ("FIN-01" → "fin-01")
-            rental = _rental(zone)
-            if rental != "spot" and rental not in ON_DEMAND_RENTALS:
-                result.skipped.append(f"{cloud}:{shade_type}:{region}: unknown rental_type {rental!r}")
+        with dropping(result, f"instance_types[{i}]"):
+            where = f"instance_types[{i}]"
+            cloud = str(require(raw, "cloud", where))
+            shade_type = str(require(raw, "shade_instance_type", where))
+            config = require(raw, "configuration", where)
+            cwhere = f"{where}.configuration"
+            count = to_optional_decimal(require(config, "num_gpus", cwhere), f"{cwhere}.num_gpus")
+            gpu_type = config.get("gpu_type")
+            if not count or count <= 0 or not gpu_type:
+                continue  # CPU-only
+            cents = to_optional_decimal(require(raw, "hourly_price", where), f"{where}.hourly_price")
+            listed = raw.get("availability")
+            spot_rows = [z for z in listed if _rental(z) == "spot"] if isinstance(listed, list) else []
+            if (cents is None or cents <= 0) and not spot_rows:  # nothing priced to offer, whatever the regions
+                result.skipped.append(f"{cloud}:{shade_type}: no price")
                 continue
-            spot = rental == "spot"
-            own = to_optional_decimal(zone.get("hourly_price"), f"{zwhere}.hourly_price")
-            # A spot row must carry its own rate; an on-demand row may refine the instance's.
-            price = own if spot or own is not None else cents
-            key = f"{cloud}:{shade_type}:{region}" + (":spot" if spot else "")
-            if price is None or price <= 0:
-                what = "spot row without its own price" if spot else "no price"
-                result.skipped.append(f"{key}: {what}")
+            availability = as_list(require(raw, "availability", where), f"{where}.availability")
+            if not availability:
+                result.skipped.append(f"{cloud}:{shade_type}: no regions listed")
                 continue
-            if key in seen:
-                result.skipped.append(f"{key}: listed twice")
-                continue
-            seen.add(key)
-            flag = zone.get("available")
-            result.offers.append(
-                ScrapedOffer(
-                    key=key,
-                    gpu_name=gpu_name(str(gpu_type), config.get("interconnect"), vram),
-                    gpu_count=count,
-                    price_per_hour=cents_to_dollars(price),
-                    pricing=Pricing.spot if spot else Pricing.on_demand,
-                    region=region,
-                    gpu_memory_gb=vram,
-                    instance_type=shade_type,
-                    available=flag if isinstance(flag, bool) else None,
-                    vcpus=to_optional_decimal(config.get("vcpus"), f"{cwhere}.vcpus"),
-                    ram_gb=to_optional_decimal(config.get("memory_in_gb"), f"{cwhere}.memory_in_gb"),
-                    attributes=dict(attributes),
-                    upstream=upstream_provider(cloud),
+            vram = to_optional_decimal(config.get("vram_per_gpu_in_gb"), f"{cwhere}.vram_per_gpu_in_gb")
+            attributes: dict[str, Any] = {
+                "cloud": cloud,
+                "cloud_instance_type": raw.get("cloud_instance_type"),
+                "raw_gpu": gpu_type,
+            }
+            for extra in ("interconnect", "nvlink"):
+                if config.get(extra) is not None:
+                    attributes[extra] = config[extra]
+            if raw.get("deployment_type"):
+                attributes["deployment_type"] = raw["deployment_type"]
+            for j, zone in enumerate(availability):
+                zwhere = f"{where}.availability[{j}]"
+                region = slug(require(zone, "region", zwhere))  # always a well-formed code ("FIN-01" → "fin-01")
+                rental = _rental(zone)
+                if rental != "spot" and rental not in ON_DEMAND_RENTALS:
+                    result.skipped.append(f"{cloud}:{shade_type}:{region}: unknown rental_type {rental!r}")
+                    continue
+                spot = rental == "spot"
+                own = to_optional_decimal(zone.get("hourly_price"), f"{zwhere}.hourly_price")
+                # A spot row must carry its own rate; an on-demand row may refine the instance's.
+                price = own if spot or own is not None else cents
+                key = f"{cloud}:{shade_type}:{region}" + (":spot" if spot else "")
+                if price is None or price <= 0:
+                    what = "spot row without its own price" if spot else "no price"
+                    result.skipped.append(f"{key}: {what}")
+                    continue
+                if key in seen:
+                    result.skipped.append(f"{key}: listed twice")
+                    continue
+                seen.add(key)
+                flag = zone.get("available")
+                result.offers.append(
+                    ScrapedOffer(
+                        key=key,
+                        gpu_name=gpu_name(str(gpu_type), config.get("interconnect"), vram),
+                        gpu_count=count,
+                        price_per_hour=cents_to_dollars(price),
+                        pricing=Pricing.spot if spot else Pricing.on_demand,
+                        region=region,
+                        gpu_memory_gb=vram,
+                        instance_type=shade_type,
+                        available=flag if isinstance(flag, bool) else None,
+                        vcpus=to_optional_decimal(config.get("vcpus"), f"{cwhere}.vcpus"),
+                        ram_gb=to_optional_decimal(config.get("memory_in_gb"), f"{cwhere}.memory_in_gb"),
+                        attributes=dict(attributes),
+                        upstream=upstream_provider(cloud),
+                    )
                 )
-            )
     return result
 
 

@@ -46,7 +46,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal, upstream_provider
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_optional_decimal, upstream_provider
 
 URL = "https://app.spheron.ai/api/gpu-offers"
 API_KEY = "SPHERON_API_KEY"
@@ -78,64 +78,66 @@ def parse_page(payload: Any, result: ScrapeResult, seen: set[str]) -> int:
     """Offers from one page into `result`; returns how many GPU groups the page held."""
     groups = as_list(require(payload, "data", "response"), "data")
     for i, group in enumerate(groups):
-        gwhere = f"data[{i}]"
-        gpu_type = str(require(group, "gpuType", gwhere))
-        for j, offer in enumerate(as_list(require(group, "offers", gwhere), f"{gwhere}.offers")):
-            where = f"{gwhere}.offers[{j}]"
-            offer_id = str(require(offer, "offerId", where))
-            upstream = upstream_provider(offer.get("provider"))
-            if upstream in OWN_FLEET:
-                upstream = None  # Spheron's own machines
-            count = to_optional_decimal(require(offer, "gpuCount", where), f"{where}.gpuCount")
-            price = to_optional_decimal(require(offer, "price", where), f"{where}.price", blank_is_none=True)
-            stem = f"{upstream or 'spheron'}:{offer_id}"
-            if not count or count <= 0:
-                continue  # CPU-only
-            if price is None or price <= 0:
-                result.skipped.append(f"{stem}: no price")
-                continue
-            regions = _regions(offer, where)
-            if not regions:
-                result.skipped.append(f"{stem}: no regions listed")
-                continue
-            kind = str(offer.get("instanceType") or "DEDICATED").strip().upper()
-            spot_price = to_optional_decimal(offer.get("spot_price"), f"{where}.spot_price", blank_is_none=True)
-            memory = to_optional_decimal(offer.get("gpu_memory"), f"{where}.gpu_memory") or None
-            usable = offer.get("available") is not False and offer.get("maintenance") is not True
-            attributes: dict[str, Any] = {"offer_id": offer_id, "raw_gpu": gpu_type, "instance_kind": kind}
-            if offer.get("provider"):
-                attributes["upstream_raw"] = offer["provider"]
-            if _BARE_METAL.search(gpu_type):
-                attributes["bare_metal"] = True
-            if offer.get("maintenance") is True:
-                attributes["maintenance"] = True
-            terms = [(Pricing.spot if kind == "SPOT" else Pricing.on_demand, price)]
-            if kind != "SPOT" and spot_price is not None and 0 < spot_price < price:
-                terms.append((Pricing.spot, spot_price))
-            for region in regions:
-                for pricing, amount in terms:
-                    key = f"{stem}:{region}" + (":spot" if pricing is Pricing.spot else "")
-                    if key in seen:
-                        result.skipped.append(f"{key}: listed twice")
+        with dropping(result, f"groups[{i}]"):
+            gwhere = f"data[{i}]"
+            gpu_type = str(require(group, "gpuType", gwhere))
+            for j, offer in enumerate(as_list(require(group, "offers", gwhere), f"{gwhere}.offers")):
+                with dropping(result, f"groups[{i}].offers[{j}]"):
+                    where = f"{gwhere}.offers[{j}]"
+                    offer_id = str(require(offer, "offerId", where))
+                    upstream = upstream_provider(offer.get("provider"))
+                    if upstream in OWN_FLEET:
+                        upstream = None  # Spheron's own machines
+                    count = to_optional_decimal(require(offer, "gpuCount", where), f"{where}.gpuCount")
+                    price = to_optional_decimal(require(offer, "price", where), f"{where}.price", blank_is_none=True)
+                    stem = f"{upstream or 'spheron'}:{offer_id}"
+                    if not count or count <= 0:
+                        continue  # CPU-only
+                    if price is None or price <= 0:
+                        result.skipped.append(f"{stem}: no price")
                         continue
-                    seen.add(key)
-                    result.offers.append(
-                        ScrapedOffer(
-                            key=key,
-                            gpu_name=raw_gpu_name(gpu_type, memory),
-                            gpu_count=count,
-                            price_per_hour=amount,
-                            pricing=pricing,
-                            region=region,
-                            gpu_memory_gb=memory,
-                            instance_type=offer_id,
-                            available=usable,
-                            vcpus=to_optional_decimal(offer.get("vcpus"), f"{where}.vcpus"),
-                            ram_gb=to_optional_decimal(offer.get("memory"), f"{where}.memory"),
-                            attributes=dict(attributes),
-                            upstream=upstream,
-                        )
-                    )
+                    regions = _regions(offer, where)
+                    if not regions:
+                        result.skipped.append(f"{stem}: no regions listed")
+                        continue
+                    kind = str(offer.get("instanceType") or "DEDICATED").strip().upper()
+                    spot_price = to_optional_decimal(offer.get("spot_price"), f"{where}.spot_price", blank_is_none=True)
+                    memory = to_optional_decimal(offer.get("gpu_memory"), f"{where}.gpu_memory") or None
+                    usable = offer.get("available") is not False and offer.get("maintenance") is not True
+                    attributes: dict[str, Any] = {"offer_id": offer_id, "raw_gpu": gpu_type, "instance_kind": kind}
+                    if offer.get("provider"):
+                        attributes["upstream_raw"] = offer["provider"]
+                    if _BARE_METAL.search(gpu_type):
+                        attributes["bare_metal"] = True
+                    if offer.get("maintenance") is True:
+                        attributes["maintenance"] = True
+                    terms = [(Pricing.spot if kind == "SPOT" else Pricing.on_demand, price)]
+                    if kind != "SPOT" and spot_price is not None and 0 < spot_price < price:
+                        terms.append((Pricing.spot, spot_price))
+                    for region in regions:
+                        for pricing, amount in terms:
+                            key = f"{stem}:{region}" + (":spot" if pricing is Pricing.spot else "")
+                            if key in seen:
+                                result.skipped.append(f"{key}: listed twice")
+                                continue
+                            seen.add(key)
+                            result.offers.append(
+                                ScrapedOffer(
+                                    key=key,
+                                    gpu_name=raw_gpu_name(gpu_type, memory),
+                                    gpu_count=count,
+                                    price_per_hour=amount,
+                                    pricing=pricing,
+                                    region=region,
+                                    gpu_memory_gb=memory,
+                                    instance_type=offer_id,
+                                    available=usable,
+                                    vcpus=to_optional_decimal(offer.get("vcpus"), f"{where}.vcpus"),
+                                    ram_gb=to_optional_decimal(offer.get("memory"), f"{where}.memory"),
+                                    attributes=dict(attributes),
+                                    upstream=upstream,
+                                )
+                            )
     return len(groups)
 
 

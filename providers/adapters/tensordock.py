@@ -25,7 +25,7 @@ from typing import Any
 
 from providers.contract import FetchContext, Provider, ProviderKind, ScrapedOffer, ScrapeResult
 from providers.http import get_json, require
-from providers.parsing import as_list, memory_in_name, slug, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_decimal, to_optional_decimal
 
 URL = "https://dashboard.tensordock.com/api/v2/locations"
 MAX_COUNT = 8
@@ -43,47 +43,52 @@ def parse(payload: Any) -> ScrapeResult:
     locations = as_list(require(data, "locations", "data"), "data.locations")
     result = ScrapeResult()
     for i, loc in enumerate(locations):
-        where = f"locations[{i}]"
-        loc_id = str(require(loc, "id", where))
-        region = slug(loc.get("country"), loc.get("stateprovince"), loc.get("city"))
-        for j, gpu in enumerate(as_list(require(loc, "gpus", where), f"{where}.gpus")):
-            gwhere = f"{where}.gpus[{j}]"
-            v0_name = str(require(gpu, "v0Name", gwhere))
-            display = str(gpu.get("displayName") or v0_name)
-            per_gpu = to_optional_decimal(require(gpu, "price_per_hr", gwhere), f"{gwhere}.price_per_hr")
-            if per_gpu is None or per_gpu <= 0:
-                result.skipped.append(f"{loc_id}:{v0_name}: no price")
-                continue
-            max_count = to_optional_decimal(require(gpu, "max_count", gwhere), f"{gwhere}.max_count") or Decimal(0)
-            resources = gpu.get("resources") if isinstance(gpu.get("resources"), dict) else {}
-            unit_prices = gpu.get("pricing") if isinstance(gpu.get("pricing"), dict) else {}
-            attributes: dict[str, Any] = {
-                "price_scope": "gpu_only",
-                "v0_name": v0_name,
-                "location_id": loc_id,
-                "max_count": int(max_count),
-            }
-            attributes |= {k: v for k, v in resources.items() if v is not None}
-            attributes |= {
-                k: format(to_decimal(v, f"{gwhere}.pricing.{k}"), "f") for k, v in unit_prices.items() if v is not None
-            }
-            if loc.get("tier") is not None:
-                attributes["tier"] = loc["tier"]
-            counts = range(1, min(int(max_count), MAX_COUNT) + 1) if max_count >= 1 else range(1, 2)
-            for n in counts:
-                result.offers.append(
-                    ScrapedOffer(
-                        key=f"{loc_id}:{v0_name}:{n}",
-                        gpu_name=display,
-                        gpu_count=Decimal(n),
-                        price_per_hour=per_gpu * n,
-                        region=region,
-                        gpu_memory_gb=_memory(display, v0_name),
-                        instance_type=f"{n}x {v0_name}",
-                        available=max_count >= 1,
-                        attributes=dict(attributes),
-                    )
-                )
+        with dropping(result, f"locations[{i}]"):
+            where = f"locations[{i}]"
+            loc_id = str(require(loc, "id", where))
+            region = slug(loc.get("country"), loc.get("stateprovince"), loc.get("city"))
+            for j, gpu in enumerate(as_list(require(loc, "gpus", where), f"{where}.gpus")):
+                with dropping(result, f"locations[{i}].gpus[{j}]"):
+                    gwhere = f"{where}.gpus[{j}]"
+                    v0_name = str(require(gpu, "v0Name", gwhere))
+                    display = str(gpu.get("displayName") or v0_name)
+                    per_gpu = to_optional_decimal(require(gpu, "price_per_hr", gwhere), f"{gwhere}.price_per_hr")
+                    if per_gpu is None or per_gpu <= 0:
+                        result.skipped.append(f"{loc_id}:{v0_name}: no price")
+                        continue
+                    max_count = to_optional_decimal(require(gpu, "max_count", gwhere), f"{gwhere}.max_count")
+                    max_count = max_count or Decimal(0)
+                    resources = gpu.get("resources") if isinstance(gpu.get("resources"), dict) else {}
+                    unit_prices = gpu.get("pricing") if isinstance(gpu.get("pricing"), dict) else {}
+                    attributes: dict[str, Any] = {
+                        "price_scope": "gpu_only",
+                        "v0_name": v0_name,
+                        "location_id": loc_id,
+                        "max_count": int(max_count),
+                    }
+                    attributes |= {k: v for k, v in resources.items() if v is not None}
+                    attributes |= {
+                        k: format(to_decimal(v, f"{gwhere}.pricing.{k}"), "f")
+                        for k, v in unit_prices.items()
+                        if v is not None
+                    }
+                    if loc.get("tier") is not None:
+                        attributes["tier"] = loc["tier"]
+                    counts = range(1, min(int(max_count), MAX_COUNT) + 1) if max_count >= 1 else range(1, 2)
+                    for n in counts:
+                        result.offers.append(
+                            ScrapedOffer(
+                                key=f"{loc_id}:{v0_name}:{n}",
+                                gpu_name=display,
+                                gpu_count=Decimal(n),
+                                price_per_hour=per_gpu * n,
+                                region=region,
+                                gpu_memory_gb=_memory(display, v0_name),
+                                instance_type=f"{n}x {v0_name}",
+                                available=max_count >= 1,
+                                attributes=dict(attributes),
+                            )
+                        )
     return result
 
 

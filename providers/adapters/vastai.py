@@ -51,7 +51,7 @@ from providers.contract import (
 )
 from providers.cost_terms import COST_TERMS, terms
 from providers.http import post_json, require
-from providers.parsing import as_list, gigabytes, slug, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, gigabytes, slug, to_decimal, to_optional_decimal
 
 URL = "https://console.vast.ai/api/v0/bundles/"
 QUERY: dict[str, Any] = {
@@ -185,46 +185,47 @@ def parse(payload: Any) -> ScrapeResult:
     offers = as_list(require(payload, "offers", "response"), "'offers'")
     result = ScrapeResult()
     for i, raw in enumerate(offers):
-        where = f"offers[{i}]"
-        offer_id = require(raw, "id", where)
-        num_gpus = to_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
-        if not num_gpus or num_gpus <= 0:
-            result.skipped.append(f"{where}: num_gpus={num_gpus}")
-            continue
-        total = _money(raw, "dph_total", where)
-        price = total or _money(raw, "dph_base", where)
-        if price is None:
-            raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
-        gpu_ram_mb = _money(raw, "gpu_ram", where)
-        cpu_ram_mb = _money(raw, "cpu_ram", where)
-        on_demand = ScrapedOffer(
-            key=str(offer_id),
-            gpu_name=str(require(raw, "gpu_name", where)),
-            gpu_count=num_gpus,
-            price_per_hour=price,
-            region=region_of(raw.get("geolocation")),
-            gpu_memory_gb=gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
-            instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
-            available=_available(raw),
-            vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
-            if raw.get("cpu_cores") is not None
-            else None,
-            ram_gb=gigabytes(cpu_ram_mb, 1000),
-            attributes=_attributes(raw, where),
-        )
-        result.offers.append(on_demand)
-        bid = interruptible_price(raw, price, where, with_storage=bool(total))
-        if bid is not None:
-            # The same machine rented interruptibly: everything but key, price and pricing carries over.
-            result.offers.append(
-                replace(
-                    on_demand,
-                    key=f"{offer_id}:bid",
-                    price_per_hour=bid,
-                    pricing=Pricing.spot,
-                    attributes=on_demand.attributes | {"min_bid": str(_money(raw, "min_bid", where))},
-                )
+        with dropping(result, f"offers[{i}]"):
+            where = f"offers[{i}]"
+            offer_id = require(raw, "id", where)
+            num_gpus = to_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
+            if not num_gpus or num_gpus <= 0:
+                result.skipped.append(f"{where}: num_gpus={num_gpus}")
+                continue
+            total = _money(raw, "dph_total", where)
+            price = total or _money(raw, "dph_base", where)
+            if price is None:
+                raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
+            gpu_ram_mb = _money(raw, "gpu_ram", where)
+            cpu_ram_mb = _money(raw, "cpu_ram", where)
+            on_demand = ScrapedOffer(
+                key=str(offer_id),
+                gpu_name=str(require(raw, "gpu_name", where)),
+                gpu_count=num_gpus,
+                price_per_hour=price,
+                region=region_of(raw.get("geolocation")),
+                gpu_memory_gb=gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
+                instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
+                available=_available(raw),
+                vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
+                if raw.get("cpu_cores") is not None
+                else None,
+                ram_gb=gigabytes(cpu_ram_mb, 1000),
+                attributes=_attributes(raw, where),
             )
+            result.offers.append(on_demand)
+            bid = interruptible_price(raw, price, where, with_storage=bool(total))
+            if bid is not None:
+                # The same machine rented interruptibly: everything but key, price and pricing carries over.
+                result.offers.append(
+                    replace(
+                        on_demand,
+                        key=f"{offer_id}:bid",
+                        price_per_hour=bid,
+                        pricing=Pricing.spot,
+                        attributes=on_demand.attributes | {"min_bid": str(_money(raw, "min_bid", where))},
+                    )
+                )
     return result
 
 

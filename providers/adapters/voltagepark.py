@@ -34,7 +34,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list, memory_in_name, slug, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_optional_decimal
 
 URL = "https://cloud-api.voltagepark.com/api/v1/virtual-machines/instant/locations"
 API_KEY = "VP_API_TOKEN"
@@ -46,45 +46,47 @@ def parse_page(payload: Any, result: ScrapeResult, seen: set[str]) -> int:
     """Offers from one page into `result`; returns how many locations the page held."""
     locations = as_list(require(payload, "items", "response"), "items")
     for i, loc in enumerate(locations):
-        where = f"items[{i}]"
-        location_id = str(require(loc, "id", where))
-        region = slug(require(loc, "name", where)) or slug(location_id)
-        for j, preset in enumerate(as_list(require(loc, "presets", where), f"{where}.presets")):
-            pwhere = f"{where}.presets[{j}]"
-            preset_id = str(require(preset, "id", pwhere))
-            label = str(preset.get("name") or preset_id)
-            key = f"{location_id}:{preset_id}"
-            count = to_optional_decimal(require(preset, "gpu_count", pwhere), f"{pwhere}.gpu_count")
-            rate = to_optional_decimal(
-                require(preset, "rate_hourly", pwhere), f"{pwhere}.rate_hourly", blank_is_none=True
-            )
-            gpu = str(preset.get("gpu_type") or "").strip()
-            if not count or count <= 0 or not gpu:
-                result.skipped.append(f"{region}:{label}: no GPUs")
-                continue
-            if rate is None or rate <= 0:
-                result.skipped.append(f"{region}:{label}: no price")
-                continue
-            if key in seen:
-                result.skipped.append(f"{region}:{label}: listed twice")
-                continue
-            seen.add(key)
-            free = to_optional_decimal(preset.get("available_count"), f"{pwhere}.available_count")
-            result.offers.append(
-                ScrapedOffer(
-                    key=key,
-                    gpu_name=gpu,
-                    gpu_count=count,
-                    price_per_hour=rate,
-                    region=region,
-                    gpu_memory_gb=memory_in_name(gpu),
-                    instance_type=label,
-                    available=None if free is None else free > 0,
-                    vcpus=to_optional_decimal(preset.get("vcpus"), f"{pwhere}.vcpus"),
-                    ram_gb=to_optional_decimal(preset.get("ram_gb"), f"{pwhere}.ram_gb"),
-                    attributes={"location_id": location_id, "config_id": preset_id, "location": loc["name"]},
-                )
-            )
+        with dropping(result, f"locations[{i}]"):
+            where = f"items[{i}]"
+            location_id = str(require(loc, "id", where))
+            region = slug(require(loc, "name", where)) or slug(location_id)
+            for j, preset in enumerate(as_list(require(loc, "presets", where), f"{where}.presets")):
+                with dropping(result, f"locations[{i}].presets[{j}]"):
+                    pwhere = f"{where}.presets[{j}]"
+                    preset_id = str(require(preset, "id", pwhere))
+                    label = str(preset.get("name") or preset_id)
+                    key = f"{location_id}:{preset_id}"
+                    count = to_optional_decimal(require(preset, "gpu_count", pwhere), f"{pwhere}.gpu_count")
+                    rate = to_optional_decimal(
+                        require(preset, "rate_hourly", pwhere), f"{pwhere}.rate_hourly", blank_is_none=True
+                    )
+                    gpu = str(preset.get("gpu_type") or "").strip()
+                    if not count or count <= 0 or not gpu:
+                        result.skipped.append(f"{region}:{label}: no GPUs")
+                        continue
+                    if rate is None or rate <= 0:
+                        result.skipped.append(f"{region}:{label}: no price")
+                        continue
+                    if key in seen:
+                        result.skipped.append(f"{region}:{label}: listed twice")
+                        continue
+                    seen.add(key)
+                    free = to_optional_decimal(preset.get("available_count"), f"{pwhere}.available_count")
+                    result.offers.append(
+                        ScrapedOffer(
+                            key=key,
+                            gpu_name=gpu,
+                            gpu_count=count,
+                            price_per_hour=rate,
+                            region=region,
+                            gpu_memory_gb=memory_in_name(gpu),
+                            instance_type=label,
+                            available=None if free is None else free > 0,
+                            vcpus=to_optional_decimal(preset.get("vcpus"), f"{pwhere}.vcpus"),
+                            ram_gb=to_optional_decimal(preset.get("ram_gb"), f"{pwhere}.ram_gb"),
+                            attributes={"location_id": location_id, "config_id": preset_id, "location": loc["name"]},
+                        )
+                    )
     return len(locations)
 
 

@@ -48,7 +48,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require, walk_pages
-from providers.parsing import as_list, gigabytes, slug, to_optional_decimal
+from providers.parsing import as_list, dropping, gigabytes, slug, to_optional_decimal
 
 PLANS_URL = "https://api.vultr.com/v2/plans"
 METAL_URL = "https://api.vultr.com/v2/plans-metal"
@@ -189,46 +189,47 @@ def parse_plans(payload: Any, result: ScrapeResult | None = None) -> ScrapeResul
     """One page of `/v2/plans`."""
     result = result if result is not None else ScrapeResult()
     for i, raw in enumerate(as_list(require(payload, "plans", "response"), "plans")):
-        where = f"plans[{i}]"
-        plan_id = str(require(raw, "id", where))
-        if raw.get("type") != "vcg" and not raw.get("gpu_type") and not raw.get("gpu_brand"):
-            continue  # CPU plan
-        require(raw, "hourly_cost", where)
-        vram = _vram_of(raw, plan_id, where)
-        gpu_type, gpu_from = _gpu_type_of(raw, plan_id)
-        if not gpu_type or not vram or vram <= 0:
-            result.skipped.append(f"{plan_id}: GPU plan without gpu_type/gpu_vram_gb")
-            continue
-        locations = _locations(raw, where)
-        if not locations:
-            result.skipped.append(f"{plan_id}: no locations")
-            continue
-        name, count, per_gpu, extra = _cloud_gpu(gpu_type, vram)
-        ram_mb = to_optional_decimal(raw.get("ram"), f"{where}.ram")
-        attributes: dict[str, Any] = {
-            "raw_gpu": gpu_type,
-            "gpu_vram_gb_total": int(vram) if vram == int(vram) else str(vram),
-        }
-        attributes |= extra | gpu_from
-        if raw.get("type") not in (None, "vcg"):
-            attributes["plan_type"] = raw["type"]  # e.g. "vdm": a GPU plan outside the vcg family
-        if raw.get("gpu_brand"):
-            attributes["gpu_brand"] = raw["gpu_brand"]
-        if raw.get("monthly_cost") is not None:
-            attributes["monthly_cost"] = str(raw["monthly_cost"])
-        template = ScrapedOffer(
-            key=plan_id,
-            gpu_name=name,
-            gpu_count=count,
-            price_per_hour=Decimal(0),
-            gpu_memory_gb=per_gpu,
-            instance_type=plan_id,
-            available=None,
-            vcpus=to_optional_decimal(raw.get("vcpu_count"), f"{where}.vcpu_count"),
-            ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
-            attributes=attributes,
-        )
-        _emit(result, raw, plan_id, where, template, locations)
+        with dropping(result, f"plans[{i}]"):
+            where = f"plans[{i}]"
+            plan_id = str(require(raw, "id", where))
+            if raw.get("type") != "vcg" and not raw.get("gpu_type") and not raw.get("gpu_brand"):
+                continue  # CPU plan
+            require(raw, "hourly_cost", where)
+            vram = _vram_of(raw, plan_id, where)
+            gpu_type, gpu_from = _gpu_type_of(raw, plan_id)
+            if not gpu_type or not vram or vram <= 0:
+                result.skipped.append(f"{plan_id}: GPU plan without gpu_type/gpu_vram_gb")
+                continue
+            locations = _locations(raw, where)
+            if not locations:
+                result.skipped.append(f"{plan_id}: no locations")
+                continue
+            name, count, per_gpu, extra = _cloud_gpu(gpu_type, vram)
+            ram_mb = to_optional_decimal(raw.get("ram"), f"{where}.ram")
+            attributes: dict[str, Any] = {
+                "raw_gpu": gpu_type,
+                "gpu_vram_gb_total": int(vram) if vram == int(vram) else str(vram),
+            }
+            attributes |= extra | gpu_from
+            if raw.get("type") not in (None, "vcg"):
+                attributes["plan_type"] = raw["type"]  # e.g. "vdm": a GPU plan outside the vcg family
+            if raw.get("gpu_brand"):
+                attributes["gpu_brand"] = raw["gpu_brand"]
+            if raw.get("monthly_cost") is not None:
+                attributes["monthly_cost"] = str(raw["monthly_cost"])
+            template = ScrapedOffer(
+                key=plan_id,
+                gpu_name=name,
+                gpu_count=count,
+                price_per_hour=Decimal(0),
+                gpu_memory_gb=per_gpu,
+                instance_type=plan_id,
+                available=None,
+                vcpus=to_optional_decimal(raw.get("vcpu_count"), f"{where}.vcpu_count"),
+                ram_gb=gigabytes(ram_mb, MIB_PER_GIB),
+                attributes=attributes,
+            )
+            _emit(result, raw, plan_id, where, template, locations)
     return result
 
 

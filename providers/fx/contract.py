@@ -15,7 +15,15 @@ from typing import ClassVar
 
 from providers.contract import FetchContext, ProviderError
 
-__all__ = ["RATE_PLACES", "DailyRates", "RateSource", "RateSourceError", "fetch_rates", "usd_per_unit"]
+__all__ = [
+    "MAX_USD_PER_UNIT",
+    "RATE_PLACES",
+    "DailyRates",
+    "RateSource",
+    "RateSourceError",
+    "fetch_rates",
+    "usd_per_unit",
+]
 
 # Twelve places: a derived rate is a non-terminating quotient, so it is cut somewhere; here it keeps six
 # significant digits for the weakest currency the ECB lists (USD per IDR is ~6e-5), so an amount converted
@@ -23,6 +31,8 @@ __all__ = ["RATE_PLACES", "DailyRates", "RateSource", "RateSourceError", "fetch_
 # `tracker.storage.tables` has the same scale.
 RATE_PLACES = 12
 _RATE_QUANTUM = Decimal(1).scaleb(-RATE_PLACES)
+# Exclusive bound of a stored rate: `Rate` is Numeric(24, 12), twelve digits before the point.
+MAX_USD_PER_UNIT = Decimal(10) ** 12
 
 
 class RateSourceError(ProviderError):

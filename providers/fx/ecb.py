@@ -18,13 +18,16 @@ rates growing old instead of as wrong prices.
 from __future__ import annotations
 
 import re
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import ClassVar
 from xml.etree import ElementTree
 
+import defusedxml.ElementTree as DefusedET
+from defusedxml import DefusedXmlException
+
 from providers.contract import FetchContext
-from providers.fx.contract import DailyRates, RateSource, RateSourceError, usd_per_unit
+from providers.fx.contract import MAX_USD_PER_UNIT, DailyRates, RateSource, RateSourceError, usd_per_unit
 from providers.http import request
 
 __all__ = ["ECB_DAILY_URL", "EcbRates", "parse_eurofxref"]
@@ -32,18 +35,24 @@ __all__ = ["ECB_DAILY_URL", "EcbRates", "parse_eurofxref"]
 ECB_DAILY_URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
 _NS = "{http://www.ecb.int/vocabulary/2002-08-01/eurofxref}"
 _CODE = re.compile(r"[A-Z]{3}")
+# The first day the ECB published reference rates; a day before it (or after tomorrow, see `_day`) is no rate.
+FIRST_DAY = date(1999, 1, 4)
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # The ECB writes plain decimals with a point ("1.1476", "19395.07"); anything else (a decimal comma, an
 # exponent, a sign) is a changed or edited file, not a rate to guess at.
-_RATE = re.compile(r"\d{1,9}(\.\d{1,9})?")
+# ASCII digits only: `\d` would also take fullwidth or Arabic-Indic digits, which Decimal reads as numbers.
+_RATE = re.compile(r"[0-9]{1,9}(\.[0-9]{1,9})?")
 
 
 def parse_eurofxref(body: bytes, source: str = "ecb") -> list[DailyRates]:
     """Every dated day in an ECB eurofxref file, oldest first, as USD per unit. Raises RateSourceError."""
-    # The file declares no DTD. Refusing any keeps entity expansion (a "billion laughs" body) out entirely.
-    if b"<!DOCTYPE" in body or b"<!ENTITY" in body:
-        raise RateSourceError("ECB rates: the answer declares a DTD, which the ECB file never does; refused")
+    # The file declares no DTD. The parser refuses any (and every entity and external reference), whatever
+    # the body's encoding: a byte search for "<!DOCTYPE" is blind to a UTF-16 body that declares one.
     try:
-        root = ElementTree.fromstring(body)
+        root = DefusedET.fromstring(body, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except DefusedXmlException:
+        raise RateSourceError("ECB rates: the answer declares a DTD or entities, which the ECB file never does; "
+                              "refused") from None  # fmt: skip
     except ElementTree.ParseError as exc:
         raise RateSourceError(f"ECB rates: the answer is not well-formed XML ({exc})") from None
     days = [cube for cube in root.iter(f"{_NS}Cube") if "time" in cube.attrib]
@@ -59,10 +68,19 @@ def parse_eurofxref(body: bytes, source: str = "ecb") -> list[DailyRates]:
 
 
 def _day(raw: str) -> date:
+    text = raw.strip()
     try:
-        return date.fromisoformat(raw.strip())
+        if not _DATE.fullmatch(text):
+            raise ValueError(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise RateSourceError(f"ECB rates: time {raw!r} is not a date (YYYY-MM-DD)") from None
+    # A day still to come is no reference rate (one dated 2999 would be "latest" for ever); tomorrow is
+    # allowed, as the publishing day in CET may be tomorrow in a UTC-behind clock's terms.
+    latest = datetime.now(UTC).date() + timedelta(days=1)
+    if not FIRST_DAY <= day <= latest:
+        raise RateSourceError(f"ECB rates: day {day} is outside {FIRST_DAY}..{latest}")
+    return day
 
 
 def _rates(cube: ElementTree.Element, day: date) -> dict[str, Decimal]:
@@ -84,7 +102,16 @@ def _rates(cube: ElementTree.Element, day: date) -> dict[str, Decimal]:
         raise RateSourceError(f"ECB rates for {day}: no USD rate, so no currency can be converted to USD")
     if "EUR" in per_eur:
         raise RateSourceError(f"ECB rates for {day}: a rate for EUR itself (the base) makes no sense")
-    return {"EUR": usd} | {code: usd_per_unit(usd, rate) for code, rate in per_eur.items()}
+    out = {"EUR": usd}
+    for code, rate in per_eur.items():
+        # Bounded before it is quantized (past 28 digits that raises): the stored `Rate` has twelve digits
+        # before the point and twelve after; a rate that rounds to 0 there would make every quote $0.
+        if usd / rate >= MAX_USD_PER_UNIT or (converted := usd_per_unit(usd, rate)) <= 0:
+            raise RateSourceError(
+                f"ECB rates for {day}: USD per {code} ({float(usd / rate):.3g}) is outside (1e-12, 1e12)"
+            )
+        out[code] = converted
+    return out
 
 
 class EcbRates(RateSource):

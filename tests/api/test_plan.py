@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -151,3 +154,73 @@ def test_hostile_values_in_any_field_never_5xx_and_answer_fast(client):
                 if r.status_code >= 500 or time.monotonic() - t0 >= 2.0:
                     failures.append(f"{path} {where} {literal[:30]}: {r.status_code}")
     assert failures == []
+
+
+# ---------------------------------------------------------------- a plan is CPU work, bounded and off the pool
+
+
+def test_an_alias_bomb_in_source_is_a_quick_422_naming_source(client):
+    from tests.tracker.plan.test_bounded_yaml import alias_bomb
+
+    start = time.perf_counter()
+    r = client.post("/v1/plan", json={"source": alias_bomb(9)})
+    assert r.status_code == 422 and r.json()["field"] == "source.mix", r.text
+    assert "expands" in r.json()["detail"]
+    assert time.perf_counter() - start < 1.0
+
+
+def test_plans_hold_no_connection_while_computing_and_past_the_bound_are_429(client, engine, monkeypatch):
+    import api.routes.plan as route
+
+    release, started = threading.Event(), threading.Semaphore(0)
+    real = route.plan_on_frame
+
+    def slow_plan(*args, **kwargs):
+        started.release()
+        release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(route, "plan_on_frame", slow_plan)
+    answers: list[Any] = []
+    assert client.get("/v1/offers").status_code == 200  # the version reader holds its connection from here on
+    idle = engine.pool.checkedout()
+
+    def post(i: int) -> None:  # distinct bodies: the memo would otherwise run one computation for all
+        answers.append(client.post("/v1/plan", json={"workloads": [FT], "overhead_factor": 1 + i / 100}))
+
+    threads = [threading.Thread(target=post, args=(i,)) for i in range(route.MAX_CONCURRENT_PLANS)]
+    for t in threads:
+        t.start()
+    for _ in threads:
+        assert started.acquire(timeout=10)
+    # Every plan is computing and none holds a connection (before: one each; 32 of them emptied the pool).
+    checked_out = engine.pool.checkedout()
+    try:
+        busy = client.post("/v1/plan", json={"workloads": [FT], "overhead_factor": 2})
+        assert busy.status_code == 429 and busy.headers["Retry-After"] == str(route.RETRY_AFTER_S)
+        assert "retry" in busy.json()["detail"]
+        assert client.get("/healthz").status_code == 200
+    finally:
+        release.set()
+        for t in threads:
+            t.join(10)
+    assert [a.status_code for a in answers] == [200] * route.MAX_CONCURRENT_PLANS
+    assert checked_out == idle
+    assert client.post("/v1/plan", json={"workloads": [FT], "overhead_factor": 2}).status_code == 200
+
+
+def test_healthz_answers_200_while_every_pooled_connection_is_busy(tmp_path, engine):
+    from tracker.config import Settings
+    from tracker.storage.engine import make_engine
+
+    url = engine.url.render_as_string(hide_password=False)
+    s = Settings(data_dir=tmp_path, database_url=url, db_pool_size=1, db_max_overflow=0, db_pool_timeout_s=0.5)
+    small = make_engine(url, s)
+    try:
+        with TestClient(create_app(s, small), raise_server_exceptions=False) as c, small.connect():
+            start = time.perf_counter()
+            r = c.get("/healthz")
+            assert r.status_code == 200, r.text
+            assert time.perf_counter() - start < s.db_pool_timeout_s  # never waited on the pool
+    finally:
+        small.dispose()

@@ -249,3 +249,17 @@ def assert_integrity(
     missing = expected_gpus - set(resolved.values())
     assert not missing, f"expected GPUs absent: {missing}; got {sorted(set(resolved.values()))}"
     return resolved
+
+
+def assert_replay_drops(provider: type[Provider], mutate: Mutation, match: str, **credentials: str) -> str:
+    """Replaying `provider` against its bundled cassette changed by `mutate` (one malformed object) drops
+    that object with a reason matching `match` (a regex) and keeps the rest: the run does not fail
+    (`providers.parsing.dropping`). Returns the reason."""
+    import re
+
+    baseline = replay(provider, **credentials)
+    result = replay(provider, mutated_cassette(provider, mutate), **credentials)
+    dropped = [r for r in result.skipped if "dropped" in r and re.search(match, r)]
+    assert dropped, f"no dropped object matching {match!r} in {result.skipped}"
+    assert len(result.offers) < len(baseline.offers) or not baseline.offers or result.offers, result.skipped
+    return dropped[0]

@@ -43,8 +43,10 @@ def update(
         days = ", ".join(out["days"]) or "no day"
         console.print(
             f"{report.source}: rates of {days}: {out['inserted']} new, {out['revised']} revised,"
-            f" {out['unchanged']} unchanged"
+            f" {out['unchanged']} unchanged" + (f", {len(out['held'])} held" if out["held"] else "")
         )
+        for reason in out["held"][:10]:
+            console.print(f"[yellow]held[/] {reason}")
     else:
         console.print(f"[red]{report.source}: failed[/] ({report.error}); stored rates kept")
     if report.status != "ok":

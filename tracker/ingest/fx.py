@@ -20,8 +20,9 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from providers.fx.contract import DailyRates
+from providers.fx.contract import MAX_USD_PER_UNIT, DailyRates
 from tracker.money import to_money
+from tracker.storage.bulk import upsert_rows
 from tracker.storage.tables import FxRate
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "convert",
     "currency_code",
     "latest_rates",
+    "rate_problem",
     "store_rates",
 ]
 
@@ -184,6 +186,13 @@ class RateBook:
         return found
 
 
+# A reference rate that moves more than this in one step (against the latest stored rate of the previous
+# 30 days) is held, not stored: the previous rate stays in use, the run reports the held one. The largest
+# one-day moves of the currencies the ECB lists are ~15% (TRY, 2021); a ×1000 EUR/USD is an edited file.
+MAX_RATE_MOVE = Decimal("0.25")
+RATE_MOVE_LOOKBACK = timedelta(days=30)
+
+
 @dataclass
 class StoredRates:
     """What one fetch changed in `fx_rates`."""
@@ -193,6 +202,7 @@ class StoredRates:
     inserted: int = 0
     revised: int = 0  # a day's rate the source changed since we stored it (a correction)
     unchanged: int = 0
+    held: list[str] = field(default_factory=list)  # rates not stored, with the reason (the previous one is kept)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -201,32 +211,77 @@ class StoredRates:
             "inserted": self.inserted,
             "revised": self.revised,
             "unchanged": self.unchanged,
+            "held": self.held,
         }
+
+
+def rate_problem(code: str, rate: Decimal, day: date, previous: tuple[date, Decimal] | None, today: date) -> str | None:
+    """Why a fetched rate is not stored: outside what the Rate column holds, dated in the future, or a
+    move past MAX_RATE_MOVE from the previous stored rate. None: store it."""
+    if not (rate.is_finite() and 0 < rate < MAX_USD_PER_UNIT):
+        return f"{code} {day}: USD per unit {rate:.6g} is outside (0, {MAX_USD_PER_UNIT:.0e})"
+    if day > today + timedelta(days=1):
+        return f"{code} {day}: dated after tomorrow ({today})"
+    if previous is not None and day - previous[0] <= RATE_MOVE_LOOKBACK and previous[0] < day:
+        move = rate / previous[1] - 1
+        if abs(move) > MAX_RATE_MOVE:
+            return (f"{code} {day}: {rate} is a {move:+.0%} move from {previous[1]} ({previous[0]}); held, "
+                    f"the previous rate stays in use (more than ±{MAX_RATE_MOVE:.0%} in one step)")  # fmt: skip
+    return None
+
+
+def _previous(session: Session, source: str, before: date) -> dict[str, tuple[date, Decimal]]:
+    """Per currency, the latest stored rate of `source` dated before `before`."""
+    latest = (
+        select(FxRate.currency, func.max(FxRate.rate_date).label("day"))
+        .where(FxRate.source == source, FxRate.rate_date < before)
+        .group_by(FxRate.currency)
+        .subquery()
+    )
+    rows = session.execute(
+        select(FxRate.currency, FxRate.rate_date, FxRate.usd_per_unit).join(
+            latest, (FxRate.currency == latest.c.currency) & (FxRate.rate_date == latest.c.day)
+        ).where(FxRate.source == source)
+    )
+    return {code: (day, rate) for code, day, rate in rows}
 
 
 def store_rates(session: Session, fetched: Iterable[DailyRates], fetched_at: datetime) -> list[StoredRates]:
     """Upsert each day's rates (one row per currency, day and source). A re-fetch of the same figures writes
     nothing; a corrected figure updates that day's row. No price row reads `fx_rates` again, so neither
-    moves any stored USD figure: the correction applies from the next observation converted at it."""
+    moves any stored USD figure: the correction applies from the next observation converted at it.
+
+    Rates are checked first (`rate_problem`): one the column cannot hold, dated in the future or that
+    jumps past the band is held with its reason and the previous rate stays. The write is an upsert, so
+    two concurrent updates of one day both succeed (the later figure wins) instead of one raising."""
     out: dict[str, StoredRates] = {}
-    for daily in fetched:
+    previous: dict[str, dict[str, tuple[date, Decimal]]] = {}
+    for daily in sorted(fetched, key=lambda d: d.day):
         report = out.setdefault(daily.source, StoredRates(daily.source))
         report.days.append(daily.day)
+        if daily.source not in previous:
+            previous[daily.source] = _previous(session, daily.source, daily.day)
+        last = previous[daily.source]
         stored = {
-            r.currency: r
+            r.currency: r.usd_per_unit
             for r in session.scalars(select(FxRate).where(FxRate.source == daily.source, FxRate.rate_date == daily.day))
         }
+        rows = []
         for code, rate in sorted(daily.usd_per_unit.items()):
-            row = stored.get(code)
-            if row is None:
-                session.add(FxRate(currency=code, rate_date=daily.day, usd_per_unit=rate, source=daily.source,
-                                   fetched_at=fetched_at))  # fmt: skip
-                report.inserted += 1
-            elif row.usd_per_unit != rate:
-                row.usd_per_unit, row.fetched_at = rate, fetched_at
+            if problem := rate_problem(code, rate, daily.day, last.get(code), fetched_at.date()):
+                report.held.append(problem)
+                continue
+            last[code] = (daily.day, rate)
+            if stored.get(code) == rate:
+                report.unchanged += 1
+                continue
+            if code in stored:
                 report.revised += 1
             else:
-                report.unchanged += 1
+                report.inserted += 1
+            rows.append({"currency": code, "rate_date": daily.day, "usd_per_unit": rate, "source": daily.source,
+                         "fetched_at": fetched_at})  # fmt: skip
+        upsert_rows(session, FxRate, rows, ("currency", "rate_date", "source"), ("usd_per_unit", "fetched_at"))
     session.flush()
     return list(out.values())
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 
-from providers.contract import Pricing, ScrapedOffer, ScrapeResult
+from providers.contract import Pricing, ScrapedOffer, ScrapeResult, offer_problem
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
 from tracker.config import Settings
 from tracker.ingest.fx import Conversion, CurrencyError, RateBook, convert
@@ -57,6 +57,9 @@ def validate_batch(
             out.invalid.append(f"{offer.key}: duplicate key in batch")
             continue
         seen_keys.add(offer.key)
+        if problem := offer_problem(offer):  # a column it would not fit, a negative or huge number
+            out.invalid.append(f"{offer.key[:80]}: {problem}")
+            continue
         if offer.gpu_count <= 0:
             out.invalid.append(f"{offer.key}: gpu_count {offer.gpu_count} is not positive")
             continue
@@ -77,6 +80,9 @@ def validate_batch(
             out.invalid.append(f"{offer.key}: {exc}")
             continue
         per_gpu = money.usd_per_gpu_hour
+        if per_gpu <= 0:  # a rate that rounds a real price to $0 would top every "cheapest" list
+            out.invalid.append(f"{offer.key}: {offer.price_per_hour} {offer.currency} is $0 after conversion")
+            continue
         if per_gpu > settings.max_price_per_gpu_hour:
             out.invalid.append(
                 f"{offer.key}: ${per_gpu}/GPU-hour is above the sanity ceiling ${settings.max_price_per_gpu_hour}"

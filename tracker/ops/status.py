@@ -82,4 +82,6 @@ def _run(run: ScrapeRun) -> dict[str, Any]:
 
 
 def _drift(run: ScrapeRun | None) -> int:
-    return sum(w.get("change") != "new" for w in (run.schema_warnings or [])) if run else 0
+    # A summary finding (tracker.pipeline.drift.summarised) stands for `count` fields.
+    warnings = (run.schema_warnings or []) if run else []
+    return sum(int(w.get("count", 1)) for w in warnings if w.get("change") != "new")

@@ -34,6 +34,7 @@ from sqlalchemy import Engine, select
 from providers.cassette import Cassette, CassetteError, ReplayTransport, bundled_cassette
 from providers.contract import FetchContext, MissingCredentials, Provider, ProviderError, ProviderKind, ScrapeResult
 from providers.fetching import fetch_offers
+from providers.parsing import DROP_MARK
 from providers.registry import all_providers, get_provider
 from providers.schema import ANY_KEY, Capture, KeyPath, Shape, capture_json, format_path, owner_of
 from tracker.catalog.gpus import get_catalog
@@ -59,6 +60,7 @@ __all__ = [
     "price_moves",
     "run_doctor",
     "schema_warnings",
+    "summarised",
 ]
 
 PRICE_MOVE_FACTOR = 1.5  # a card's median $/GPU-hour moving more than this, up or down, is drift
@@ -96,6 +98,7 @@ class FieldIssue:
     field: str  # a key path, as `offers[].dph_total`
     change: Literal["missing", "type", "new"]
     detail: str = ""  # for a type change: "number → string"
+    count: int = 1  # how many fields this finding stands for (more than one: a summary, see `summarised`)
 
     @property
     def drift(self) -> bool:
@@ -107,7 +110,8 @@ class FieldIssue:
         return f"{what} `{self.field}`{detail} in {self.endpoint}"
 
     def as_dict(self) -> dict[str, str]:
-        return {"endpoint": self.endpoint, "field": self.field, "change": self.change, "detail": self.detail}
+        out = {"endpoint": self.endpoint, "field": self.field, "change": self.change, "detail": self.detail}
+        return out | ({"count": str(self.count)} if self.count != 1 else {})
 
 
 def _needs(capture: Capture, endpoint: str) -> EndpointNeeds:
@@ -162,8 +166,31 @@ def schema_warnings(baseline: Baseline, responses: Capture | Mapping[str, Any]) 
     issues: list[FieldIssue] = []
     for endpoint, needs in sorted(baseline.endpoints.items()):
         if endpoint in capture.shapes:
-            issues.extend(_compare(needs, capture.shape(endpoint, needs.maps)))
+            issues.extend(summarised(_compare(needs, capture.shape(endpoint, needs.maps))))
     return sorted(issues, key=lambda i: not i.drift)  # stable: drift first, each group in path order
+
+
+# Per endpoint and kind of change, the issues kept one by one; the rest are one summary issue (a count and
+# the first names). A hostile or broken answer with 100,000 unknown keys is then ~20 stored warnings and
+# log lines, not 100,000 (and /v1/providers, which shows them, stays small).
+MAX_ISSUES_PER_KIND = 20
+SUMMARY_NAMES = 10
+
+
+def summarised(issues: Sequence[FieldIssue], limit: int = MAX_ISSUES_PER_KIND) -> list[FieldIssue]:
+    """`issues` with at most `limit` per (endpoint, change), the rest folded into one summary issue each."""
+    groups: dict[tuple[str, str], list[FieldIssue]] = {}
+    for issue in issues:
+        groups.setdefault((issue.endpoint, issue.change), []).append(issue)
+    out: list[FieldIssue] = []
+    for (endpoint, change), group in groups.items():
+        out.extend(group[:limit])
+        rest = group[limit:]
+        if rest:
+            names = ", ".join(i.field for i in rest[:SUMMARY_NAMES]) + (", …" if len(rest) > SUMMARY_NAMES else "")
+            detail = f"{len(rest):,} more {change} fields, first: {names}"
+            out.append(FieldIssue(endpoint, f"(+{len(rest):,} more)", rest[0].change, detail[:1000], len(rest)))
+    return out
 
 
 # --- baseline ---------------------------------------------------------------------------------------
@@ -341,6 +368,7 @@ class ProviderDrift:
     cards_new: list[str] = field(default_factory=list)
     price_note: str | None = None
     empty: bool = False  # fetched no offers where the baseline has some
+    dropped: list[str] = field(default_factory=list)  # malformed objects the adapter dropped, with reasons
 
     @property
     def drifted(self) -> bool:
@@ -369,6 +397,9 @@ class ProviderDrift:
         """Findings that are not drift: new fields, cards come and gone, what could not be compared."""
         lines = [str(i) for i in self.schema if not i.drift]
         lines += [n for n in (self.schema_note, self.price_note) if n]
+        if self.dropped:
+            shown = "; ".join(self.dropped[:5]) + (" …" if len(self.dropped) > 5 else "")
+            lines.append(f"{len(self.dropped)} malformed object(s) dropped: {shown}")
         if self.cards_gone:
             lines.append(f"listed but not fetched: {', '.join(self.cards_gone)}")
         if self.cards_new:
@@ -384,6 +415,7 @@ class ProviderDrift:
             "offers": self.offers,
             "error": self.error,
             "skipped": self.skipped,
+            "dropped": {"count": len(self.dropped), "first": self.dropped[:20]},
             "schema": {
                 "endpoints": self.endpoints,
                 "note": self.schema_note,
@@ -461,6 +493,7 @@ async def check_provider(
         return report
 
     report.offers = len(result.offers)
+    report.dropped = [r for r in result.skipped if DROP_MARK in r]
     report.empty = not result.offers and baseline.offers > 0
     rates = None
     if engine is not None:  # offers quoted in another currency compare in USD at the stored rates

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import SQLAlchemyError
 
 from providers.cassette import Cassette, ReplayTransport, bundled_cassette
 from providers.contract import FetchContext, ProviderError
@@ -93,7 +94,10 @@ async def update_rates(
         with session_scope(engine) as session:
             return store_rates(session, fetched, fetched_at)
 
-    stored = await asyncio.to_thread(store)
+    try:
+        stored = await asyncio.to_thread(store)
+    except SQLAlchemyError as exc:  # the database, not the source: one line, the stored rates are kept
+        return _failed(cls, mode, f"storing the rates failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
     log.info("rates %s: %s", cls.name, [s.as_dict() for s in stored])
     return RatesReport(cls.name, "ok", mode, stored)
 

@@ -253,6 +253,22 @@ def validate_mix(raw: object) -> WorkloadMix:
     return mix
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct: a repeated key would otherwise silently take the last value."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def parse_source(text: str, filename: str = "") -> object:
     """YAML or JSON text as plain data (JSON is YAML, but JSON first gives JSON's own error messages)."""
     if len(text) > MAX_SOURCE_CHARS:
@@ -260,7 +276,9 @@ def parse_source(text: str, filename: str = "") -> object:
     stripped = text.lstrip()
     if filename.endswith(".json") or stripped.startswith(("{", "[")):
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as exc:
+            raise MixError(f"duplicate key {exc.key!r} in one object; each key may appear once", field="mix") from None
         except RecursionError:  # "[[[[…": json's C scanner recurses per level, like YAML's parser below
             raise MixError("the mix nests too deeply", field="mix") from None
         except json.JSONDecodeError as exc:
@@ -270,9 +288,12 @@ def parse_source(text: str, filename: str = "") -> object:
                 ) from None
     import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information
 
+    from tracker.plan.bounded_yaml import safe_load_bounded
+
     try:
-        # safe_load: a mix is data; a YAML tag must never construct Python objects.
-        return yaml.safe_load(text)
+        # Safe: a mix is data, a YAML tag must never construct Python objects; bounded: aliases are
+        # charged for what they expand to while parsing, so an alias bomb is refused, never expanded.
+        return safe_load_bounded(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""

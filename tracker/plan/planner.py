@@ -46,6 +46,7 @@ from providers.contract import Pricing
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.estimate import EstimateError, prepare
+from tracker.estimate.serving.model import per_user_rate
 from tracker.market.live import epoch_us
 from tracker.market.rank import RankFilters, filter_mask
 from tracker.market.table import OfferTable
@@ -122,6 +123,10 @@ class _Evaluated:
     by_card: dict[str, _Option] = field(default_factory=dict)  # cheapest per card, cheapest card first
     choices: list[_Option] = field(default_factory=list)  # cheapest per (card, GPUs/node), Pareto in (cost, kW)
     demand: dict[str, Any] = field(default_factory=dict)
+
+
+# A workload's placements as the plan over time reuses them (`tracker.plan.service`).
+Evaluation = _Evaluated
 
 
 def _filters(w: Workload) -> RankFilters:
@@ -279,7 +284,7 @@ class _Planner:
         if c.min_user_tokens_per_second is not None:
             best = max(fitting, key=lambda x: x.per_user_tps or 0)
             parts.append(f"at least {c.min_user_tokens_per_second:g} tokens/s per user (best: "
-                         f"{best.per_user_tps or 0:.1f} on {best.gpus}× {best.gpu_id})")  # fmt: skip
+                         f"{per_user_rate(best.per_user_tps or 0):g} on {best.gpus}× {best.gpu_id})")  # fmt: skip
         if c.max_ttft_s is not None:
             best = min(fitting, key=lambda x: x.ttft_s if x.ttft_s is not None else math.inf)
             parts.append(f"a first token within {c.max_ttft_s:g} s (best: {best.ttft_s or 0:.2f} s on "
@@ -406,7 +411,7 @@ def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -
         "tokens_per_second": round(c.tokens_per_second, 1),
         "hours_per_run": None if c.hours_per_run is None else round(c.hours_per_run, 4),
         "cost_per_run": money.cost(o.price_per_hour, c.hours_per_run) if training and c.hours_per_run else None,
-        "per_user_tokens_per_second": None if c.per_user_tps is None else round(c.per_user_tps, 2),
+        "per_user_tokens_per_second": None if c.per_user_tps is None else per_user_rate(c.per_user_tps),
         "ttft_s": None if c.ttft_s is None else round(c.ttft_s, 4),
         "nodes_at_peak": c.nodes_at_peak,
         "gpus_at_peak": o.gpus_at_peak,

@@ -25,8 +25,9 @@ from tracker.estimate.serving.job import SECONDS_PER_MONTH
 from tracker.inference_apis import api_alternatives
 from tracker.market import statistics
 from tracker.market.live import LiveOffers, fresh_mask, live_table
+from tracker.market.table import OfferTable
 from tracker.plan.mix import SERVING_KINDS, TRAINING_KINDS, WorkloadMix
-from tracker.plan.planner import PlanOptions, evaluate, plan
+from tracker.plan.planner import Evaluation, PlanOptions, evaluate, plan
 from tracker.plan.serving import serving_estimator
 
 STATISTICS = ("min", "p25", "median")
@@ -51,8 +52,14 @@ def plan_live(
     live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     _, frame = live_table(live).frame(engine, session)
-    fresh = fresh_mask(frame, now, settings)
-    result = plan(frame, fresh, mix, now, options=options, serving=serving_estimator())
+    return plan_on_frame(frame, settings, now, mix, options)
+
+
+def plan_on_frame(
+    frame: OfferTable, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
+) -> dict[str, Any]:
+    """The plan on a live frame already read: CPU only, so a caller can release its connection first."""
+    result = plan(frame, fresh_mask(frame, now, settings), mix, now, options=options, serving=serving_estimator())
     with_api_alternatives(result, mix, now)
     return result
 
@@ -93,63 +100,43 @@ def plan_history(
     live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     """Per day: the mixed fleet's monthly cost, each workload's card, and the best single-card fleet."""
+    _, frame = live_table(live).frame(engine, session)
+    evaluated = history_placements(frame, settings, now, mix, options, statistic)
+    prices = history_prices(session, settings, now, evaluated, days, statistic)
+    return history_points(now, mix, evaluated, prices, days, statistic)
+
+
+def history_placements(
+    frame: OfferTable, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions, statistic: str
+) -> list[Evaluation]:
+    """Today's feasible placements of each workload (CPU only: no database)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
-    _, frame = live_table(live).frame(engine, session)
     fresh = fresh_mask(frame, now, settings)
-    evaluated = [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
-    prices = _daily_prices(session, settings, now, evaluated, now - timedelta(days=days), statistic)
-    days_seen = sorted({d for series in prices.values() for d in series})
-    points = [_day(day, evaluated, prices) for day in days_seen]
-    savings: list[Decimal] = [p["saving"] for p in points if p["saving"] is not None]
-    return {
-        "as_of": now,
-        "days": days,
-        "statistic": statistic,
-        "workloads": [
-            {
-                "name": ev.workload.name,
-                "kind": ev.workload.kind,
-                "training": ev.workload.kind in TRAINING_KINDS,
-                "cards": sorted(ev.by_card),
-            }
-            for ev in evaluated
-        ],
-        "unplanned": [w.name for w in mix.workloads if w.name not in {ev.workload.name for ev in evaluated}],
-        "points": points,
-        "summary": {
-            "days_with_saving": sum(1 for s in savings if s > 0),
-            "days_compared": len(savings),
-            "min_saving": min(savings) if savings else None,
-            "max_saving": max(savings) if savings else None,
-        },
-        "method": "today's placements repriced at the daily " + statistic + " $/GPU-hour of each card",
-    }
+    return [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
 
 
-Prices = dict[tuple[str, str], dict[datetime, Decimal]]  # (card, pricing) -> day -> the day's statistic
-
-
-def _daily_prices(
-    session: Session, settings: Settings, now: datetime, evaluated: list[Any], start: datetime, statistic: str
-) -> Prices:
-    """The daily statistic of $/GPU-hour of every (card, pricing type) some workload was placed on."""
-    prices: Prices = {}
+def history_prices(
+    session: Session, settings: Settings, now: datetime, evaluated: list[Evaluation], days: int, statistic: str
+) -> dict[tuple[str, str], dict[datetime, Decimal]]:
+    """The daily statistic of each (card, pricing) the placements use: the only database reads of a history."""
+    start, end = now - timedelta(days=days), now
+    prices: dict[tuple[str, str], dict[datetime, Decimal]] = {}
     for ev in evaluated:
         for gid, o in ev.by_card.items():
             key = (gid, o.pricing)
             if key not in prices:
                 include_reference = ev.workload.constraints.include_reference
                 buckets = statistics.history(
-                    session, gpu_ids=[gid], pricing=o.pricing, interval="1d", start=start, end=now, now=now,
+                    session, gpu_ids=[gid], pricing=o.pricing, interval="1d", start=start, end=end, now=now,
                     settings=settings, include_reference=include_reference,
                 )  # fmt: skip
                 prices[key] = {b["bucket"]: b[statistic] for b in buckets}
     return prices
 
 
-def _day(day: datetime, evaluated: list[Any], prices: Prices) -> dict[str, Any]:
-    """One day: each workload's cheapest card that day, the mixed fleet's cost, the best single card's."""
+def _day_point(day: datetime, evaluated: list[Evaluation], prices: dict[tuple[str, str], dict[datetime, Decimal]]
+               ) -> dict[str, Any]:  # fmt: skip
     per_workload: list[dict[str, Any]] = []
     by_card_total: dict[str, Decimal] = {}
     complete_cards: set[str] | None = None
@@ -184,4 +171,50 @@ def _day(day: datetime, evaluated: list[Any], prices: Prices) -> dict[str, Any]:
     }
 
 
-__all__ = ["STATISTICS", "options_for", "plan_history", "plan_live"]
+def history_points(
+    now: datetime,
+    mix: WorkloadMix,
+    evaluated: list[Evaluation],
+    prices: dict[tuple[str, str], dict[datetime, Decimal]],
+    days: int,
+    statistic: str,
+) -> dict[str, Any]:
+    """The plan over time from the placements and their cards' daily prices (CPU only: no database)."""
+    days_seen = sorted({d for series in prices.values() for d in series})
+    points = [_day_point(day, evaluated, prices) for day in days_seen]
+    savings: list[Decimal] = [p["saving"] for p in points if p["saving"] is not None]
+    return {
+        "as_of": now,
+        "days": days,
+        "statistic": statistic,
+        "workloads": [
+            {
+                "name": ev.workload.name,
+                "kind": ev.workload.kind,
+                "training": ev.workload.kind in TRAINING_KINDS,
+                "cards": sorted(ev.by_card),
+            }
+            for ev in evaluated
+        ],
+        "unplanned": [w.name for w in mix.workloads if w.name not in {ev.workload.name for ev in evaluated}],
+        "points": points,
+        "summary": {
+            "days_with_saving": sum(1 for s in savings if s > 0),
+            "days_compared": len(savings),
+            "min_saving": min(savings) if savings else None,
+            "max_saving": max(savings) if savings else None,
+        },
+        "method": "today's placements repriced at the daily " + statistic + " $/GPU-hour of each card",
+    }
+
+
+__all__ = [
+    "STATISTICS",
+    "history_placements",
+    "history_points",
+    "history_prices",
+    "options_for",
+    "plan_history",
+    "plan_live",
+    "plan_on_frame",
+]

@@ -35,3 +35,31 @@ def insert_rows(session: Session, model: type[DeclarativeBase], rows: Sequence[d
             copy.write_row(
                 [json.dumps(row[c]) if c in json_columns and row[c] is not None else row[c] for c in columns]
             )
+
+
+def upsert_rows(
+    session: Session,
+    model: type[DeclarativeBase],
+    rows: Sequence[dict[str, Any]],
+    conflict: Sequence[str],
+    update: Sequence[str],
+) -> None:
+    """Insert rows of `model`, updating `update` where a row with the same `conflict` columns (a unique
+    constraint) exists: `INSERT … ON CONFLICT DO UPDATE`, so two writers of the same key never collide
+    (the loser of a read-then-insert race would get an IntegrityError instead)."""
+    if not rows:
+        return
+    table = model.__table__
+    assert isinstance(table, Table)
+    dialect = session.connection().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    elif dialect == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert  # type: ignore[assignment]
+    else:
+        raise NotImplementedError(f"no upsert for {dialect}")
+    stmt = dialect_insert(table)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=list(conflict), set_={c: getattr(stmt.excluded, c) for c in update}
+    )
+    session.execute(stmt, list(rows))

@@ -173,6 +173,21 @@ def _wait(fd: int, events: int, deadline: float) -> None:
         raise TimeoutError("no answer from the database within the ping timeout")
 
 
+def probe(engine: Engine) -> None:
+    """One `SELECT 1` on a connection of its own, outside the engine's pool: whether the database answers,
+    however busy the pool is with work (a saturated pool is load, not an outage a health check should
+    report). Bounded by the URL's connect and statement timeouts; raises the driver's error."""
+    cargs, cparams = engine.dialect.create_connect_args(engine.url)
+    dbapi_conn = engine.dialect.connect(*cargs, **cparams)
+    try:
+        cursor = dbapi_conn.cursor()
+        cursor.execute("SELECT 1")
+        cursor.fetchall()
+        cursor.close()
+    finally:
+        dbapi_conn.close()
+
+
 @lru_cache(maxsize=8)
 def engine_for(url: str) -> Engine:
     return make_engine(url)

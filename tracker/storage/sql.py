@@ -11,10 +11,35 @@ from typing import Any, TypeVar
 
 from sqlalchemy import BigInteger, Engine, Float, String, extract, func, literal_column
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
-__all__ = ["epoch_us", "json_members", "json_number", "json_text", "seconds_between"]
+__all__ = [
+    "LIKE_ESCAPE",
+    "epoch_us",
+    "json_members",
+    "json_number",
+    "json_text",
+    "like_escape",
+    "seconds_between",
+    "starts_with",
+]
+
+# The escape character of every LIKE pattern we build from user text (both backends accept ESCAPE).
+LIKE_ESCAPE = "/"
+
+
+def like_escape(text: str) -> str:
+    """`text` as a LIKE pattern that matches only itself: `%`, `_` and the escape character escaped.
+    Use with `escape=LIKE_ESCAPE`; without it a region filter `us_east` would also match `us-east`."""
+    return text.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2).replace("%", LIKE_ESCAPE + "%").replace("_", LIKE_ESCAPE + "_")
+
+
+def starts_with(column: ColumnElement[str] | InstrumentedAttribute[str], prefix: str) -> ColumnElement[bool]:
+    """`column` begins with `prefix`, taken literally (no wildcards), as SQL on either backend."""
+    return column.like(like_escape(prefix) + "%", escape=LIKE_ESCAPE)
 
 
 class epoch_us(FunctionElement[int]):

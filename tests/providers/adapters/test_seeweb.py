@@ -63,7 +63,9 @@ def test_currency_from_sign_or_field_and_ambiguity_drops_the_plan():
     assert by_key(result_of(hourly_price="$0.85"))["p:it-fr2"].currency == "USD"
     assert by_key(result_of(currency="usd"))["p:it-fr2"].currency == "USD"
     odd = result_of(hourly_price="0.85 XYZ")
-    assert odd.offers == [] and odd.skipped == ["p: currency cannot be told from the price text '0.85 XYZ'"]
+    assert odd.offers == [] and odd.skipped == [
+        "p: price '0.85 XYZ' at hourly_price: currency 'XYZ' is unknown; refused rather than guessed"
+    ]  # the money reader's own reason (was: "currency cannot be told from the price text")
     assert result_of(currency="doubloons").skipped == ["p: currency cannot be told from the currency field"]
     assert currency_of({"hourly_price": "$0.85 EUR"}) == (None, "price text '$0.85 EUR'")
 
@@ -76,7 +78,7 @@ def test_odd_rows_are_dropped_with_a_reason(result):
     ]
     assert not any(o.instance_type == "eCS4" for o in result.offers)  # CPU-only: silently not a GPU offer
     assert result_of(hourly_price="0").skipped == ["p: hourly_price '0'"]
-    assert result_of(hourly_price="n/a").skipped == ["p: hourly_price 'n/a'"]
+    assert result_of(hourly_price="n/a").skipped == ["p: unreadable price 'n/a' at hourly_price"]
 
 
 @pytest.mark.parametrize(("value", "expected"), [(8, 8), ("32768 MB", 32768), ("$0.85", Decimal("0.85")), ("x", None)])

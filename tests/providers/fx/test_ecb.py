@@ -126,3 +126,43 @@ def test_the_request_goes_to_the_daily_file():
     (daily,) = fetch(httpx.MockTransport(answer))
     assert str(seen[0].url) == ECB_DAILY_URL and "xml" in seen[0].headers["accept"]
     assert daily.usd_per_unit == {"EUR": Decimal("1.0500")}
+
+
+# --------------------------------------------------------------- second hardening pass: encodings, digits, days
+
+
+def test_a_dtd_is_refused_in_any_encoding():
+    doc = '<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE lol [<!ENTITY a "aaaa">]><Envelope>&a;</Envelope>'
+    body = doc.encode("utf-16")
+    assert b"<!DOCTYPE" not in body  # the old byte search let this through to the parser
+    with pytest.raises(RateSourceError, match="declares a DTD"):
+        parse_eurofxref(body)
+
+
+@pytest.mark.parametrize("rate", ["１.０５", "١٫٠٥", "١.٠٥", "1.0５"])
+def test_only_ascii_digits_are_a_rate(rate):
+    with pytest.raises(RateSourceError, match="is not a decimal number"):
+        parse_eurofxref(xml(("2026-11-30", {"USD": rate})))
+
+
+@pytest.mark.parametrize("day", ["2999-01-01", "1998-12-31", "２０２６-11-30", "0001-01-01"])
+def test_a_day_outside_the_service_range_is_refused(day):
+    with pytest.raises(RateSourceError, match=r"outside|is not a date"):
+        parse_eurofxref(xml((day, {"USD": "1.05"})))
+
+
+@pytest.mark.parametrize(
+    ("rates", "reason"),
+    [
+        ({"USD": "999999999", "XAU": "0.000000001"}, "USD per XAU (1e+18) is outside"),  # before: a crash
+        ({"USD": "0.000000001", "IDR": "999999999"}, "USD per IDR (1e-18) is outside"),  # before: stored as 0
+    ],
+)
+def test_a_rate_the_database_cannot_hold_or_that_rounds_to_zero_is_refused(rates, reason):
+    with pytest.raises(RateSourceError, match=re.escape(reason)):
+        parse_eurofxref(xml(("2026-11-30", rates)))
+
+
+def test_the_smallest_and_largest_storable_rates_are_kept():
+    (daily,) = parse_eurofxref(xml(("2026-11-30", {"USD": "1", "IDR": "999999999", "XAU": "0.000000002"})))
+    assert daily.usd_per_unit["IDR"] == Decimal("1.000E-9") and daily.usd_per_unit["XAU"] == Decimal("5E+8")

@@ -90,7 +90,7 @@ def test_json_output_shape(cli, tmp_path):
     assert payload["drifted"] is True
     (report,) = payload["providers"]
     assert set(report) == {
-        "provider", "source", "status", "drifted", "offers", "error", "skipped",
+        "provider", "source", "status", "drifted", "offers", "error", "skipped", "dropped",
         "schema", "unknown_names", "prices", "problems", "notes",
     }  # fmt: skip
     assert (report["provider"], report["source"], report["status"], report["drifted"]) == (

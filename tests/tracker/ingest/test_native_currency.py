@@ -130,7 +130,9 @@ def test_usd_history_is_unchanged_after_rates_are_refetched_or_revised(engine, s
 
 def test_unknown_ambiguous_or_unconvertible_currencies_are_rejected_per_offer(engine, settings, clock):
     put_rates(engine, clock, DAY, EUR="1.08")
+    observed, clock.now = clock.now, clock.now + timedelta(days=3)  # fetched then: a rate is never dated ahead
     put_rates(engine, clock, DAY + timedelta(days=3), CHF="1.25")  # only after the observation's day
+    clock.now = observed
     report = do_ingest(engine, settings, clock, batch(
         offer("eur", "2.00", currency="EUR"), offer("lower", "2.00", currency=" eur "), offer("usd", "2.00"),
         offer("xyz", "2.00", currency="XYZ"), offer("dollar", "2.00", currency="$"), offer("none", "2.00", currency=""),

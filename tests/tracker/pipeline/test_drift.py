@@ -282,10 +282,26 @@ def test_vastai_without_dph_total_is_drifted_and_names_the_field():
 
 
 def test_a_parse_error_is_reported_with_the_schema_diff_that_explains_it():
+    # Every offer malformed: each is dropped with its reason (providers.parsing.dropping), so the fetch
+    # comes back empty: drifted, with the dropped objects and the schema diff that explains them.
     report = replay_check(vastai_offers(lambda o: o.pop("gpu_name")))
-    assert report.status == "failed"
-    assert report.error is not None and "gpu_name" in report.error
+    assert report.status == "drifted" and report.empty and report.error is None
+    assert report.dropped and all("gpu_name" in r for r in report.dropped)
     assert "missing field `offers[].gpu_name` in POST console.vast.ai/api/v0/bundles" in report.problems()
+
+
+def test_doctor_shows_one_dropped_object_and_keeps_the_rest():
+    first = {"done": False}
+
+    def break_first(offer: dict[str, Any]) -> None:
+        if not first["done"]:
+            offer["num_gpus"], first["done"] = "", True
+
+    report = replay_check(vastai_offers(break_first))
+    assert report.error is None and report.offers > 0
+    assert len(report.dropped) == 1 and "offers[0]: dropped" in report.dropped[0]
+    assert any("1 malformed object(s) dropped" in n for n in report.notes())
+    assert report.as_dict()["dropped"]["count"] == 1
 
 
 def test_unresolvable_gpu_names_are_drift_beyond_those_the_baseline_has():

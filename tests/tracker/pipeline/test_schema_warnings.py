@@ -56,3 +56,37 @@ def test_an_unchanged_response_has_no_findings(engine, settings, clock):
     (report,) = asyncio.run(run_scrape([ScrapeJob(VastAi, "replay", cassette)], engine, settings, clock=clock))
     assert report.status == "ok" and report.schema_warnings == []
     assert _drift_gauge(engine, settings, clock) == 0
+
+
+def test_a_hundred_thousand_unknown_keys_are_a_bounded_summary(engine, settings, clock, caplog):
+    import logging
+
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from tracker.pipeline.drift import MAX_ISSUES_PER_KIND
+
+    raw = json.loads(bundled_cassette("vastai").read_text())
+    body = next(i["response"]["json"] for i in raw["interactions"] if (i["response"].get("json") or {}).get("offers"))
+    body["offers"][0].update({f"extra_{n}": n for n in range(100_000)})
+    caplog.set_level(logging.INFO, logger="tracker")
+    (report,) = asyncio.run(run_scrape([ScrapeJob(VastAi, "replay", Cassette.from_json(raw))], engine, settings,
+                                       clock=clock))  # fmt: skip
+    assert report.status == "ok"
+    new = [w for w in report.schema_warnings if w["change"] == "new"]
+    assert len(new) == MAX_ISSUES_PER_KIND + 1  # before: 100,000 stored warnings
+    summary = new[-1]
+    assert summary["count"] == str(100_000 - MAX_ISSUES_PER_KIND) and "99,980 more new fields" in summary["detail"]
+    assert sum("new field" in r.getMessage() for r in caplog.records) <= MAX_ISSUES_PER_KIND + 1  # before: 100,000
+    with TestClient(create_app(settings, engine)) as c:
+        providers = c.get("/v1/providers")
+    assert providers.status_code == 200 and len(providers.content) < 200_000  # before: 10.6 MB
+
+
+def test_a_summary_of_missing_fields_still_counts_every_field_as_drift():
+    from tracker.pipeline.drift import FieldIssue, summarised
+
+    issues = [FieldIssue("GET x", f"a{i}", "missing") for i in range(30)]
+    folded = summarised(issues, limit=5)
+    assert len(folded) == 6 and folded[-1].count == 25 and folded[-1].drift
+    assert folded[-1].as_dict()["count"] == "25" and "first: a5, a6" in folded[-1].detail

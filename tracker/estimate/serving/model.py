@@ -625,7 +625,7 @@ class ServingEstimate:
             "max_concurrency": self.max_concurrency,
             "tokens_per_second": round(self.tokens_per_second, 1),
             "decode_tokens_per_second": round(self.decode_tokens_per_second, 1),
-            "per_user_tokens_per_second": round(self.per_user_tokens_per_second, 2),
+            "per_user_tokens_per_second": per_user_rate(self.per_user_tokens_per_second),
             "input_tokens_per_second": round(self.input_tokens_per_second, 1),
             "ttft_s": round(self.ttft_s, 4),
             "queue_wait_s": round(self.queue_wait_s, 4),
@@ -657,6 +657,14 @@ class ServingEstimate:
             "model_approximate": job.model.approximate,
             "vram_scope": "per GPU, with the engine's reserved share of the card",
         }
+
+
+def per_user_rate(tokens_per_second: float) -> float:
+    """Per-user tokens/s as shown: two decimals from 1 up, three significant digits below (65,536 users
+    sharing a node get 0.00473, not a misleading 0.0 that reads as "no output at all")."""
+    if tokens_per_second >= 1 or tokens_per_second <= 0 or not math.isfinite(tokens_per_second):
+        return round(tokens_per_second, 2)
+    return float(f"{tokens_per_second:.3g}")
 
 
 def prepare_serving(job: ServingSpec, params: ServingParams | None = None, *, eager: bool = False,

@@ -18,6 +18,7 @@ from tracker.estimate.serving.model import (
     STEP_TERMS,
     PreparedServing,
     ServingEstimate,
+    per_user_rate,
     prepare_serving,
 )
 
@@ -106,7 +107,7 @@ def curve(prepared: PreparedServing, card: GpuSpec, gpus: float, price: Decimal 
             break
         points.append({
             "concurrency": est.concurrency, "tokens_per_second": round(est.tokens_per_second, 1),
-            "per_user_tokens_per_second": round(est.per_user_tokens_per_second, 2), "ttft_s": round(est.ttft_s, 4),
+            "per_user_tokens_per_second": per_user_rate(est.per_user_tokens_per_second), "ttft_s": round(est.ttft_s, 4),
             "usd_per_mtok": est.usd_per_mtok,
         })  # fmt: skip
     return points
