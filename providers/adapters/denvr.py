@@ -43,7 +43,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, post_json, redacting_secrets, require
-from providers.parsing import as_list, memory_in_name, slug, to_decimal, to_optional_decimal
+from providers.parsing import as_list, dropping, memory_in_name, slug, to_decimal, to_optional_decimal
 
 API = "https://api.cloud.denvrdata.com"
 AUTH_URL = f"{API}/api/TokenAuth/Authenticate"
@@ -89,7 +89,7 @@ def _configurations(payload: Any, result: ScrapeResult) -> dict[str, dict[str, A
 def parse_availability(rows: list[Any], cluster: str, configs: dict[str, dict[str, Any]], result: ScrapeResult) -> None:
     for i, row in enumerate(rows):
         where = f"availability {cluster}[{i}]"
-        try:
+        with dropping(result, where):  # one malformed row is dropped with its reason
             name = str(require(row, "configuration", where))
             config = configs.get(name)
             if config is None:
@@ -101,34 +101,34 @@ def parse_availability(rows: list[Any], cluster: str, configs: dict[str, dict[st
             if price <= 0:
                 raise ProviderError(f"{where}: price {price}")
             count = to_optional_decimal(row.get("count"), f"{where}.count")
-        except ProviderError as exc:
-            result.skipped.append(str(exc))
-            continue
-        region = slug(row.get("cluster") or cluster)
-        network = str(config.get("compute_network") or "").strip()
-        attributes: dict[str, Any] = {"price_per_gpu_hour": str(price), "resource_pool": row.get("rpool") or POOL}
-        if network:
-            attributes |= {"compute_network": network, "infiniband": network.upper().startswith(("IB", "INFINIBAND"))}
-        if count is not None:
-            attributes["creatable_count"] = int(count)
-        if config.get("gpu_type"):
-            attributes["gpu_type"] = config["gpu_type"]
-        name_text = gpu_name(config)
-        result.offers.append(
-            ScrapedOffer(
-                key=f"{region}:{POOL}:{name}",
-                gpu_name=name_text,
-                gpu_count=gpus,
-                price_per_hour=price * gpus,
-                region=region,
-                gpu_memory_gb=memory_in_name(name_text),
-                instance_type=name,
-                available=row.get("available") is True and count is not None and count > 0,
-                vcpus=to_optional_decimal(config.get("vcpus"), f"{name}.vcpus"),
-                ram_gb=to_optional_decimal(config.get("memory"), f"{name}.memory"),
-                attributes=attributes,
+            region = slug(row.get("cluster") or cluster)
+            network = str(config.get("compute_network") or "").strip()
+            attributes: dict[str, Any] = {"price_per_gpu_hour": str(price), "resource_pool": row.get("rpool") or POOL}
+            if network:
+                attributes |= {
+                    "compute_network": network,
+                    "infiniband": network.upper().startswith(("IB", "INFINIBAND")),
+                }
+            if count is not None:
+                attributes["creatable_count"] = int(count)
+            if config.get("gpu_type"):
+                attributes["gpu_type"] = config["gpu_type"]
+            name_text = gpu_name(config)
+            result.offers.append(
+                ScrapedOffer(
+                    key=f"{region}:{POOL}:{name}",
+                    gpu_name=name_text,
+                    gpu_count=gpus,
+                    price_per_hour=price * gpus,
+                    region=region,
+                    gpu_memory_gb=memory_in_name(name_text),
+                    instance_type=name,
+                    available=row.get("available") is True and count is not None and count > 0,
+                    vcpus=to_optional_decimal(config.get("vcpus"), f"{name}.vcpus"),
+                    ram_gb=to_optional_decimal(config.get("memory"), f"{name}.memory"),
+                    attributes=attributes,
+                )
             )
-        )
 
 
 class Denvr(Provider):

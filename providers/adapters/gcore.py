@@ -33,6 +33,7 @@ the cassette's flavors, regions and prices are illustrative.
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from providers.contract import (
@@ -71,9 +72,22 @@ def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _deleted(project: dict[str, Any]) -> bool:
+    """A project is deleted when `deleted_at` is a timestamp: one that cannot be read is no deletion (were the
+    project really gone, the flavor listing would say so), so a garbled field cannot empty the provider."""
+    stamp = project.get("deleted_at")
+    if not isinstance(stamp, str) or not stamp.isascii():
+        return False
+    try:
+        datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
 def pick_project(payload: Any) -> str:
     live = [p for p in as_list(require(payload, "results", "projects"), "projects")
-            if isinstance(p, dict) and ident(p.get("id")) and not p.get("deleted_at")]  # fmt: skip
+            if isinstance(p, dict) and ident(p.get("id")) and not _deleted(p)]  # fmt: skip
     if not live:
         raise ProviderError("the account has no project to read GPU flavors in")
     live.sort(key=lambda p: not p.get("is_default"))

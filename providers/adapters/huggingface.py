@@ -32,7 +32,7 @@ from typing import Any
 from providers.contract import FetchContext, Provider, ProviderKind, ScrapedOffer, ScrapeResult
 from providers.http import get_json, require
 from providers.items import ItemParser, parse_items
-from providers.parsing import as_list, slug, tidy_decimal, to_decimal, to_optional_decimal, upstream_provider
+from providers.parsing import as_list, dropping, slug, tidy_decimal, to_decimal, to_optional_decimal, upstream_provider
 
 URL = "https://api.endpoints.huggingface.cloud/v2/provider"
 AVAILABLE = "available"
@@ -93,14 +93,18 @@ def _compute(
 
 def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
+    # A malformed vendor or region is dropped with its reason (providers.parsing.dropping), a malformed
+    # compute by parse_items; only the envelope (no `vendors` list) fails the run.
     for v, vendor in enumerate(as_list(require(payload, "vendors", "response"), "vendors")):
         here = f"vendors[{v}]"
-        name = str(require(vendor, "name", here)).strip().lower()
-        for r, region in enumerate(as_list(require(vendor, "regions", here), "regions", here)):
-            there = f"{here}.regions[{r}]"
-            computes = as_list(require(region, "computes", there), "computes", there)
-            items = [(f"{there}.computes[{c}]", raw) for c, raw in enumerate(computes)]
-            parse_items(items, _in_region(name, region, vendor.get("status")), result)
+        with dropping(result, here):
+            name = str(require(vendor, "name", here)).strip().lower()
+            for r, region in enumerate(as_list(require(vendor, "regions", here), "regions", here)):
+                there = f"{here}.regions[{r}]"
+                with dropping(result, there):
+                    computes = as_list(require(region, "computes", there), "computes", there)
+                    items = [(f"{there}.computes[{c}]", raw) for c, raw in enumerate(computes)]
+                    parse_items(items, _in_region(name, region, vendor.get("status")), result)
     return result
 
 

@@ -137,6 +137,11 @@ class QuantaCloud(Provider):
         seen: set[str] = set()
         for page in range(MAX_PAGES):
             payload = await get_json(ctx, URL, params={"page": page, "size": PAGE_SIZE})
-            if parse_page(payload, page, result, seen) < PAGE_SIZE:
+            repeats = len(result.skipped)
+            rows = parse_page(payload, page, result, seen)
+            repeats = sum(1 for s in result.skipped[repeats:] if s.endswith(": listed twice"))
+            # A short page ends the listing; so does a page that repeats offers already listed (a server
+            # that ignores `page`, or pads its pages, would otherwise be asked MAX_PAGES times).
+            if rows < PAGE_SIZE or repeats:
                 return result
         raise ProviderError(f"pagination did not end after {MAX_PAGES} pages of QuantaCloud offers")

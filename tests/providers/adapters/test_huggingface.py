@@ -10,6 +10,7 @@ from providers.adapters.huggingface import URL, HuggingFace, parse, raw_gpu_name
 from providers.contract import Pricing, ProviderKind
 from tests.factories.cassettes import (
     assert_integrity,
+    assert_replay_drops,
     assert_replay_raises,
     by_key,
     fetch_recording,
@@ -89,7 +90,7 @@ def test_one_anonymous_request():
     assert [str(r.url) for r in requests] == [URL] and "authorization" not in requests[0].headers
 
 
-def test_schema_changes_raise():
+def test_a_malformed_envelope_raises_and_a_malformed_vendor_or_region_is_dropped():
     assert_replay_raises(HuggingFace, json_without(0, "vendors"), "'vendors'")
-    assert_replay_raises(HuggingFace, json_without(0, "vendors", 0, "regions"), "'regions'")
-    assert_replay_raises(HuggingFace, json_with(0, "vendors", 2, "regions", 0, "computes", value={}), "not a list")
+    assert_replay_drops(HuggingFace, json_without(0, "vendors", 0, "regions"), "'regions'")
+    assert_replay_drops(HuggingFace, json_with(0, "vendors", 2, "regions", 0, "computes", value={}), "not a list")
