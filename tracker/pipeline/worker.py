@@ -60,7 +60,7 @@ from tracker.pipeline.rates import RatesReport, rates_due, update_rates_sync
 from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.pipeline.slots import SlotTrigger, slot_start
 from tracker.storage.ledger import RunStatus, UnrecordedRun, fail_if_running, slot_done
-from tracker.storage.locks import provider_lock
+from tracker.storage.locks import provider_locks
 
 log = logging.getLogger(__name__)
 
@@ -216,16 +216,7 @@ class Worker:
         jobs: list[ScrapeJob] = []
         try:
             with ExitStack() as stack:
-                for name in names:
-                    try:
-                        claimed = self._claim_slot(stack, name, slots[name])
-                    except SQLAlchemyError as exc:
-                        outcomes.append(self._unreachable(name, slots[name], 0, now, exc))
-                        continue
-                    if isinstance(claimed, SlotOutcome):
-                        outcomes.append(claimed)
-                    else:
-                        jobs.append(claimed)
+                jobs = self._claim_slots(stack, names, slots, now, outcomes)
                 if jobs:
                     outcomes.extend(self._scrape(jobs))
         finally:
@@ -242,23 +233,65 @@ class Worker:
                 log.exception("alert evaluation after %s failed", outcome.provider)
         return outcomes
 
-    def _claim_slot(self, stack: ExitStack, name: str, slot: datetime) -> SlotOutcome | ScrapeJob:
-        """A job for this slot, holding the provider's lock until `stack` exits; or why not."""
-        if self._slot_taken(name, slot):
+    def _claim_slots(
+        self,
+        stack: ExitStack,
+        names: Sequence[str],
+        slots: dict[str, datetime],
+        now: datetime,
+        outcomes: list[SlotOutcome],
+    ) -> list[ScrapeJob]:
+        """Jobs for the slots this worker may run, their providers' locks held until `stack` exits; why
+        not for the others (appended to `outcomes`).
+
+        The locks are taken together, on one connection (`provider_locks`): one connection each would
+        exhaust the engine's pool once more providers are due than it holds (pool_size + max_overflow),
+        and every provider past that limit would come back `db_unreachable`. A provider whose lock was
+        taken but whose slot turned out done keeps its lock until the batch ends (a transaction-level
+        advisory lock cannot be released alone); another worker has nothing to run for it anyway."""
+        free: list[str] = []
+        for name in names:
+            try:
+                taken = self._slot_taken(name, slots[name])
+            except SQLAlchemyError as exc:
+                outcomes.append(self._unreachable(name, slots[name], 0, now, exc))
+                continue
+            if taken:
+                outcomes.append(SlotOutcome(name, slots[name], SlotStatus.slot_taken, "another worker ran this slot"))
+            else:
+                free.append(name)
+        try:
+            held = stack.enter_context(provider_locks(self.engine, free))
+        except SQLAlchemyError as exc:
+            outcomes.extend(self._unreachable(name, slots[name], 0, now, exc) for name in free)
+            return []
+        jobs: list[ScrapeJob] = []
+        for name in free:
+            if name not in held:
+                outcomes.append(SlotOutcome(name, slots[name], SlotStatus.locked, "another worker is scraping it"))
+                continue
+            try:
+                claimed = self._claim_slot(name, slots[name])
+            except SQLAlchemyError as exc:
+                outcomes.append(self._unreachable(name, slots[name], 0, now, exc))
+                continue
+            if isinstance(claimed, SlotOutcome):
+                outcomes.append(claimed)
+            else:
+                jobs.append(claimed)
+        return jobs
+
+    def _claim_slot(self, name: str, slot: datetime) -> SlotOutcome | ScrapeJob:
+        """A job for this slot, whose provider's lock the caller holds; or why not."""
+        # Under the lock: close dead claims (this slot's, older ones, unscheduled runs'), then decide.
+        claim = reclaim(self.engine, name, slot, self.clock(), self.claim_lease_s)
+        if claim.state == ClaimState.taken:
             return SlotOutcome(name, slot, SlotStatus.slot_taken, "another worker ran this slot")
-        with ExitStack() as held:
-            if not held.enter_context(provider_lock(self.engine, name)):
-                return SlotOutcome(name, slot, SlotStatus.locked, "another worker is scraping it")
-            # Under the lock: close dead claims (this slot's, older ones, unscheduled runs'), then decide.
-            claim = reclaim(self.engine, name, slot, self.clock(), self.claim_lease_s)
-            if claim.state == ClaimState.taken:
-                return SlotOutcome(name, slot, SlotStatus.slot_taken, "another worker ran this slot")
-            if claim.state == ClaimState.locked:
-                holder = claim.holder or "(unknown)"
-                return SlotOutcome(name, slot, SlotStatus.locked, f"claim held by live worker {holder}")
-            mark_in_flight(self.engine, name, slot)
-            stack.push(held.pop_all())  # the lock now lasts until the scrape is done
-            return self._job(name, slot, claim.attempt)
+        if claim.state == ClaimState.locked:
+            holder = claim.holder or "(unknown)"
+            return SlotOutcome(name, slot, SlotStatus.locked, f"claim held by live worker {holder}")
+        mark_in_flight(self.engine, name, slot)
+        return self._job(name, slot, claim.attempt)
 
     def _scrape(self, jobs: list[ScrapeJob]) -> list[SlotOutcome]:
         started = self.clock()

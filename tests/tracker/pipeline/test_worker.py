@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 import tracker.cli  # noqa: F401  (registers every command)
 import tracker.pipeline.worker as worker_module
@@ -32,7 +32,7 @@ from tracker.pipeline.worker import (
     slot_start,
     start_background_worker,
 )
-from tracker.storage.engine import session_scope
+from tracker.storage.engine import make_engine, session_scope
 from tracker.storage.locks import lock_key, provider_lock
 from tracker.storage.tables import ScrapeRun
 
@@ -166,10 +166,10 @@ def test_two_workers_record_one_run_per_provider_per_slot(engine, settings, cloc
 
 def test_the_ledger_alone_stops_duplicates_when_locks_do_not(engine, settings, clock, replay_dir, monkeypatch):
     @contextmanager
-    def no_lock(engine, provider):
-        yield True
+    def no_lock(engine, providers):
+        yield set(providers)
 
-    monkeypatch.setattr(worker_module, "provider_lock", no_lock)
+    monkeypatch.setattr(worker_module, "provider_locks", no_lock)
     monkeypatch.setattr(Worker, "_slot_taken", lambda self, name, slot: False)  # both think the slot is free
     workers = [make_worker(engine, settings, clock, replay_dir, providers=["vastai"]) for _ in range(3)]
     for _ in range(3):
@@ -354,3 +354,47 @@ def test_in_process_worker_starts_and_stops(engine, settings):
     finally:
         scheduler.shutdown(wait=True)
     assert not scheduler.running
+
+
+class Quick(Provider):
+    """A provider that answers at once with nothing: the cycle's cost is the worker's own connections."""
+
+    title = "answers at once"
+    kind = ProviderKind.marketplace
+
+    async def fetch(self, ctx: FetchContext) -> ScrapeResult:
+        return ScrapeResult()
+
+
+def test_sixty_due_providers_fit_the_engine_pool(engine, settings, clock, replay_dir, pg_url):
+    """Sixty providers due at once on Postgres: their locks share one connection, so none is left
+    `db_unreachable` for want of a pooled connection (one connection each would need 60 > 10 + 20)."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("the advisory locks that need connections are Postgres's")
+    quick = settings.model_copy(update={"db_pool_timeout_s": 0.5})  # a starved pool fails fast, not in 5 s
+    pooled = make_engine(pg_url, quick)
+    peak = {"now": 0, "max": 0}
+
+    def out(*_):
+        peak["now"] += 1
+        peak["max"] = max(peak["max"], peak["now"])
+
+    def back(*_):
+        peak["now"] -= 1
+
+    event.listen(pooled.pool, "checkout", out)
+    event.listen(pooled.pool, "checkin", back)
+    try:
+        worker = make_worker(pooled, quick, clock, replay_dir, providers=["vastai"])
+        names = [f"quick{i:02d}" for i in range(60)]
+        for name in names:
+            worker.providers[name] = type(name, (Quick,), {"name": name})
+            worker.cassettes[name] = None
+        outcomes = worker.run_providers(names)
+    finally:
+        pooled.dispose()
+    statuses = Counter(o.status for o in outcomes)
+    assert statuses["db_unreachable"] == 0 and statuses["locked"] == 0, statuses
+    assert len(outcomes) == 60 and sum(runs_per_slot(engine).values()) == 60
+    # The locks' one connection plus the ingest threads' own: well inside pool_size + max_overflow.
+    assert peak["max"] <= quick.db_pool_size + quick.db_max_overflow
