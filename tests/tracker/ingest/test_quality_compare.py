@@ -16,6 +16,7 @@ from tests.factories.offers import batch, do_ingest, offer
         {"verification": "verified", "reliability": 1, "hosting": "datacenter"},
         {"reliability": 0.987654321, "via": None, "upstream": "lambdalabs"},
         {"verification": {"level": 2}, "cloud": ["secure"]},  # odd, but still the same value each run
+        {"reliability": 0.1 + 0.2, "hosting": 1e16},  # 17 significant digits: SQLite's JSON keeps 15
     ],
 )
 def test_an_unchanged_batch_rewrites_no_offer(engine, settings, clock, monkeypatch, attributes):
