@@ -48,7 +48,7 @@ def offers(
         )
         table.add_row(
             label,
-            r["gpu"],
+            r["gpu"] + (f" [dim]MIG {r['slice']}[/]" if r.get("slice") else ""),
             f"{r['gpu_count']:g}",
             r["pricing"] + (f" {r['reserved_term']}" if r.get("reserved_term") else ""),
             r["region"] or "-",

@@ -9,7 +9,7 @@ database: the exchange rates come in as a `RateBook`.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 
@@ -74,6 +74,12 @@ def validate_batch(
                 "(a reservation needs its term, and only a reservation has one)"
             )
             continue
+        if catalog.is_slice_name(offer.gpu_name):
+            sliced = as_slice(offer, catalog, provider)
+            if isinstance(sliced, str):
+                out.invalid.append(f"{offer.key}: {sliced}")
+                continue
+            offer = sliced  # priced as what it is: its fraction of the card, with its own memory
         try:
             money = convert(offer.price_per_hour, offer.gpu_count, book.rate_for(offer.currency))
         except CurrencyError as exc:
@@ -91,6 +97,8 @@ def validate_batch(
         # A slice (< 1 GPU) offers part of a card's memory: its name, not its memory, identifies the card.
         memory = offer.gpu_memory_gb if offer.gpu_count >= 1 else None
         cache_key = (offer.gpu_name, memory)
+        if SLICE_CARD in offer.attributes:  # a MIG slice, its parent card resolved by as_slice
+            resolved[cache_key] = catalog.get(offer.attributes[SLICE_CARD])
         if cache_key not in resolved:
             try:
                 resolved[cache_key] = catalog.normalize(
@@ -121,3 +129,34 @@ def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec 
     if len({(g.family, g.memory_gb) for g in candidates}) != 1:
         return None
     return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
+
+
+# A MIG slice's attributes (offers.attributes): what it is cut from and how big a share it is.
+SLICE_PROFILE = "mig_profile"  # "1g.10gb"
+SLICE_SHARE = "mig_share"  # of the card's compute, as NVIDIA writes it: "1/7"
+SLICE_CARD = "mig_card"  # the parent card's id
+COUNT_PLACES = Decimal("0.001")  # what offers.gpu_count holds: the stored count must equal the compared one
+
+
+def as_slice(offer: ScrapedOffer, catalog: GpuCatalog, provider: str | None) -> ScrapedOffer | str:
+    """A MIG slice offer as its share of the parent card: `gpu_count` its fraction of the card (a 1g.10gb
+    A100 slice is 1/7 of a GPU, so its $/GPU-hour is that of a whole card's worth), `gpu_memory_gb` the
+    slice's own memory (what a job must fit in), the profile, share and parent card in its attributes.
+    Why not, as a reason, for a name the catalog cannot place or an offer of several slices (several
+    separate devices are not one card's share, and no estimate spans them)."""
+    if offer.gpu_count != 1:
+        return f"{offer.gpu_count} MIG slices in one offer: several separate slices are not priced as one GPU"
+    memory = float(offer.gpu_memory_gb) if offer.gpu_memory_gb is not None else None
+    try:
+        piece = catalog.normalize_slice(offer.gpu_name, memory, provider=provider)
+    except GpuNameError as exc:
+        return f"MIG slice {offer.gpu_name!r} not placed: {exc}"
+    attributes = offer.attributes | {SLICE_PROFILE: piece.profile, SLICE_SHARE: piece.share, SLICE_CARD: piece.card.id}
+    if piece.assumed:
+        attributes["gpu_assumed"] = piece.assumed
+    return replace(
+        offer,
+        gpu_count=Decimal(str(piece.fraction)).quantize(COUNT_PLACES),
+        gpu_memory_gb=Decimal(str(piece.memory_gb)),
+        attributes=attributes,
+    )

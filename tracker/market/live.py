@@ -28,6 +28,7 @@ from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated, freshness, quality
 from tracker.market.table import EPOCH, OfferTable
+from tracker.storage.sql import json_text
 from tracker.storage.tables import DataVersion, Offer
 
 if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command-line call tens of ms
@@ -70,6 +71,8 @@ def _load(session: Session) -> OfferTable:
     # cannot disagree on which offers are verified.
     # So do an aggregator's `via` and `upstream` (tracker.market.aggregated).
     extracted = quality.columns() | aggregated.columns()
+    # A MIG slice's profile ("1g.10gb", set by ingest), so a ranking shows the slice it prices.
+    extracted["slice"] = json_text(Offer.attributes, "mig_profile")
     selected = [*COLUMNS, *extracted]
     stmt = select(*[getattr(Offer, c) for c in COLUMNS], *extracted.values()).where(Offer.delisted_at.is_(None))
     rows = session.execute(stmt).all()

@@ -99,6 +99,8 @@ def offer_row(offer: Offer) -> dict[str, Any]:
         # An aggregator's resale: which aggregator it reaches us through, and whose machine it is.
         "via": (offer.attributes or {}).get("via"),
         "upstream": (offer.attributes or {}).get("upstream"),
+        # A MIG slice ("1g.10gb"): gpu_count is its share of the card and gpu_memory_gb its own memory.
+        "slice": (offer.attributes or {}).get("mig_profile"),
         "price_per_hour": offer.price_per_hour,
         "price_per_gpu_hour": offer.price_per_gpu_hour,
         # The price as the provider quoted it and the rate the USD figures were converted at (None: USD).

@@ -181,7 +181,7 @@ def rank(
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
     columns["reliability_f"] = _column(frame["reliability_f"][rows], True)
-    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream") if c in frame}
+    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream", "slice") if c in frame}
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
     columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
     columns["last_seen"] = frame.last_seen(rows)
@@ -314,6 +314,7 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "gpu": r["gpu_id"],
         "gpu_family": r["gpu_family"],
         "gpus": float(r["gpu_count_f"]),
+        "slice": r.get("slice"),  # a MIG slice's profile: `gpus` is its share of the card
         "pricing": r["pricing"],
         "reserved_term": r["reserved_term"],
         "region": r["region"],
