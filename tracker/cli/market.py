@@ -130,7 +130,8 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
     all_demo = bool(result["rows"]) and all(r["demo"] for r in result["rows"])
     for i, r in enumerate(result["rows"], 1):
         table.add_row(
-            str(i), _provider_label(r, demo=r["demo"] and not all_demo), escape(r["gpu"]) + ("" if r["fits"] else " [red](does not fit)[/]"),
+            str(i), _provider_label(r, demo=r["demo"] and not all_demo),
+            escape(r["gpu"]) + ("" if r["fits"] else " [red](does not fit)[/]"),
             gpu_count(r["gpus"]), r["pricing"] + (" [yellow](sold out)[/]" if r.get("unavailable") else ""),
             _region_label(r), f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
             _amount(r["cost_per_run"], 2), _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),

@@ -47,7 +47,8 @@ def real_console(lazy: Console) -> Console:
 
 # Text wraps at the terminal's width (words kept whole): a line longer than the terminal is one the user cannot read.
 console: Console = _LazyConsole()  # type: ignore[assignment]  # behaves as the Console it makes
-err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
+# An error stays one line (the README's promise, and what a script greps), however long.
+err_console: Console = _LazyConsole(stderr=True, soft_wrap=True)  # type: ignore[assignment]
 
 
 def _default(value: Any) -> Any:

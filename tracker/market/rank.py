@@ -338,17 +338,21 @@ def _firsts(codes: np.ndarray) -> np.ndarray:
 
 def listing_codes(frame: OfferTable, idx: np.ndarray) -> np.ndarray:
     """One code per listing among the offers at `idx`: provider, pricing and term, and the instance type (a
-    resale: its upstream, card and count, since aggregators list one machine under several names)."""
-    cols = {c: frame[c][idx].tolist() for c in ("provider", "pricing", "reserved_term", "instance_type",
+    resale: its upstream, card and count, since aggregators list one machine under several names). An offer
+    without an instance type is a listing of its own: nothing says two such hosts sell the same machine."""
+    cols = {c: frame[c][idx].tolist() for c in ("id", "provider", "pricing", "reserved_term", "instance_type",
                                                  "gpu_id", "gpu_count_f")}  # fmt: skip
     upstream = frame["upstream"][idx].tolist() if "upstream" in frame else [None] * len(idx)
-    keys = [
-        (p, pr, t, f"{up}|{g}|{n}" if isinstance(up, str) and up else (it if isinstance(it, str) and it else f"{g}|{n}"))
-        for p, pr, t, it, g, n, up in zip(cols["provider"], cols["pricing"], cols["reserved_term"],
-                                           cols["instance_type"], cols["gpu_id"], cols["gpu_count_f"], upstream,
-                                           strict=True)
-    ]  # fmt: skip
-    return factorize(np.array([repr(k) for k in keys], dtype=object))[0]
+
+    def machine(i: int) -> str:
+        up, kind = upstream[i], cols["instance_type"][i]
+        if isinstance(up, str) and up:
+            return f"resale|{up}|{cols['gpu_id'][i]}|{cols['gpu_count_f'][i]}"
+        return f"type|{kind}" if isinstance(kind, str) and kind else f"offer|{cols['id'][i]}"
+
+    keys = [repr((cols["provider"][i], cols["pricing"][i], cols["reserved_term"][i], machine(i)))
+            for i in range(len(idx))]  # fmt: skip
+    return factorize(keys)[0]
 
 
 def _fold_counts(
