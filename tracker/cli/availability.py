@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import typer
 
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import console, emit_json, fail, show_table
 
 # Domain modules are imported inside the command: a command-line call loads only what it runs.
 
@@ -25,6 +25,7 @@ def availability_cmd(
     pricing: list[str] = typer.Option(None, "--pricing", help="on_demand | spot | reserved (repeatable)."),
     days: int = typer.Option(7, "--days", min=1, max=365, help="Window: the last this many days."),
     json_out: bool = typer.Option(False, "--json"),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
     """Per provider and card: available now, last available, and the share of the last DAYS available."""
     from providers.contract import Pricing
@@ -59,7 +60,7 @@ def availability_cmd(
     if json_out:
         emit_json({"as_of": now, "gpu": gpu, "gpu_ids": gpu_ids, "min_gpus": minimum, "days": days, "rows": rows})
         return
-    _print(rows, gpu, minimum, days, now)
+    _print(rows, gpu, minimum, days, now, wide)
 
 
 def _when(at: datetime | None, now: datetime) -> str:
@@ -68,7 +69,7 @@ def _when(at: datetime | None, now: datetime) -> str:
     return "now" if at >= now else at.strftime("%Y-%m-%d %H:%M")
 
 
-def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: int, now: datetime) -> None:
+def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: int, now: datetime, wide: bool) -> None:
     from rich.table import Table
 
     subject = f"{minimum.normalize():f}+ × {gpu}" if minimum is not None else gpu
@@ -76,17 +77,22 @@ def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: 
         console.print(f"no offers of {subject} on record")
         return
     table = Table(title=f"availability of {subject}, last {days} days")
-    for col in ("provider", "gpu", "live", "available", "last available", f"share of {days}d"):
-        table.add_column(col, justify="right" if col in ("live", "available") or col.startswith("share") else "left")
+    for col in ("provider", "gpu", "live", "available", "last available", "share", "tracked since"):
+        table.add_column(col, justify="right" if col in ("live", "available", "share") else "left")
+    start = now - timedelta(days=days)
     for r in rows:
         # A provider that never states availability is not "never available": say so instead.
         said = r["reports_availability"] or r["last_available_at"] is not None
+        since = r.get("tracked_since")
         table.add_row(
             r["provider"],
             r["gpu"],
             str(r["offers_now"]),
             str(r["available_now"]),
             _when(r["last_available_at"], now) if said else "not stated",
-            f"{r['available_share']:.1%}" if said else "-",
+            f"{r['tracked_share']:.1%}" if said else "-",
+            since.strftime("%m-%d %H:%M") if since is not None and since > start else f"{days}d+",
         )
-    console.print(table)
+    show_table(table, drop=("live", "last available", "gpu"), wide=wide)
+    console.print(f"[dim]share: of the time since tracking began, within the last {days} days, that at least one "
+                  f"matching offer was available (tracked since {days}d+: the whole window is on record).[/]")

@@ -158,6 +158,7 @@ def calibrate_cmd(
                                            help="Assumption set: seed, hf-peft (default), optimized."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Also list rows of stacks the set does not model."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
     """Each measured run next to its estimate, the errors, and the median absolute errors."""
     try:
@@ -194,7 +195,8 @@ def calibrate_cmd(
             _num(d["measured_vram_gb"], 1), _num(d["estimated_vram_gb"], 1), _pct(d["vram_error"]),
             f"[{notes.setdefault(note, len(notes) + 1)}]" if note else "",
         )
-    show_table(table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"))
+    show_table(table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"),
+               wide=wide)
     for note, number in notes.items():
         console.print(f"[dim][{number}] {escape(note)}[/]", highlight=False)
     s = report.summary()

@@ -11,6 +11,9 @@ pricing types):
   available — the length of the union of their available intervals over the window's length, exact in
   integer microseconds (two offers available at once count once; time before tracking began counts
   as not available);
+* `tracked_since` / `tracked_share`: when this provider's card was first on record, and the share of
+  the tracked part of the window ([max(now − days, tracked_since), now]) it was available: an offer
+  first seen an hour ago and available since is available for 100 % of what we know, not 0.6 % of 7 days;
 * `reports_availability`: whether any matching offer stated availability at all in the window (list
   prices that never say are counted as not available, never as available: tracker.market.quality).
 
@@ -128,6 +131,7 @@ def availability(
         if at is not None
     }
 
+    first_us = _first_records(session, matching)
     windows_us = {p: freshness.window(p, settings) // _EPOCH_US for p in {r[1] for r in window_rows}}
     groups: dict[tuple[str, str], list[tuple[int, int, int, bool | None, bool]]] = defaultdict(list)
     for offer_id, provider, gpu, lo, hi, available, seen in window_rows:
@@ -147,6 +151,7 @@ def availability(
         ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
         last_us = max([*ends, *([closed_last[key]] if key in closed_last else [])], default=None)
         live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
+        since_us = max(first_us.get(key, start_us), start_us)
         out.append(
             {
                 "provider": key[0],
@@ -156,10 +161,24 @@ def availability(
                 "last_available_at": None if last_us is None else _at(last_us),
                 "available_share": share_us / window_us if window_us > 0 else 0.0,
                 "available_hours": round(share_us / 3.6e9, 3),
+                "tracked_since": _at(first_us[key]) if key in first_us else None,
+                "tracked_share": share_us / (now_us - since_us) if now_us > since_us else 0.0,
                 "reports_availability": any(a is not None for _, _, _, a, _ in rows),
             }
         )
     return out
+
+
+def _first_records(session: Session, matching: Any) -> dict[tuple[str, str], int]:
+    """The first availability record of each (provider, card): where tracking of it began."""
+    rows = session.execute(
+        matching(
+            select(Offer.provider, Offer.gpu_id, func.min(OfferAvailability.valid_from))
+            .join(OfferAvailability, OfferAvailability.offer_id == Offer.id)
+            .group_by(Offer.provider, Offer.gpu_id)
+        )
+    ).all()
+    return {(provider, gpu): epoch_us_of(at) for provider, gpu, at in rows if at is not None}
 
 
 def _at(us: int) -> datetime:
