@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from providers.contract import Pricing
-from providers.registry import all_providers
+from providers.registry import UnknownProvider, all_providers
 from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_secret, secret_key
 from tracker.alerts.job_cost import COST_METRICS, METRIC_ALIASES, CostError, CostModel
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
@@ -252,7 +252,7 @@ def _names(values: list[str] | None, field: str, known: Sequence[str] | None = N
         if len(v) > 128:
             raise RuleError(f"{field} entry too long: {v[:40]!r}…", field)
         if known is not None and v not in known:
-            raise RuleError(f"unknown provider {v!r}; known: {', '.join(known)}", field)
+            raise RuleError(str(UnknownProvider(v, list(known))), field)
     return cleaned or None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +17,7 @@ from tracker.alerts.deliver import Deliverer, send_test
 from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, parse_duration, rule_dict, update_rule
-from tracker.cli.context import Runtime, runtime
+from tracker.cli.context import Runtime, check_providers, runtime
 from tracker.cli.output import console, emit_json, fail
 from tracker.clock import utcnow
 from tracker.storage.alert_tables import AlertRule
@@ -25,6 +26,22 @@ from tracker.storage.engine import session_scope
 alerts_app = typer.Typer(
     add_completion=False, help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True
 )
+
+
+# The rule schema's fields as this command's flags: an error names what the user typed, not the API's field.
+_FLAGS = {"allow_immediate": "--allow-firing-now", "providers": "--provider", "regions": "--region",
+          "for_s": "--for", "repeat_s": "--repeat", "recovery_threshold": "--recovery", "job_gpus": "--job-gpus",
+          "price_statistic": "--price-statistic", "min_offers": "--min-offers", "min_gpus": "--min-gpus",
+          "min_reliability": "--min-reliability", "channels": "--webhook/--apprise"}  # fmt: skip
+
+
+def _cli_words(exc: RuleError) -> str:
+    field = exc.field or ""
+    flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else f"--{field.replace('_', '-')}")
+    message = str(exc)
+    for name, option in _FLAGS.items():
+        message = re.sub(rf"\b{name}\b", option, message)
+    return f"{flag}: {message}"
 
 
 def _runtime(ctx: typer.Context) -> Runtime:
@@ -108,13 +125,14 @@ def add(
         enabled=not disabled,
         allow_immediate=allow_firing_now,
     )
+    check_providers(provider)
     rt = _runtime(ctx)
     try:
         with session_scope(rt.engine) as session:
             rule = create_rule(session, inp, now=utcnow(), settings=rt.settings, cost_model=default_cost_model())
             row = rule_dict(rule, reveal=True)
     except RuleError as exc:
-        fail(f"{exc.field}: {exc}")
+        fail(_cli_words(exc))
     if json_out:
         emit_json(row)
         return
@@ -247,7 +265,7 @@ def silence(
         with session_scope(rt.engine) as session:
             update_rule(session, _get(session, rule_id), {"silenced_until": until}, now=now, settings=rt.settings)
     except RuleError as exc:
-        fail(f"{exc.field}: {exc}")
+        fail(_cli_words(exc))
     except OverflowError:  # now + a duration past year 9999
         fail("--for is too long: a silence must end before 2100 (disable the rule to silence it for good)")
     console.print(f"alert {rule_id} " + (f"silenced until {until:%Y-%m-%d %H:%M} UTC" if until else "unsilenced"))

@@ -30,7 +30,7 @@ def availability_cmd(
     """Per provider and card: available now, last available, and the share of the last DAYS available."""
     from providers.contract import Pricing
     from tracker.catalog.gpus import GpuNameError
-    from tracker.cli.context import runtime
+    from tracker.cli.context import check_providers, require_prices, runtime
     from tracker.clock import utcnow
     from tracker.market.availability import availability
     from tracker.market.offers import gpu_ids_for
@@ -50,6 +50,7 @@ def availability_cmd(
         gpu_ids = gpu_ids_for(gpu)
     except GpuNameError as exc:
         fail(str(exc))
+    check_providers(provider)
     rt = runtime(ctx)
     now = utcnow()
     with session_scope(rt.engine) as session:
@@ -57,6 +58,8 @@ def availability_cmd(
             session, rt.settings, now, gpu_ids=gpu_ids, days=days, min_gpus=minimum, providers=provider or None,
             regions=region or None, pricing=pricings,
         )  # fmt: skip
+        if not rows:
+            require_prices(session)
     if json_out:
         emit_json({"as_of": now, "gpu": gpu, "gpu_ids": gpu_ids, "min_gpus": minimum, "days": days, "rows": rows})
         return

@@ -8,6 +8,7 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from tracker.cli.output import fail
 from tracker.config import Settings, get_settings
@@ -62,3 +63,26 @@ def engine_label(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<unparseable database URL>"
+
+
+def check_providers(names: list[str] | None, flag: str = "--provider") -> None:
+    """A provider filter naming no provider is a mistake, not an empty answer: one line with the near names."""
+    from providers.registry import UnknownProvider, all_providers
+
+    known = list(all_providers())
+    for name in names or []:
+        if name not in known:
+            fail(f"{flag}: {UnknownProvider(name, known)}")
+
+
+NO_PRICES = "no prices yet: run `gpu-tracker scrape` (or `make up DEMO=1`)"
+
+
+def require_prices(session: Session) -> None:
+    """An empty answer from an empty database says why, and what to run (exit 1), not "0 offers"."""
+    from sqlalchemy import select
+
+    from tracker.storage.tables import Offer
+
+    if session.scalar(select(Offer.id).limit(1)) is None:
+        fail(NO_PRICES, code=1)

@@ -61,7 +61,7 @@ def cheapest(
     """Live offers ranked by what this fine-tuning run would cost on them (the whole run: GPU time,
     billing rounding, disk, data transfer and, on spot, expected interruptions)."""
     from tracker.catalog.gpus import GpuNameError
-    from tracker.cli.context import runtime
+    from tracker.cli.context import check_providers, require_prices, runtime
     from tracker.clock import utcnow
     from tracker.costs import RunPlan, plan_for
     from tracker.estimate import EstimateError, PreparedJob, prepare
@@ -94,9 +94,12 @@ def cheapest(
         fail(str(exc))
     options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top,  # type: ignore[arg-type]
                           gpu_only=gpu_only, one_per_listing=not all_regions)  # fmt: skip
+    check_providers(provider)
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:
         result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, filters, options, plan=plan)
+        if not result["considered"]:
+            require_prices(session)
     if json_out:
         emit_json(result["rows"])
         return
@@ -206,7 +209,7 @@ def history(
 ) -> None:
     """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history."""
     from tracker.catalog.gpus import GpuNameError
-    from tracker.cli.context import runtime
+    from tracker.cli.context import require_prices, runtime
     from tracker.clock import utcnow
     from tracker.market.offers import gpu_ids_for
     from tracker.market.service import market_history
@@ -227,6 +230,8 @@ def history(
             session, rt.settings, now, gpu_ids=ids, pricing=kind, interval=interval,
             start=now - timedelta(days=days), end=now, include_reference=not no_reference,
         )  # fmt: skip
+        if not rows:
+            require_prices(session)
     if json_out:
         emit_json(rows)
         return

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from tracker.catalog.gpus import GpuNameError
-from tracker.cli.context import runtime
+from tracker.cli.context import check_providers, require_prices, runtime
 from tracker.cli.output import capped_note, console, emit_json, fail, gpu_count, show_table
 from tracker.market.offers import OfferFilters, current_offers, offer_row
 from tracker.storage.engine import session_scope
@@ -59,12 +59,15 @@ def offers(
         )
     except ValueError as exc:
         fail(str(exc))
+    check_providers(provider)
     rt = runtime(ctx)
     try:
         with session_scope(rt.engine) as session:
             # One row past the limit says whether the limit stopped the list short.
             found = current_offers(session, replace(filters, limit=limit + 1))
             rows = [offer_row(o) for o in found[:limit]]
+            if not rows:
+                require_prices(session)
     except GpuNameError as exc:
         fail(str(exc))
     if json_out:
