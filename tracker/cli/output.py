@@ -102,9 +102,10 @@ def show_table(
     wrap: Iterable[str] = (),
     wide: bool = False,
     target: Console | None = None,
+    more: str = "--wide shows every column",
 ) -> list[str]:
     """Print `table` at the terminal's width with no cell cut short: the columns named in `drop` leave, in that
-    order, until the rest fit; those in `wrap` (free text) wrap at word boundaries; every other cell is printed
+    order, until the rest fit (and a line names them, and `more`: how to see them); those in `wrap` (free text) wrap at word boundaries; every other cell is printed
     whole. `wide` keeps every column and lets the table run past the terminal's edge. Says which columns it
     hid, and returns them."""
     from rich import box
@@ -138,7 +139,7 @@ def show_table(
             column.no_wrap = False
     out.print(table)
     if hidden:
-        out.print(f"[dim]hidden at {out.width} columns: {', '.join(hidden)} (--wide shows every column)[/]")
+        out.print(f"[dim]hidden at {out.width} columns: {', '.join(hidden)} ({more})[/]")
     return hidden
 
 
