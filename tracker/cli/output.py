@@ -105,9 +105,9 @@ def show_table(
     more: str = "--wide shows every column",
 ) -> list[str]:
     """Print `table` at the terminal's width with no cell cut short: the columns named in `drop` leave, in that
-    order, until the rest fit (and a line names them, and `more`: how to see them); those in `wrap` (free text) wrap at word boundaries; every other cell is printed
-    whole. `wide` keeps every column and lets the table run past the terminal's edge. Says which columns it
-    hid, and returns them."""
+    order, until the rest fit; those in `wrap` (free text) wrap at word boundaries; every other cell is printed
+    whole. `wide` keeps every column and lets the table run past the terminal's edge. A line names the columns
+    it hid, and `more` (how to see them); returns them."""
     from rich import box
 
     out = real_console(target or console)
