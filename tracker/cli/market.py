@@ -243,4 +243,4 @@ def history(
     for r in rows:
         table.add_row(r["bucket"].strftime("%Y-%m-%d %H:%M"), *(f"{r[k]:.4f}" for k in ("min", "p25", "median",
                       "p75", "max")), str(r["offers"]), str(r["providers"]))  # fmt: skip
-    console.print(table)
+    show_table(table, drop=("providers", "p25", "p75"), more="--json shows every field")
