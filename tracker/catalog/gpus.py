@@ -202,7 +202,7 @@ _SXM_GENERATIONS: dict[str, set[int]] = {
     "V100": {2, 3}, "A100": {4}, "A800": {4}, "H100": {5}, "H200": {5}, "H800": {5}, "H20": {5}, "B200": {6},
     "B300": {6},
 }  # fmt: skip
-_SXM_GENERATION_WORD = re.compile(r"sxm\s*-?\s*(\d)")
+_SXM_GENERATION_WORD = re.compile(r"sxm\s?(\d)(?![\dg])")  # "SXM5", "sxm 4"; not the "SXM-80GB" of an id
 
 
 def _compact(text: str) -> str:

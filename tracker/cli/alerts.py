@@ -38,7 +38,8 @@ _FLAGS = {"allow_immediate": "--allow-firing-now", "providers": "--provider", "r
 
 def _cli_words(exc: RuleError) -> str:
     field = exc.field or ""
-    flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else f"--{field.replace('_', '-')}")
+    flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else "--webhook/--apprise"
+                                 if field.startswith("channels") else f"--{field.replace('_', '-')}")
     message = str(exc)
     for name, option in _FLAGS.items():
         message = re.sub(rf"\b{name}\b", option, message)
