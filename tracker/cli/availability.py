@@ -80,7 +80,7 @@ def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: 
         console.print(f"no offers of {subject} on record")
         return
     table = Table(title=f"availability of {subject}, last {days} days")
-    for col in ("provider", "gpu", "live", "available", "last available", "share", "tracked since"):
+    for col in ("provider", "gpu", "live", "available", "last available", "share", "since"):
         table.add_column(col, justify="right" if col in ("live", "available", "share") else "left")
     start = now - timedelta(days=days)
     for r in rows:
@@ -97,5 +97,5 @@ def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: 
             since.strftime("%m-%d %H:%M") if since is not None and since > start else f"{days}d+",
         )
     show_table(table, drop=("live", "last available", "gpu"), wide=wide)
-    console.print(f"[dim]share: of the time since tracking began, within the last {days} days, that at least one "
-                  f"matching offer was available (tracked since {days}d+: the whole window is on record).[/]")
+    console.print(f"[dim]share: of the last {days} days since tracking began (since: when the card was first on "
+                  f"record; {days}d+: the whole window), the time at least one matching offer was available.[/]")
