@@ -59,7 +59,7 @@ def availability_cmd(
             regions=region or None, pricing=pricings,
         )  # fmt: skip
         if not rows:
-            require_prices(session)
+            require_prices(session, json_out=json_out)
     if json_out:
         emit_json({"as_of": now, "gpu": gpu, "gpu_ids": gpu_ids, "min_gpus": minimum, "days": days, "rows": rows})
         return

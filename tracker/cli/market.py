@@ -99,7 +99,7 @@ def cheapest(
     with session_scope(rt.engine) as session:
         result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, filters, options, plan=plan)
         if not result["considered"]:
-            require_prices(session)
+            require_prices(session, json_out=json_out)
     if json_out:
         emit_json(result["rows"])
         return
@@ -231,7 +231,7 @@ def history(
             start=now - timedelta(days=days), end=now, include_reference=not no_reference,
         )  # fmt: skip
         if not rows:
-            require_prices(session)
+            require_prices(session, json_out=json_out)
     if json_out:
         emit_json(rows)
         return

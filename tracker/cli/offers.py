@@ -67,7 +67,7 @@ def offers(
             found = current_offers(session, replace(filters, limit=limit + 1))
             rows = [offer_row(o) for o in found[:limit]]
             if not rows:
-                require_prices(session)
+                require_prices(session, json_out=json_out)
     except GpuNameError as exc:
         fail(str(exc))
     if json_out:

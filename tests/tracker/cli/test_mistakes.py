@@ -51,6 +51,13 @@ def test_an_empty_database_says_to_scrape(cli, args):
     assert "no prices yet: run `gpu-tracker scrape` (or `make up DEMO=1`)" in line
 
 
+def test_an_empty_database_in_json_is_the_empty_list_with_the_reason_on_stderr(cli):
+    LIVE.clear()
+    result = cli("offers", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout) == []
+    assert "no prices yet" in result.stderr
+
+
 def test_an_empty_answer_from_a_priced_database_is_no_error(cli, priced):
     result = cli("offers", "--gpu", "4090", "--json")
     assert result.exit_code == 0 and json.loads(result.stdout) == []
