@@ -93,7 +93,7 @@ def cheapest(
     except ValueError as exc:  # a filter out of range (tracker.market.quality, tracker.market.aggregated)
         fail(str(exc))
     options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top,  # type: ignore[arg-type]
-                          gpu_only=gpu_only, one_per_listing=not all_regions)  # fmt: skip
+                          gpu_only=gpu_only, one_per_listing=not (all_regions or json_out))  # fmt: skip
     check_providers(provider)
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:
