@@ -3,6 +3,12 @@
 The estimate depends only on (card, GPU count[, slice memory]), and a market of 20,000 offers has a
 few hundred such combinations, so each combination is estimated once and the per-offer arithmetic
 (price × GPUs × hours) is vectorised over the live frame.
+
+Order: offers the job fits first; then every offer not known to be sold out before those the provider says
+are unavailable now (`available` false: no choice today, so they rank last and their row says
+`unavailable`; an offer whose provider does not say is not "sold out"); then the sort key, price and id.
+`one_per_listing` keeps the best offer of each listing (provider, pricing, term and instance type; a resale
+by its upstream and card) with `listings` and `other_regions` counting the rest (the CLI's default table).
 """
 
 from __future__ import annotations
