@@ -171,34 +171,7 @@ def calibrate_cmd(
     aset = report.assumptions
     console.print(_assumptions_line({"name": aset.name, "title": aset.title,
                                      "default": aset.name == default_name()}))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {aset.name}")
-    notes: dict[str, int] = {}  # each distinct note once, below the table: a sentence does not fit a cell
-    for col in ("row", "stack", "job", "gpu", "tok/s", "est.", "err", "LOO", "VRAM GB", "VRAM est.", "VRAM err",
-                "note"):  # fmt: skip
-        table.add_column(col, justify="left" if col in ("row", "stack", "job", "gpu", "note") else "right")
-    for res in report.rows:
-        d = res.as_dict()
-        job = f"{d['model']} {d['method']} s{d['seq_len']}×{d['batch']}"
-        note = d["excluded"] or res.problem or ""
-        if not note and d["excluded_tokens_per_second"]:
-            note = "tok/s excluded: " + d["excluded_tokens_per_second"]
-        if not note and d["excluded_vram"]:
-            note = "VRAM excluded: " + d["excluded_vram"]
-        if not note and d["vram_kind"] == "budget":
-            note = "VRAM is the card budget the run just fits"
-        if not res.in_set:
-            note = "(other stack) " + note
-        table.add_row(
-            d["id"], d["stack"], job, f"{d['gpus']}× {d['gpu']}",
-            _num(d["measured_tokens_per_second"], 0), _num(d["estimated_tokens_per_second"], 0),
-            _pct(d["tokens_per_second_error"]), _pct(d["tokens_per_second_error_loo"]),
-            _num(d["measured_vram_gb"], 1), _num(d["estimated_vram_gb"], 1), _pct(d["vram_error"]),
-            f"[{notes.setdefault(note, len(notes) + 1)}]" if note else "",
-        )
-    show_table(table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"),
-               wide=wide)
-    for note, number in notes.items():
-        console.print(f"[dim][{number}] {escape(note)}[/]", highlight=False)
+    _print_calibration_rows(report, aset.name, wide)
     s = report.summary()
     console.print(
         f"[bold]median |error|[/] tokens/s {_pct(s['median_abs_tokens_per_second_error'], signed=False)}"
@@ -248,6 +221,38 @@ def _terms(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{k} {v}" for k, v in value.items())
     return str(value)
+
+
+def _print_calibration_rows(report: Any, name: str, wide: bool) -> None:
+    """Each calibration row, its estimate and errors; each distinct note once, numbered, below the table."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {name}")
+    notes: dict[str, int] = {}  # each distinct note once, below the table: a sentence does not fit a cell
+    for col in ("row", "stack", "job", "gpu", "tok/s", "est.", "err", "LOO", "VRAM GB", "VRAM est.", "VRAM err",
+                "note"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("row", "stack", "job", "gpu", "note") else "right")
+    for res in report.rows:
+        d = res.as_dict()
+        job = f"{d['model']} {d['method']} s{d['seq_len']}×{d['batch']}"
+        note = d["excluded"] or res.problem or ""
+        if not note and d["excluded_tokens_per_second"]:
+            note = "tok/s excluded: " + d["excluded_tokens_per_second"]
+        if not note and d["excluded_vram"]:
+            note = "VRAM excluded: " + d["excluded_vram"]
+        if not note and d["vram_kind"] == "budget":
+            note = "VRAM is the card budget the run just fits"
+        if not res.in_set:
+            note = "(other stack) " + note
+        table.add_row(
+            d["id"], d["stack"], job, f"{d['gpus']}× {d['gpu']}",
+            _num(d["measured_tokens_per_second"], 0), _num(d["estimated_tokens_per_second"], 0),
+            _pct(d["tokens_per_second_error"]), _pct(d["tokens_per_second_error_loo"]),
+            _num(d["measured_vram_gb"], 1), _num(d["estimated_vram_gb"], 1), _pct(d["vram_error"]),
+            f"[{notes.setdefault(note, len(notes) + 1)}]" if note else "",
+        )
+    show_table(table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"),
+               wide=wide)
+    for note, number in notes.items():
+        console.print(f"[dim][{number}] {escape(note)}[/]", highlight=False)
 
 
 def _band(low: Any, high: Any, fmt: Any) -> str:

@@ -140,33 +140,37 @@ def availability(
         end = live_until if is_open else min(int(hi), now_us)
         groups[(provider, gpu)].append((offer_id, int(lo), end, available, is_open and live_until == now_us))
 
-    window_us = now_us - start_us
-    out = []
-    for key in sorted(set(groups) | set(closed_last)):
-        rows = groups.get(key, [])
-        avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
-        lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
-        hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
-        share_us = covered(lo, hi) if avail else 0
-        ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
-        last_us = max([*ends, *([closed_last[key]] if key in closed_last else [])], default=None)
-        live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
-        since_us = max(first_us.get(key, start_us), start_us)
-        out.append(
-            {
-                "provider": key[0],
-                "gpu": key[1],
-                "offers_now": len(live),
-                "available_now": sum(1 for a in live.values() if a is True),
-                "last_available_at": None if last_us is None else _at(last_us),
-                "available_share": share_us / window_us if window_us > 0 else 0.0,
-                "available_hours": round(share_us / 3.6e9, 3),
-                "tracked_since": _at(first_us[key]) if key in first_us else None,
-                "tracked_share": share_us / (now_us - since_us) if now_us > since_us else 0.0,
-                "reports_availability": any(a is not None for _, _, _, a, _ in rows),
-            }
-        )
-    return out
+    return [
+        _row(key, groups.get(key, []), closed_last.get(key), first_us.get(key), start_us, now_us)
+        for key in sorted(set(groups) | set(closed_last))
+    ]
+
+
+def _row(
+    key: tuple[str, str], rows: list[tuple[int, int, int, bool | None, bool]], closed_last: int | None,
+    first: int | None, start_us: int, now_us: int,
+) -> dict[str, Any]:
+    """One (provider, card): its availability intervals in the window → the published figures."""
+    avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
+    lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
+    hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
+    share_us = covered(lo, hi) if avail else 0
+    ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
+    last_us = max([*ends, *([closed_last] if closed_last is not None else [])], default=None)
+    live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
+    window_us, since_us = now_us - start_us, max(first if first is not None else start_us, start_us)
+    return {
+        "provider": key[0],
+        "gpu": key[1],
+        "offers_now": len(live),
+        "available_now": sum(1 for a in live.values() if a is True),
+        "last_available_at": None if last_us is None else _at(last_us),
+        "available_share": share_us / window_us if window_us > 0 else 0.0,
+        "available_hours": round(share_us / 3.6e9, 3),
+        "tracked_since": _at(first) if first is not None else None,
+        "tracked_share": share_us / (now_us - since_us) if now_us > since_us else 0.0,
+        "reports_availability": any(a is not None for _, _, _, a, _ in rows),
+    }
 
 
 def _first_records(session: Session, matching: Any) -> dict[tuple[str, str], int]:
