@@ -80,11 +80,12 @@ def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: boo
     table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else "") + ", cheapest per GPU-hour first")
     for col in ("provider", "gpu", "n", "pricing", "region", "$/GPU-h", "$/h", "seen"):
         table.add_column(col, justify="right" if col.startswith("$") or col == "n" else "left")
+    all_demo = bool(rows) and all(r["demo"] for r in rows)  # then said once, below, not on every row
     for r in rows:
         label = (
             r["provider"]
             + (" [dim](ref)[/]" if r["reference"] else "")
-            + (" [dim](demo)[/]" if r["demo"] else "")
+            + (" [dim](demo)[/]" if r["demo"] and not all_demo else "")
             + (f" [dim]via {r['via']}[/]" if r.get("via") else "")
         )
         table.add_row(
@@ -98,5 +99,7 @@ def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: boo
             r["last_seen"].strftime("%m-%d %H:%M"),
         )
     show_table(table, drop=("seen", "$/h", "region"), wide=wide)
+    if all_demo:
+        console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
     if (note := capped_note(len(rows), more)) is not None:
         console.print(note)
