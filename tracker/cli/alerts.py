@@ -40,7 +40,7 @@ def _cli_words(exc: RuleError) -> str:
     field = exc.field or ""
     flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else "--webhook/--apprise"
                                  if field.startswith("channels") else f"--{field.replace('_', '-')}")
-    message = str(exc)
+    message = str(exc).replace("set allow_immediate", "pass allow_immediate")
     for name, option in _FLAGS.items():
         message = re.sub(rf"\b{name}\b", option, message)
     return f"{flag}: {message}"
