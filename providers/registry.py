@@ -7,6 +7,7 @@ that no adapter module is missing from it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from providers.adapters.akash import Akash
@@ -145,7 +146,20 @@ class UnknownProvider(KeyError):
         self.name, self.known = name, known
 
     def __str__(self) -> str:
-        return f"unknown provider {self.name!r}; known: {', '.join(self.known)}"
+        # The nearest names, not all fifty: one line a person reads (`gpu-tracker providers` lists them all).
+        near = near_names(self.name, self.known)
+        hint = f"did you mean {', '.join(near)}?" if near else f"known: {', '.join(sorted(self.known)[:8])}, …"
+        return f"unknown provider {self.name!r}; {hint} ({len(self.known)} providers: `gpu-tracker providers`)"
+
+
+def near_names(name: str, known: Sequence[str]) -> list[str]:
+    """Known names close to a mistyped one: close spellings, and names it begins or is part of ("lambda")."""
+    import difflib
+
+    wanted = name.strip().lower()
+    close = difflib.get_close_matches(wanted, known, n=3, cutoff=0.6)
+    partial = [k for k in known if wanted and (k.startswith(wanted) or wanted in k or k in wanted)]
+    return list(dict.fromkeys([*close, *partial]))[:4]
 
 
 @lru_cache(maxsize=1)

@@ -93,7 +93,12 @@ def test_job_calculator_ranks_offers_and_charts_cost_over_time(browser, server):
     rows = browser.find_elements("css selector", "#job-table tbody tr")
     assert len(rows) >= 5
     costs = [float(r.find_elements("css selector", "td")[2].text.lstrip("$").replace(",", "")) for r in rows]
-    assert costs == sorted(costs) and costs[0] > 0  # cheapest first
+    sold_out = ["sold-out" in (r.get_attribute("class") or "") for r in rows]
+    # Cheapest first, and offers the provider says are sold out after every other (each saying so).
+    assert sold_out == sorted(sold_out)
+    available = [c for c, s in zip(costs, sold_out, strict=True) if not s]
+    assert available == sorted(available) and costs[0] > 0
+    assert all("SOLD OUT" in r.text.upper() for r, s in zip(rows, sold_out, strict=True) if s)
     assert "live offers fit" in browser.find_element("id", "job-summary").text
     from selenium.webdriver.support.ui import WebDriverWait
 

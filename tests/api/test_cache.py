@@ -229,8 +229,11 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     keep = joined["fits"].to_numpy(dtype=bool) | options.include_unfit
     if filters.max_hours is not None:
         keep &= hours <= filters.max_hours
+    # Offers the provider says are sold out rank after every other fitting one (tracker.market.rank._order).
+    joined["sold_out"] = [a is False for a in joined["available"]]
     ranked = joined[keep].sort_values(
-        ["fits", options.sort_by, "price_per_hour_f", "id"], ascending=[False, True, True, True], kind="stable"
+        ["fits", "sold_out", options.sort_by, "price_per_hour_f", "id"], ascending=[False, True, True, True, True],
+        kind="stable",
     )
     if options.best_per_card:
         ranked = ranked.drop_duplicates("gpu_id", keep="first")

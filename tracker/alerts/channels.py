@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import hmac
+import ipaddress
 import json
 import secrets
 import time
@@ -175,6 +177,36 @@ def check_channel(kind: str, url: str, allow: Sequence[Network], *, resolver: Re
         check_apprise_url(url, allow, resolver=resolver)
     else:
         raise UnsafeUrl(f"channel type must be one of {', '.join(CHANNEL_KINDS)}, got {kind!r}")
+
+
+def needed_networks(
+    kind: str, url: str, allow: Sequence[Network], *, resolver: Resolver = system_resolver
+) -> str | None:
+    """The networks of `allow` an accepted channel needs (None for a public one), as stored with the channel:
+    the deliverer allows exactly these for it, whatever its own TRACKER_WEBHOOK_ALLOW says. One network if
+    one suffices, else the whole list the channel was accepted under."""
+    try:
+        check_channel(kind, url, (), resolver=resolver)
+        return None
+    except UnsafeUrl:
+        pass
+    for network in allow:
+        try:
+            check_channel(kind, url, (network,), resolver=resolver)
+            return str(network)
+        except UnsafeUrl:
+            continue
+    return ",".join(str(n) for n in allow) or None
+
+
+def stored_networks(text: str | None) -> tuple[Network, ...]:
+    """The networks a channel stored (`needed_networks`); an unreadable entry allows nothing."""
+    out: list[Network] = []
+    for part in (text or "").split(","):
+        with contextlib.suppress(ValueError):
+            if part.strip():
+                out.append(ipaddress.ip_network(part.strip(), strict=False))
+    return tuple(out)
 
 
 def _refused(exc: UnsafeUrl) -> SendResult:

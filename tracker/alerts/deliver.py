@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine
 
-from tracker.alerts.channels import SendResult, send_apprise, send_webhook
+from tracker.alerts.channels import SendResult, send_apprise, send_webhook, stored_networks
 from tracker.alerts.outbox import Claimed, build_payload, claim_due, enqueue, idempotency_key, message_text, record
 from tracker.alerts.ssrf import Resolver, system_resolver
 from tracker.clock import Clock, utcnow
@@ -47,7 +47,9 @@ class Deliverer:
         self.webhook_transport = webhook_transport
 
     def send(self, message: Claimed) -> SendResult:
-        allow = self.settings.allowed_networks
+        # This process's allow-list, and the one the channel was accepted under (stored with it): a rule added
+        # from a shell with TRACKER_WEBHOOK_ALLOW is delivered by a worker started without it.
+        allow = (*self.settings.allowed_networks, *stored_networks(message.allow))
         if message.channel_kind == "webhook":
             return send_webhook(
                 message.url,
@@ -81,7 +83,9 @@ class Deliverer:
             )
             if not result.ok:
                 log.warning(
-                    "notification %s (%s) attempt %d: %s", message.id, message.kind, message.attempt, result.error
+                    "notification %s (%s, rule channel %s) attempt %d %s: %s", message.id, message.kind,
+                    message.channel_kind, message.attempt, "failed for good" if status == "failed" else "failed",
+                    result.error,
                 )
             outcomes[status] += 1
         return outcomes

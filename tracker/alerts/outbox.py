@@ -125,6 +125,7 @@ class Claimed:
     url: str
     secret: str | None
     max_attempts: int
+    allow: str | None = None  # the allow-list networks the channel was accepted under (AlertChannel.allow_networks)
 
 
 def claim_due(
@@ -169,7 +170,7 @@ def claim_due(
             won.append(Claimed(
                 id=n.id, token=token, attempt=n.attempts + 1, kind=n.kind, key=n.idempotency_key,
                 payload=n.payload, channel_kind=channel.kind, url=channel.url, secret=channel.secret,
-                max_attempts=n.max_attempts,
+                max_attempts=n.max_attempts, allow=channel.allow_networks,
             ))
     return won
 

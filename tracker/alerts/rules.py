@@ -26,8 +26,8 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from providers.contract import Pricing
-from providers.registry import all_providers
-from tracker.alerts.channels import CHANNEL_KINDS, check_channel, new_webhook_secret, secret_key
+from providers.registry import UnknownProvider, all_providers
+from tracker.alerts.channels import CHANNEL_KINDS, check_channel, needed_networks, new_webhook_secret, secret_key
 from tracker.alerts.job_cost import COST_METRICS, METRIC_ALIASES, CostError, CostModel
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
@@ -172,6 +172,7 @@ def _channels(
             check_channel(kind, url, settings.allowed_networks, resolver=resolver)
         except UnsafeUrl as exc:
             raise RuleError(str(exc), f"channels[{i}].url") from None
+        allow = needed_networks(kind, url, settings.allowed_networks, resolver=resolver)
         secret = None
         if kind == "webhook":
             secret = ch.secret or new_webhook_secret()
@@ -181,7 +182,7 @@ def _channels(
                 raise RuleError(str(exc), f"channels[{i}].secret") from None
         elif ch.secret:
             raise RuleError("only webhook channels take a secret", f"channels[{i}].secret")
-        out.append(AlertChannel(kind=kind, url=url, secret=secret, created_at=now))
+        out.append(AlertChannel(kind=kind, url=url, secret=secret, allow_networks=allow, created_at=now))
     return out
 
 
@@ -252,7 +253,7 @@ def _names(values: list[str] | None, field: str, known: Sequence[str] | None = N
         if len(v) > 128:
             raise RuleError(f"{field} entry too long: {v[:40]!r}…", field)
         if known is not None and v not in known:
-            raise RuleError(f"unknown provider {v!r}; known: {', '.join(known)}", field)
+            raise RuleError(str(UnknownProvider(v, list(known))), field)
     return cleaned or None
 
 

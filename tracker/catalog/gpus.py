@@ -196,6 +196,15 @@ _AZURE_SIZE = re.compile(r"^(?:standard_)?([a-z]{2,}?)\d+(?=[a-z]*[ _])", re.IGN
 _OCI_SHAPE = re.compile(r"^(?:bm|vm)\.(gpu\d*)(?:\.([a-z0-9-]+))?\.\d+$", re.IGNORECASE)
 
 
+# The SXM module generation of each family, for telling a person their query names a card that does not exist
+# (NVIDIA's data sheets: V100 SXM2 and SXM3 (DGX-2), A100 SXM4, H100/H200/H800/H20 SXM5, B200/B300 SXM6).
+_SXM_GENERATIONS: dict[str, set[int]] = {
+    "V100": {2, 3}, "A100": {4}, "A800": {4}, "H100": {5}, "H200": {5}, "H800": {5}, "H20": {5}, "B200": {6},
+    "B300": {6},
+}  # fmt: skip
+_SXM_GENERATION_WORD = re.compile(r"sxm\s?(\d)(?![\dg])")  # "SXM5", "sxm 4"; not the "SXM-80GB" of an id
+
+
 def _compact(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
@@ -432,8 +441,16 @@ class GpuCatalog:
         return matches[0]
 
     def resolve(self, query: str) -> list[GpuSpec]:
-        """Every card a person's query covers: "H100" -> all H100s, "h100 sxm" -> the SXM one."""
-        return self._match(query, None, None)
+        """Every card a person's query covers: "H100" -> all H100s, "h100 sxm" -> the SXM one. A person who
+        names an SXM generation means it: "H100 SXM6" is refused (H100s are SXM5), not read as "H100 SXM"."""
+        matches = self._match(query, None, None)
+        stated = {int(g) for g in _SXM_GENERATION_WORD.findall(query.lower())}
+        for spec in matches:
+            known = _SXM_GENERATIONS.get(spec.family)
+            if stated and known and not stated & known:
+                generations = " or ".join(f"SXM{g}" for g in sorted(known))
+                raise UnknownGpuName(query, [spec.id], f"{spec.family} cards are {generations}")
+        return matches
 
     # -- MIG slices --
 

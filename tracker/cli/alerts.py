@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,9 +19,9 @@ from tracker.alerts.history import events, notifications
 from tracker.alerts.job_cost import default_cost_model
 from tracker.alerts.models import RULE_FILTERS
 from tracker.alerts.rules import ChannelInput, RuleError, RuleInput, create_rule, parse_duration, rule_dict, update_rule
-from tracker.cli.context import Runtime, runtime
+from tracker.cli.context import Runtime, check_providers, runtime
 from tracker.cli.filter_options import with_filters
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import console, emit_json, fail, show_table
 from tracker.clock import utcnow
 from tracker.market.filters import OfferFilters
 from tracker.storage.alert_tables import AlertRule
@@ -28,6 +30,23 @@ from tracker.storage.engine import session_scope
 alerts_app = typer.Typer(
     add_completion=False, help="Price alerts: fire once, resolve once, never lost.", no_args_is_help=True
 )
+
+
+# The rule schema's fields as this command's flags: an error names what the user typed, not the API's field.
+_FLAGS = {"allow_immediate": "--allow-firing-now", "providers": "--provider", "regions": "--region",
+          "for_s": "--for", "repeat_s": "--repeat", "recovery_threshold": "--recovery", "job_gpus": "--job-gpus",
+          "price_statistic": "--price-statistic", "min_offers": "--min-offers", "min_gpus": "--min-gpus",
+          "min_reliability": "--min-reliability", "channels": "--webhook/--apprise"}  # fmt: skip
+
+
+def _cli_words(exc: RuleError) -> str:
+    field = exc.field or ""
+    flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else "--webhook/--apprise"
+                                 if field.startswith("channels") else f"--{field.replace('_', '-')}")
+    message = str(exc).replace("set allow_immediate", "pass allow_immediate")
+    for name, option in _FLAGS.items():
+        message = re.sub(rf"\b{name}\b", option, message)
+    return f"{flag}: {message}"
 
 
 def _runtime(ctx: typer.Context) -> Runtime:
@@ -69,6 +88,7 @@ def add(
     """Create an alert rule. A rule that would fire at once is refused unless --allow-firing-now."""
     if (below is None) == (above is None):
         fail("give exactly one of --below or --above")
+    check_providers(filters.providers)
     inp = RuleInput(
         gpu=gpu,
         condition="below" if below is not None else "above",
@@ -115,14 +135,15 @@ def _create(ctx: typer.Context, inp: RuleInput, json_out: bool) -> None:
             rule = create_rule(session, inp, now=utcnow(), settings=rt.settings, cost_model=default_cost_model())
             row = rule_dict(rule, reveal=True)
     except RuleError as exc:
-        fail(f"{exc.field}: {exc}")
+        fail(_cli_words(exc))
     if json_out:
         emit_json(row)
         return
     console.print(f"alert {row['id']} created: {row['name']} (last value {row['last_value'] or 'n/a'})")
     for ch in row["channels"]:
         if ch["secret"]:
-            console.print(f"  webhook {ch['url']} signing secret (shown once): {ch['secret']}")
+            # One line, never wrapped: the secret is copied from here.
+            console.print(f"  webhook {ch['url']} signing secret (shown once): {ch['secret']}", soft_wrap=True)
 
 
 @alerts_app.command("list")
@@ -135,20 +156,41 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
         emit_json(rows)
         return
     table = Table(title=f"{len(rows)} alert rules")
-    for col in ("id", "name", "state", "since", "last value", "condition", "channels", "enabled"):
+    for col in ("id", "name", "state", "condition", "filters", "last value", "since", "channels", "enabled"):
         table.add_column(col)
     for r in rows:
         table.add_row(
             str(r["id"]),
-            r["name"],
+            escape(r["name"]),
             r["state"],
-            r["state_since"].strftime("%Y-%m-%d %H:%M"),
-            str(r["last_value"] or "-"),
             f"{r['metric']} {r['condition']} {r['threshold']}",
+            escape(rule_filters(r)),
+            str(r["last_value"] or "-"),
+            r["state_since"].strftime("%m-%d %H:%M"),
             str(len(r["channels"])),
             "yes" if r["enabled"] else "no",
         )
-    console.print(table)
+    show_table(table, drop=("since", "enabled", "channels", "last value"), wrap=("filters", "name"),
+               more="--json shows every field")
+
+
+def rule_filters(r: dict[str, Any]) -> str:
+    """What a rule watches, in the words of `alerts add`'s flags: the card and every filter it sets."""
+    parts = [f"--gpu {r['gpu']}", f"--pricing {r['pricing']}"]
+    for key, flag in (("providers", "--provider"), ("regions", "--region")):
+        parts += [f"{flag} {v}" for v in r.get(key) or []]
+    for key, flag in (("available_only", "--available"), ("verified_only", "--verified"),
+                      ("datacenter_only", "--datacenter")):  # fmt: skip
+        if r.get(key):
+            parts.append(flag)
+    for key, flag in (("min_gpus", "--min-gpus"), ("min_reliability", "--min-reliability"), ("cloud", "--cloud")):
+        if r.get(key) is not None:
+            parts.append(f"{flag} {r[key]}")
+    if (r.get("min_offers") or 1) != 1:
+        parts.append(f"--min-offers {r['min_offers']}")
+    if r.get("job"):
+        parts.append("--job " + json.dumps(r["job"], separators=(",", ":")))
+    return " ".join(parts)
 
 
 def _get(session: Session, rule_id: int) -> AlertRule:
@@ -179,25 +221,30 @@ def show(
         f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({row['pricing']}) {row['condition']} "
         f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}"
     )
+    console.print(f"  filters: {escape(rule_filters(row))}")
     table = Table(title="events")
     for col in ("at", "from", "to", "value", "notified", "reason"):
         table.add_column(col)
     for e in row["events"]:
-        table.add_row(
-            f"{e['at']:%Y-%m-%d %H:%M:%S}",
-            e["from_state"],
-            e["to_state"],
-            str(e["value"] or "-"),
-            "yes" if e["notified"] else "",
-            e["reason"][:70],
-        )
-    console.print(table)
+        table.add_row(f"{e['at']:%m-%d %H:%M:%S}", e["from_state"], e["to_state"], str(e["value"] or "-"),
+                      "yes" if e["notified"] else "", escape(e["reason"]))  # fmt: skip
+    show_table(table, drop=("notified", "from"), wrap=("reason",), more="--json shows every field")
+    _print_notifications(row["notifications"])
+
+
+def _print_notifications(rows: list[dict[str, Any]]) -> None:
+    """Each notification and every attempt that failed, with its reason in full: why nothing arrived."""
     table = Table(title="notifications")
     for col in ("id", "kind", "status", "attempts", "last error"):
         table.add_column(col)
-    for n in row["notifications"]:
-        table.add_row(str(n["id"]), n["kind"], n["status"], str(n["attempts"]), (n["last_error"] or "")[:70])
-    console.print(table)
+    for n in rows:
+        table.add_row(str(n["id"]), n["kind"], n["status"], str(n["attempts"]), escape(n["last_error"] or ""))
+    show_table(table, wrap=("last error",))
+    failures = [(n["id"], a) for n in rows for a in n["history"] if not a["ok"]]
+    for nid, a in failures:
+        code = f" HTTP {a['status_code']}" if a["status_code"] else ""
+        console.print(f"  notification {nid} attempt {a['attempt']} at {a['at']:%m-%d %H:%M:%S}{code}: "
+                      f"{escape(a['error'] or 'no reason recorded')}", highlight=False)  # fmt: skip
 
 
 @alerts_app.command("rm")
@@ -248,7 +295,7 @@ def silence(
         with session_scope(rt.engine) as session:
             update_rule(session, _get(session, rule_id), {"silenced_until": until}, now=now, settings=rt.settings)
     except RuleError as exc:
-        fail(f"{exc.field}: {exc}")
+        fail(_cli_words(exc))
     except OverflowError:  # now + a duration past year 9999
         fail("--for is too long: a silence must end before 2100 (disable the rule to silence it for good)")
     console.print(f"alert {rule_id} " + (f"silenced until {until:%Y-%m-%d %H:%M} UTC" if until else "unsilenced"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracker.cli.output import console
+from tracker.cli.output import console, show_table
 
 
 def _volume(be: dict[str, Any] | None) -> str:
@@ -38,7 +38,8 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
             f"{api['input_usd_per_mtok']:.3f}", f"{api['output_usd_per_mtok']:.3f}", f"{api['usd_per_mtok']:.4f}",
             _volume(api["break_even"]), f"{_volume(band.get('low'))} – {_volume(band.get('high'))}",
         )  # fmt: skip
-    console.print(table)
+    show_table(table, drop=("band (slow-fast)", "$/Mtok in", "$/Mtok out", "model"), wrap=("model", "api"),
+               more="--json shows every field")
     console.print("$/Mtok job: per generated token, with its share of the prompt; renting wins from: output"
                   " tokens a month (machine utilisation there); * a third party's listing of the provider's rates.")
 

@@ -8,8 +8,9 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
 
-from tracker.cli.output import fail
+from tracker.cli.output import err_console, fail
 from tracker.config import Settings, get_settings
 from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine
@@ -62,3 +63,31 @@ def engine_label(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except Exception:
         return "<unparseable database URL>"
+
+
+def check_providers(names: list[str] | None, flag: str = "--provider") -> None:
+    """A provider filter naming no provider is a mistake, not an empty answer: one line with the near names."""
+    from providers.registry import UnknownProvider, all_providers
+
+    known = list(all_providers())
+    for name in names or []:
+        if name not in known:
+            fail(f"{flag}: {UnknownProvider(name, known)}")
+
+
+NO_PRICES = "no prices yet: run `gpu-tracker scrape` (or `make up DEMO=1`)"
+
+
+def require_prices(session: Session, *, json_out: bool = False) -> None:
+    """An empty answer from an empty database says why, and what to run (exit 1), not "0 offers". With --json
+    the answer stays the empty list a script expects (exit 0), and the reason goes to stderr."""
+    from sqlalchemy import select
+
+    from tracker.storage.tables import Offer
+
+    if session.scalar(select(Offer.id).limit(1)) is not None:
+        return
+    if json_out:
+        err_console.print(f"note: {NO_PRICES}", markup=False, highlight=False)
+        return
+    fail(NO_PRICES, code=1)

@@ -36,15 +36,25 @@ def doctor(
     except (UnknownProvider, CassetteError, ValueError) as exc:
         fail(str(exc))
     drifted = [r for r in reports if r.drifted]
+    failed = [r for r in reports if r.status == "failed" and not r.drifted]
     if json_out:
-        emit_json({"drifted": bool(drifted), "providers": [r.as_dict() for r in reports]})
+        emit_json({"drifted": bool(drifted), "failed": bool(failed), "providers": [r.as_dict() for r in reports]})
     else:
         for report in reports:
             _print(report)
-        checked = sum(1 for r in reports if r.status != "skipped")
-        console.print(f"{len(drifted)} of {checked} providers checked drifted", highlight=False)
-    if drifted:
+        console.print(_summary(reports, len(drifted), len(failed)), highlight=False)
+    if drifted or failed:  # a provider that could not be checked is not a pass either
         raise typer.Exit(1)
+
+
+def _summary(reports: list[ProviderDrift], drifted: int, failed: int) -> str:
+    checked = sum(1 for r in reports if r.status != "skipped")
+    line = f"{drifted} of {checked} providers checked drifted"
+    if failed:
+        line += f"; {failed} could not be fetched (offline? see each fetch error), so were not compared"
+    if skipped := len(reports) - checked:
+        line += f"; {skipped} skipped (no credentials)"
+    return line
 
 
 def _print(report: ProviderDrift) -> None:

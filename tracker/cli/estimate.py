@@ -6,11 +6,12 @@ from typing import Any
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from tracker.catalog.gpus import GpuNameError
 from tracker.cli.job_options import with_job
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import console, emit_json, fail, show_table
 from tracker.estimate import EstimateError, JobInput, calibrate, default_name, get_assumptions
 
 
@@ -38,6 +39,7 @@ def estimate_cmd(
     ),
     price: str | None = typer.Option(None, "--price", help="$ per GPU-hour."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
     """Throughput, memory per GPU and cost of a fine-tuning run, per card."""
     from pydantic import ValidationError
@@ -60,12 +62,12 @@ def estimate_cmd(
         emit_json(result)
         return
     if result.get("kind") == "inference":
-        _print_serving(result)
+        _print_serving(result, wide)
         return
-    _print_estimate(result)
+    _print_estimate(result, wide)
 
 
-def _print_serving(result: dict[str, Any]) -> None:
+def _print_serving(result: dict[str, Any], wide: bool) -> None:
     """An inference job (`--kind inference`): throughput, latency and $/Mtok per card, then the terms."""
     job = result["job"]
     load = f" · {job['tokens_per_month']:.3g} tokens/month" if job["tokens_per_month"] else ""
@@ -87,7 +89,7 @@ def _print_serving(result: dict[str, Any]) -> None:
             _money(r["usd_per_mtok"], 3), _money(r["usd_per_mtok_input"], 3),
             "–" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}", _money(r["monthly_cost"], 0),
         )  # fmt: skip
-    console.print(table)
+    show_table(table, drop=("in", "band", "GPUs", "/user", "GB/GPU", "TTFT"), wide=wide)
     for r in result["rows"][:1]:
         console.print(f"[bold]{r['gpu']} × {r['gpus']:g}[/] memory GB/GPU: " + ", ".join(
             f"{k} {v:.2f}" for k, v in r["vram_breakdown"].items()))  # fmt: skip
@@ -100,7 +102,7 @@ def _money(value: Any, places: int) -> str:
     return "–" if value is None else f"${float(value):,.{places}f}"
 
 
-def _print_estimate(result: dict[str, Any]) -> None:
+def _print_estimate(result: dict[str, Any], wide: bool) -> None:
     job = result["job"]
     rows = result["rows"]
     console.print(_assumptions_line(result["assumptions"]))
@@ -131,7 +133,7 @@ def _print_estimate(result: dict[str, Any]) -> None:
             _money(r["usd_per_mtok"], 3),
             f"{r['efficiency']:.2f}",
         )
-    console.print(table)
+    show_table(table, drop=("eff.", "tok/s 90% band", "$/run band", "$/1M tok", "VRAM/GPU"), wide=wide)
     bands = {(r["band"]["efficiency_class"], r["band"]["tokens_per_second"]["basis"]) for r in rows if r.get("band")}
     for cls, basis in sorted(bands):
         console.print(f"[dim]band on {cls}: {basis}[/]")
@@ -158,6 +160,7 @@ def calibrate_cmd(
                                            help="Assumption set: seed, hf-peft (default), optimized."),
     all_rows: bool = typer.Option(False, "--all-rows", help="Also list rows of stacks the set does not model."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
     """Each measured run next to its estimate, the errors, and the median absolute errors."""
     try:
@@ -170,29 +173,7 @@ def calibrate_cmd(
     aset = report.assumptions
     console.print(_assumptions_line({"name": aset.name, "title": aset.title,
                                      "default": aset.name == default_name()}))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {aset.name}")
-    for col in ("row", "stack", "job", "gpu", "tok/s", "est.", "err", "LOO", "VRAM GB", "est.", "err", "note"):
-        table.add_column(col, justify="left" if col in ("row", "stack", "job", "gpu", "note") else "right")
-    for res in report.rows:
-        d = res.as_dict()
-        job = f"{d['model']} {d['method']} s{d['seq_len']}×{d['batch']}"
-        note = d["excluded"] or res.problem or ""
-        if not note and d["excluded_tokens_per_second"]:
-            note = "tok/s excluded: " + d["excluded_tokens_per_second"]
-        if not note and d["excluded_vram"]:
-            note = "VRAM excluded: " + d["excluded_vram"]
-        if not note and d["vram_kind"] == "budget":
-            note = "VRAM is the card budget the run just fits"
-        if not res.in_set:
-            note = "(other stack) " + note
-        table.add_row(
-            d["id"], d["stack"], job, f"{d['gpus']}× {d['gpu']}",
-            _num(d["measured_tokens_per_second"], 0), _num(d["estimated_tokens_per_second"], 0),
-            _pct(d["tokens_per_second_error"]), _pct(d["tokens_per_second_error_loo"]),
-            _num(d["measured_vram_gb"], 1), _num(d["estimated_vram_gb"], 1), _pct(d["vram_error"]),
-            f"[dim]{note}[/]" if note else "",
-        )
-    console.print(table)
+    _print_calibration_rows(report, aset.name, wide)
     s = report.summary()
     console.print(
         f"[bold]median |error|[/] tokens/s {_pct(s['median_abs_tokens_per_second_error'], signed=False)}"
@@ -212,11 +193,11 @@ def calibrate_cmd(
                         _pct(st["tokens_per_second_mdape"], signed=False),
                         _pct(st["tokens_per_second_mdape_loso"], signed=False), str(st["vram_rows"]),
                         _pct(st["vram_mdape"], signed=False))  # fmt: skip
-        console.print(per)
+        show_table(per)
         step = get_assumptions(aset.name).describe()["step"]
-        console.print("[bold]step model:[/] " + "; ".join(
-            f"{k}: {v}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")))
-        console.print("[dim]" + "; ".join(f"{k}: {v}" for k, v in step["source"].items()) + "[/]")
+        console.print("[bold]step model:[/]\n" + "\n".join(
+            f"  {k}: {_terms(v)}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")))
+        console.print("[bold]sources:[/]\n[dim]" + "\n".join(f"  {k}: {v}" for k, v in step["source"].items()) + "[/]")
         if s["card_ratios"]:
             ratios = Table(title="card speed ratios (same source, same job)", box=box.SIMPLE_HEAD, pad_edge=False)
             for col in ("rows", "cards", "measured", "est.", "err", "LOSO err"):
@@ -224,7 +205,7 @@ def calibrate_cmd(
             for q in s["card_ratios"]:
                 ratios.add_row(" / ".join(q["rows"]), " / ".join(q["cards"]), f"{q['measured']:.2f}",
                                f"{q['estimated']:.2f}", _pct(q["error"]), _pct(q["error_loso"]))  # fmt: skip
-            console.print(ratios)
+            show_table(ratios, wrap=("rows", "cards"))
         return
     eff = Table(title="efficiency (fraction of dense BF16 peak)", box=box.SIMPLE_HEAD, pad_edge=False)
     eff.add_column("architecture")
@@ -232,9 +213,48 @@ def calibrate_cmd(
         eff.add_column(m, justify="right")
     for arch, by_method in get_assumptions(aset.name).describe()["efficiency"].items():
         eff.add_row(arch, *(f"{by_method[m]:.3f}" for m in ("full", "lora", "qlora")))
-    console.print(eff)
+    show_table(eff)
     if aset.fitted:
-        console.print("[dim]" + "; ".join(f"{k}: {v}" for k, v in aset.efficiency.source.items()) + "[/]")
+        console.print("[dim]" + "\n".join(f"{k}: {v}" for k, v in aset.efficiency.source.items()) + "[/]")
+
+
+def _terms(value: Any) -> str:
+    """A step-model parameter: a per-architecture table as `name value` pairs, not a Python dict."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return str(value)
+
+
+def _print_calibration_rows(report: Any, name: str, wide: bool) -> None:
+    """Each calibration row, its estimate and errors; each distinct note once, numbered, below the table."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {name}")
+    notes: dict[str, int] = {}  # each distinct note once, below the table: a sentence does not fit a cell
+    for col in ("row", "stack", "job", "gpu", "tok/s", "est.", "err", "LOO", "VRAM GB", "VRAM est.", "VRAM err",
+                "note"):  # fmt: skip
+        table.add_column(col, justify="left" if col in ("row", "stack", "job", "gpu", "note") else "right")
+    for res in report.rows:
+        d = res.as_dict()
+        job = f"{d['model']} {d['method']} s{d['seq_len']}×{d['batch']}"
+        note = d["excluded"] or res.problem or ""
+        if not note and d["excluded_tokens_per_second"]:
+            note = "tok/s excluded: " + d["excluded_tokens_per_second"]
+        if not note and d["excluded_vram"]:
+            note = "VRAM excluded: " + d["excluded_vram"]
+        if not note and d["vram_kind"] == "budget":
+            note = "VRAM is the card budget the run just fits"
+        if not res.in_set:
+            note = "(other stack) " + note
+        table.add_row(
+            d["id"], d["stack"], job, f"{d['gpus']}× {d['gpu']}",
+            _num(d["measured_tokens_per_second"], 0), _num(d["estimated_tokens_per_second"], 0),
+            _pct(d["tokens_per_second_error"]), _pct(d["tokens_per_second_error_loo"]),
+            _num(d["measured_vram_gb"], 1), _num(d["estimated_vram_gb"], 1), _pct(d["vram_error"]),
+            f"[{notes.setdefault(note, len(notes) + 1)}]" if note else "",
+        )
+    show_table(table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"),
+               wide=wide)
+    for note, number in notes.items():
+        console.print(f"[dim][{number}] {escape(note)}[/]", highlight=False)
 
 
 def _band(low: Any, high: Any, fmt: Any) -> str:

@@ -9,7 +9,7 @@ from rich import box
 from rich.table import Table
 
 from tracker.catalog.gpus import GpuNameError, GpuSpec, get_catalog
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import console, emit_json, fail, show_table
 
 
 def _num(value: float | None) -> str:
@@ -61,7 +61,7 @@ def gpus(
         emit_json([asdict(s) for s in specs])
         return
     title = "GPU catalog" if name is None else f"GPUs matching {name!r}"
-    console.print(_table(specs, title))
+    show_table(_table(specs, title), drop=("arch", "family", "FP8", "W"), more="--json shows every field")
     if len(specs) == 1:
         spec = specs[0]
         if spec.aliases:

@@ -64,21 +64,38 @@ def _parameters() -> list[inspect.Parameter]:
     return params
 
 
-def build_job(values: dict[str, Any]) -> JobInput:
+def build_job(values: dict[str, Any], typed: set[str] | None = None) -> JobInput:
     """A `JobInput` from option values; a value the schema rejects ends the command with one line
-    naming the option."""
+    naming the option. `typed`: the options given on the command line (a value equal to its default
+    counts as given when typed: `--kind inference --method qlora` is refused, not read as no method)."""
     from pydantic import ValidationError
 
     # An option left at its default was not given: the schema refuses a given fine-tuning field on an
     # inference job (and the reverse), and an alert saves only what the user set.
-    given = {k: v for k, v in values.items() if v != JobInput.model_fields[k].default}
+    given = {k: v for k, v in values.items() if v != JobInput.model_fields[k].default or k in (typed or set())}
     try:
         return JobInput(**given)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         where = error["loc"][0] if error["loc"] else None
         option = _flag(str(where)) if where is not None else "job"
-        fail(f"{option}: {error['msg']}")
+        fail(f"{option}: {error['msg'].removeprefix('Value error, ')}")
+
+
+def _typed() -> set[str]:
+    """The job options the user gave on the command line (or through the environment) in this command."""
+    try:  # Typer 0.2x vendors its own click (as tracker.cli.root reads its errors)
+        from typer._click.core import ParameterSource
+        from typer._click.globals import get_current_context
+    except ImportError:  # pragma: no cover - depends on the installed Typer
+        from click.core import ParameterSource  # type: ignore[assignment]
+        from click.globals import get_current_context  # type: ignore[no-redef]
+
+    ctx = get_current_context(silent=True)
+    if ctx is None:
+        return set()
+    return {n for n in JOB_OPTION_NAMES if ctx.get_parameter_source(n) in (ParameterSource.COMMANDLINE,
+                                                                           ParameterSource.ENVIRONMENT)}  # fmt: skip
 
 
 def with_job(command: F) -> F:
@@ -92,7 +109,7 @@ def with_job(command: F) -> F:
 
     @functools.wraps(command)
     def wrapper(**kwargs: Any) -> Any:
-        job = build_job({name: kwargs.pop(name) for name in JOB_OPTION_NAMES})
+        job = build_job({name: kwargs.pop(name) for name in JOB_OPTION_NAMES}, _typed())
         return command(job=job, **kwargs)
 
     # Typer reads the command's parameters from its signature and type hints: give it the generated ones.

@@ -9,7 +9,7 @@ import typer
 
 from tracker.cli.filter_options import with_filters
 from tracker.cli.job_options import with_job
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import console, emit_json, fail, gpu_count, show_table
 from tracker.estimate.job import JobInput
 from tracker.market.filters import OfferFilters
 
@@ -43,11 +43,15 @@ def cheapest(
     top: int = typer.Option(20, "--top", min=1, max=1000),
     gpu_only: bool = typer.Option(False, "--gpu-only", help="Rank on GPU time alone (no disk, transfer, spot loss)."),
     json_out: bool = typer.Option(False, "--json"),
+    all_regions: bool = typer.Option(
+        False, "--all-regions", help="Every offer, not one row per listing at its cheapest region."
+    ),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
     """Live offers ranked by what this fine-tuning run would cost on them (the whole run: GPU time,
     billing rounding, disk, data transfer and, on spot, expected interruptions)."""
     from tracker.catalog.gpus import GpuNameError
-    from tracker.cli.context import runtime
+    from tracker.cli.context import check_providers, require_prices, runtime
     from tracker.clock import utcnow
     from tracker.costs import RunPlan, plan_for
     from tracker.estimate import EstimateError, PreparedJob, prepare
@@ -72,14 +76,17 @@ def cheapest(
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
     options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top,  # type: ignore[arg-type]
-                          gpu_only=gpu_only)  # fmt: skip
+                          gpu_only=gpu_only, one_per_listing=not (all_regions or json_out))  # fmt: skip
+    check_providers(filters.providers)
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:
         result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, ranked, options, plan=plan)
+        if not result["considered"]:
+            require_prices(session, json_out=json_out)
     if json_out:
         emit_json(result["rows"])
         return
-    _print_rank(result)
+    _print_rank(result, wide=wide, top=top)
 
 
 def _print_api_alternatives(result: dict[str, Any]) -> None:
@@ -115,7 +122,8 @@ def _amount(value: Any, places: int) -> str:
     return "-" if value is None else f"{value:.{places}f}"
 
 
-def _print_rank(result: dict[str, Any]) -> None:
+def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     job = result["job"]
@@ -138,20 +146,53 @@ def _print_rank(result: dict[str, Any]) -> None:
             "age")  # fmt: skip
     for col in cols:
         table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region") else "right")
+    all_demo = bool(result["rows"]) and all(r["demo"] for r in result["rows"])
     for i, r in enumerate(result["rows"], 1):
-        label = r["provider"] + (" (ref)" if r["reference"] else "") + (" (demo)" if r["demo"] else "")
-        label += f" via {r['via']}" if r.get("via") else ""
-        age = f"{r['price_age_s'] / 3600:.1f}h"
         table.add_row(
-            str(i), label, r["gpu"] + ("" if r["fits"] else " [red](does not fit)[/]"), f"{r['gpus']:g}", r["pricing"],
-            r["region"] or "-", f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
+            str(i), _provider_label(r, demo=r["demo"] and not all_demo),
+            escape(r["gpu"]) + ("" if r["fits"] else " [red](does not fit)[/]"),
+            gpu_count(r["gpus"]), r["pricing"] + (" [yellow](sold out)[/]" if r.get("unavailable") else ""),
+            _region_label(r), f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
             _amount(r["cost_per_run"], 2), _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),
-            _amount(r["usd_per_mtok"], 4), age,
+            _amount(r["usd_per_mtok"], 4), _age(r["price_age_s"]),
         )  # fmt: skip
-    console.print(table)
-    _print_api_alternatives(result)
+    show_table(table, drop=("age", "$ GPU", "tok/s", "$/1M tok", "$/h", "hours", "region"), wide=wide)
+    if all_demo:
+        console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
+    _print_notes(result, top)
+
+
+def _provider_label(r: dict[str, Any], *, demo: bool) -> str:
+    """The provider; a resale as its upstream via the aggregator (it is rented through the aggregator)."""
+    name = f"{r.get('upstream') or r['provider']} via {r['via']}" if r.get("via") else r["provider"]
+    return name + (" (ref)" if r["reference"] else "") + (" (demo)" if demo else "")
+
+
+def _region_label(r: dict[str, Any]) -> str:
+    """The listing's cheapest region, and how many more regions it is offered in (folded rows)."""
+    others = len(r.get("other_regions") or ())
+    return (r["region"] or "-") + (f" +{others}" if others else "")
+
+
+def _age(seconds: float) -> str:
+    return f"{seconds / 60:.0f}m" if seconds < 3600 else f"{seconds / 3600:.1f}h"
+
+
+def _print_notes(result: dict[str, Any], top: int) -> None:
+    rows = result["rows"]
+    if any("listings" in r for r in rows):
+        console.print("[dim]one row per listing (provider, instance type, pricing) at its cheapest region; "
+                      "region +N: offered in N more (--all-regions lists each).[/]")  # fmt: skip
+    if any(r.get("unavailable") for r in rows):
+        console.print("[dim]sold out: the provider says it cannot be rented now; ranked after every other offer.[/]")
+    if len(rows) == top and result["fitting"] > top:
+        console.print(f"[dim]showing the top {top} of {result['fitting']} fitting offers (--top N shows more).[/]")
+    if "api_alternatives" in result:  # serving: the per-token APIs beside self-hosting
+        from tracker.cli.api_view import print_api_alternatives
+
+        print_api_alternatives(result["api_alternatives"])
     if result.get("plan") is not None:
-        for i, r in enumerate(result["rows"], 1):
+        for i, r in enumerate(rows, 1):
             if (why := _beyond(r.get("cost"))) != "-":
                 console.print(f"  {i}. beyond GPU time: {why}")
         console.print("beyond GPU time: components over 1¢ (* a default, not the provider's figure); spot: the range"
@@ -184,7 +225,7 @@ def history(
 ) -> None:
     """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history."""
     from tracker.catalog.gpus import GpuNameError
-    from tracker.cli.context import runtime
+    from tracker.cli.context import require_prices, runtime
     from tracker.clock import utcnow
     from tracker.market.offers import gpu_ids_for
     from tracker.market.service import market_history
@@ -205,6 +246,8 @@ def history(
             session, rt.settings, now, gpu_ids=ids, pricing=kind, interval=interval,
             start=now - timedelta(days=days), end=now, include_reference=not no_reference,
         )  # fmt: skip
+        if not rows:
+            require_prices(session, json_out=json_out)
     if json_out:
         emit_json(rows)
         return
@@ -216,4 +259,4 @@ def history(
     for r in rows:
         table.add_row(r["bucket"].strftime("%Y-%m-%d %H:%M"), *(f"{r[k]:.4f}" for k in ("min", "p25", "median",
                       "p75", "max")), str(r["offers"]), str(r["providers"]))  # fmt: skip
-    console.print(table)
+    show_table(table, drop=("providers", "p25", "p75"), more="--json shows every field")

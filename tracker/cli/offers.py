@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.table import Table
 
 from tracker.catalog.gpus import GpuNameError
-from tracker.cli.context import runtime
+from tracker.cli.context import check_providers, require_prices, runtime
 from tracker.cli.filter_options import with_filters
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import capped_note, console, emit_json, fail, gpu_count, show_table
 from tracker.market.filters import OfferFilters
 from tracker.market.offers import OfferListing, current_offers, offer_row
 from tracker.storage.engine import session_scope
@@ -24,36 +26,50 @@ def offers(
     gpu: str | None = typer.Option(None, "--gpu", help='Card, family or alias, e.g. "H100", "A100 40GB".'),
     limit: int = typer.Option(50, "--limit", min=1),
     json_out: bool = typer.Option(False, "--json"),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
     """Current offers, cheapest per GPU-hour first."""
-    listing = OfferListing(**dict(filters), gpu=gpu, limit=limit)
+    check_providers(filters.providers)
+    listing = OfferListing(**dict(filters), gpu=gpu, limit=limit + 1)  # one row past: was the list capped?
     rt = runtime(ctx)
     try:
         with session_scope(rt.engine) as session:
-            rows = [offer_row(o) for o in current_offers(session, listing)]
+            found = current_offers(session, listing)
+            rows = [offer_row(o) for o in found[:limit]]
+            if not rows:
+                require_prices(session, json_out=json_out)
     except GpuNameError as exc:
         fail(str(exc))
     if json_out:
         emit_json(rows)
         return
-    table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else ""))
-    for col in ("provider", "gpu", "count", "pricing", "region", "$/GPU-h", "$/h", "last seen"):
-        table.add_column(col, justify="right" if col.startswith("$") or col == "count" else "left")
+    _print(rows, gpu, more=len(found) > limit, wide=wide)
+
+
+def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: bool) -> None:
+    table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else "") + ", cheapest per GPU-hour first")
+    for col in ("provider", "gpu", "n", "pricing", "region", "$/GPU-h", "$/h", "seen"):
+        table.add_column(col, justify="right" if col.startswith("$") or col == "n" else "left")
+    all_demo = bool(rows) and all(r["demo"] for r in rows)  # then said once, below, not on every row
     for r in rows:
         label = (
             r["provider"]
-            + (" [dim](reference)[/]" if r["reference"] else "")
-            + (" [dim](demo)[/]" if r["demo"] else "")
+            + (" [dim](ref)[/]" if r["reference"] else "")
+            + (" [dim](demo)[/]" if r["demo"] and not all_demo else "")
             + (f" [dim]via {r['via']}[/]" if r.get("via") else "")
         )
         table.add_row(
             label,
             r["gpu"] + (f" [dim]MIG {r['slice']}[/]" if r.get("slice") else ""),
-            f"{r['gpu_count']:g}",
+            gpu_count(r["gpu_count"]),
             r["pricing"] + (f" {r['reserved_term']}" if r.get("reserved_term") else ""),
             r["region"] or "-",
             f"{r['price_per_gpu_hour']:.4f}",
             f"{r['price_per_hour']:.4f}",
-            r["last_seen"].strftime("%Y-%m-%d %H:%M"),
+            r["last_seen"].strftime("%m-%d %H:%M"),
         )
-    console.print(table)
+    show_table(table, drop=("seen", "$/h", "region"), wide=wide)
+    if all_demo:
+        console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
+    if (note := capped_note(len(rows), more)) is not None:
+        console.print(note)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Iterable
 from datetime import date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -12,6 +14,7 @@ import typer
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 
 class _LazyConsole:
@@ -20,12 +23,17 @@ class _LazyConsole:
     def __init__(self, **options: Any) -> None:
         self._options: dict[str, Any] = options
         self._console: Console | None = None
+        self._columns: str | None = None
 
     def _get(self) -> Console:
-        if self._console is None:
+        # Rich reads COLUMNS once, when the Console is made: one made again when it changes keeps an in-process
+        # caller (a test at 80 then 120 columns, an embedding shell) at the width it asked for.
+        columns = os.environ.get("COLUMNS")
+        if self._console is None or columns != self._columns:
             from rich.console import Console
 
             self._console = Console(**self._options)
+            self._columns = columns
         return self._console
 
     def __getattr__(self, name: str) -> Any:
@@ -37,7 +45,9 @@ def real_console(lazy: Console) -> Console:
     return lazy._get() if isinstance(lazy, _LazyConsole) else lazy
 
 
-console: Console = _LazyConsole(soft_wrap=True)  # type: ignore[assignment]  # behaves as the Console it makes
+# Text wraps at the terminal's width (words kept whole): a line longer than the terminal is one the user cannot read.
+console: Console = _LazyConsole()  # type: ignore[assignment]  # behaves as the Console it makes
+# An error stays one line (the README's promise, and what a script greps), however long.
 err_console: Console = _LazyConsole(stderr=True, soft_wrap=True)  # type: ignore[assignment]
 
 
@@ -60,3 +70,79 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print a clear error and exit non-zero; never a traceback for bad input."""
     err_console.print(f"[bold red]error:[/] {message}")
     raise typer.Exit(code)
+
+
+def gpu_count(value: Any) -> str:
+    """A node's GPU count as people write it: `8`, not `8.000`; a real fraction of a card as one (`1/6`)."""
+    from fractions import Fraction
+
+    number = Decimal(str(value))
+    if number == number.to_integral_value():
+        return str(int(number))
+    fraction = Fraction(number).limit_denominator(16)
+    if abs(Decimal(fraction.numerator) / Decimal(fraction.denominator) - number) < Decimal("0.001"):
+        return f"{fraction.numerator}/{fraction.denominator}"
+    return f"{number.normalize():f}"
+
+
+def _needed_width(console_: Console, table: Table) -> int:
+    """The narrowest this table prints with no cell cut: a wrapping column at its longest word, the rest whole."""
+    options = console_.options.update_width(10_000)
+    total = table._extra_width
+    for column in table.columns:
+        measured = table._measure_column(console_, options, column)
+        total += measured.maximum if column.no_wrap else measured.minimum
+    return total
+
+
+def show_table(
+    table: Table,
+    *,
+    drop: Iterable[str] = (),
+    wrap: Iterable[str] = (),
+    wide: bool = False,
+    target: Console | None = None,
+    more: str = "--wide shows every column",
+) -> list[str]:
+    """Print `table` at the terminal's width with no cell cut short: the columns named in `drop` leave, in that
+    order, until the rest fit; those in `wrap` (free text) wrap at word boundaries; every other cell is printed
+    whole. `wide` keeps every column and lets the table run past the terminal's edge. A line names the columns
+    it hid, and `more` (how to see them); returns them."""
+    from rich import box
+
+    out = real_console(target or console)
+    wrapping = set(wrap)
+    table.box, table.pad_edge, table.show_edge = box.SIMPLE_HEAD, False, False
+    for column in table.columns:
+        column.no_wrap = str(column.header) not in wrapping
+        column.overflow = "fold"
+    hidden: list[str] = []
+    if wide:
+        terminal = out.width
+        out.width = max(terminal, _needed_width(out, table))  # print caps a width at the console's own
+        try:
+            out.print(table)
+        finally:
+            out.width = terminal
+        return hidden
+    for header in drop:
+        if _needed_width(out, table) <= out.width:
+            break
+        index = next((i for i, c in enumerate(table.columns) if str(c.header) == header), None)
+        if index is not None:
+            del table.columns[index]
+            for position, column in enumerate(table.columns):
+                column._index = position  # rich pads the first and last column by position
+            hidden.append(header)
+    if _needed_width(out, table) > out.width:  # still too wide: every cell may wrap rather than be cut
+        for column in table.columns:
+            column.no_wrap = False
+    out.print(table)
+    if hidden:
+        out.print(f"[dim]hidden at {out.width} columns: {', '.join(hidden)} ({more})[/]")
+    return hidden
+
+
+def capped_note(shown: int, more: bool, flag: str = "--limit") -> str | None:
+    """The line a list command prints when its limit stopped it short: the user should know there is more."""
+    return f"[dim]showing the first {shown}; more match ({flag} N shows more)[/]" if more else None

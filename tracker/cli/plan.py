@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from tracker.cli.output import console, emit_json, fail
+from tracker.cli.output import console, emit_json, fail, show_table
 
 commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
 
@@ -97,7 +97,7 @@ def _print_plan(result: dict[str, Any]) -> None:
             f"{c['gpus_per_node']}× {c['gpu']} {c['pricing']} at {_usd(c['price_per_hour'])}/h, {label}",
             _usd(c["monthly_cost"]), str(c["nodes_at_peak"]), f"{c['gpu_hours_per_month']:,.1f}",
         )  # fmt: skip
-    console.print(table)
+    show_table(table, wrap=("placement", "workload"))
     for w in result["workloads"]:
         if w["choice"] is None:
             console.print(f"  {w['name']}: [red]{w['status']}[/]: {w['reason']}")
@@ -116,7 +116,7 @@ def _print_plan(result: dict[str, Any]) -> None:
     ft.add_row("[bold]total[/]", str(fleet["gpus_at_peak"]), f"{fleet['gpu_hours_per_month']:,.1f}",
                f"[bold]{_usd(fleet['monthly_cost'])}[/]", "-" if fleet["power_kw"] is None
                else f"{fleet['power_kw']:,.2f}", "")  # fmt: skip
-    console.print(ft)
+    show_table(ft, wrap=("workloads",))
 
     single = result["single_card"]
     best = single["best"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import httpx
 import typer
@@ -16,7 +17,7 @@ from providers.contract import FetchContext, Provider, ProviderKind
 from providers.fetching import fetch_offers
 from providers.registry import UnknownProvider, all_providers, get_provider
 from tracker.cli.context import runtime
-from tracker.cli.output import console, emit_json, err_console, fail, real_console
+from tracker.cli.output import console, emit_json, err_console, fail, real_console, show_table
 from tracker.config import Settings, get_settings
 from tracker.ingest.batch import IngestReport
 from tracker.ops.status import provider_status
@@ -43,8 +44,8 @@ def scrape(
     demo: bool = typer.Option(False, "--demo", help="Replay every provider's bundled cassette (offline)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Fetch and diff, but store nothing."),
     json_out: bool = typer.Option(False, "--json"),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
-
     """Fetch prices and ingest them. Exits 1 if any provider failed."""
     if replay and demo:
         fail("--replay and --demo are exclusive")
@@ -83,7 +84,7 @@ def scrape(
             "status",
             "offers",
             "valid",
-            "new price rows",
+            "new prices",
             "closed",
             "unknown names",
             "note",
@@ -91,7 +92,7 @@ def scrape(
             table.add_column(col, justify="right" if col not in ("provider", "status", "note") else "left")
         for r in reports:
             unknown = ", ".join(f"{k}×{v}" for k, v in r.unknown_names.items()) or "0"
-            assumed = "; ".join(f"{k} → {v} (assumed)" for k, v in r.assumed_names.items())
+            assumed = "\n".join(f"{k} → {v} (assumed)" for k, v in r.assumed_names.items())
             table.add_row(
                 r.provider,
                 f"[{STATUS_STYLE.get(r.status, '')}]{r.status}[/]",
@@ -100,15 +101,19 @@ def scrape(
                 str(r.price_rows),
                 str(r.offers_closed),
                 unknown,
-                "; ".join(x for x in (r.error, assumed) if x),
+                "\n".join(x for x in (r.error, assumed) if x),
             )
-        console.print(table)
+        show_table(table, drop=("closed", "valid", "new prices"), wrap=("unknown names", "note"), wide=wide)
     if any(r.status == RunStatus.failed for r in reports):
         raise typer.Exit(1)
 
 
 @commands.command("providers")
-def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json")) -> None:
+def providers_cmd(
+    ctx: typer.Context,
+    json_out: bool = typer.Option(False, "--json"),
+    wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
+) -> None:
     """Every provider: kind, credentials, interval, last run, offers, unknown names."""
     rt = runtime(ctx)
     rows = provider_status(rt.engine, rt.settings)
@@ -122,6 +127,7 @@ def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--js
         "credentials",
         "interval",
         "last run",
+        "source",
         "status",
         "offers",
         "unknown",
@@ -136,13 +142,24 @@ def providers_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--js
             r["kind"],
             creds,
             f"{r['default_interval_s'] // 60} min",
-            str(last.get("started_at", "never"))[:19],
+            _when(last.get("started_at")),
+            last.get("source", "-"),
             last.get("status", "-"),
             str(r["current_offers"]),
             str(r["unknown_names"]),
-            (last.get("error") or "")[:60],
+            escape(last.get("error") or ""),
         )
-    console.print(table)
+    show_table(table, drop=("interval", "kind", "unknown", "credentials"), wrap=("error",), wide=wide)
+    if rows and all((r["last_run"] or {}).get("source") == "demo" for r in rows):
+        console.print("[yellow]every last run was a demo replay[/] (recorded responses, `scrape --demo`): "
+                      "no provider has been asked live yet.")  # fmt: skip
+
+
+def _when(started: Any) -> str:
+    """A run's start to the minute (UTC), or "never"."""
+    if started is None:
+        return "never"
+    return started.strftime("%m-%d %H:%M") if hasattr(started, "strftime") else str(started)[:16]
 
 
 @commands.command("record")

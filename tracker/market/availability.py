@@ -11,6 +11,9 @@ prefixes, pricing types, quality):
   available — the length of the union of their available intervals over the window's length, exact in
   integer microseconds (two offers available at once count once; time before tracking began counts
   as not available);
+* `tracked_since` / `tracked_share`: when this provider's card was first on record, and the share of
+  the tracked part of the window ([max(now − days, tracked_since), now]) it was available: an offer
+  first seen an hour ago and available since is available for 100 % of what we know, not 0.6 % of 7 days;
 * `reports_availability`: whether any matching offer stated availability at all in the window (list
   prices that never say are counted as not available, never as available: tracker.market.quality).
 
@@ -106,6 +109,7 @@ def availability(
         if at is not None
     }
 
+    first_us = _first_records(session, matching)
     windows_us = {p: freshness.window(p, settings) // _EPOCH_US for p in {r[1] for r in window_rows}}
     groups: dict[tuple[str, str], list[Interval]] = defaultdict(list)
     for offer_id, provider, gpu, lo, hi, available, seen in window_rows:
@@ -114,17 +118,17 @@ def availability(
         end = live_until if is_open else min(int(hi), now_us)
         groups[(provider, gpu)].append((offer_id, int(lo), end, available, is_open and live_until == now_us))
 
-    window_us = now_us - start_us
     return [
-        _row(key, groups.get(key, []), closed_last.get(key), start_us, now_us, window_us)
+        _row(key, groups.get(key, []), closed_last.get(key), first_us.get(key), start_us, now_us)
         for key in sorted(set(groups) | set(closed_last))
     ]
 
 
 def _row(
-    key: tuple[str, str], rows: list[Interval], closed_last: int | None, start_us: int, now_us: int, window_us: int
+    key: tuple[str, str], rows: list[Interval], closed_last: int | None,
+    first: int | None, start_us: int, now_us: int,
 ) -> dict[str, Any]:
-    """One (provider, card): its intervals in the window, and its last closed available interval's end."""
+    """One (provider, card): its availability intervals in the window → the published figures."""
     avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]
     lo = np.clip(np.array([a[0] for a in avail], dtype=np.int64), start_us, now_us)
     hi = np.clip(np.array([a[1] for a in avail], dtype=np.int64), start_us, now_us)
@@ -132,6 +136,7 @@ def _row(
     ends = [hi_ for _, lo_, hi_, a, _ in rows if a is True and hi_ > lo_]
     last_us = max([*ends, *([closed_last] if closed_last is not None else [])], default=None)
     live = {offer_id: a for offer_id, _, _, a, now_open in rows if now_open}
+    window_us, since_us = now_us - start_us, max(first if first is not None else start_us, start_us)
     return {
         "provider": key[0],
         "gpu": key[1],
@@ -140,8 +145,22 @@ def _row(
         "last_available_at": None if last_us is None else _at(last_us),
         "available_share": share_us / window_us if window_us > 0 else 0.0,
         "available_hours": round(share_us / 3.6e9, 3),
+        "tracked_since": _at(first) if first is not None else None,
+        "tracked_share": share_us / (now_us - since_us) if now_us > since_us else 0.0,
         "reports_availability": any(a is not None for _, _, _, a, _ in rows),
     }
+
+
+def _first_records(session: Session, matching: Any) -> dict[tuple[str, str], int]:
+    """The first availability record of each (provider, card): where tracking of it began."""
+    rows = session.execute(
+        matching(
+            select(Offer.provider, Offer.gpu_id, func.min(OfferAvailability.valid_from))
+            .join(OfferAvailability, OfferAvailability.offer_id == Offer.id)
+            .group_by(Offer.provider, Offer.gpu_id)
+        )
+    ).all()
+    return {(provider, gpu): epoch_us_of(at) for provider, gpu, at in rows if at is not None}
 
 
 def _at(us: int) -> datetime:

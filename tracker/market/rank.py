@@ -3,6 +3,12 @@
 The estimate depends only on (card, GPU count[, slice memory]), and a market of 20,000 offers has a
 few hundred such combinations, so each combination is estimated once and the per-offer arithmetic
 (price × GPUs × hours) is vectorised over the live frame.
+
+Order: offers the job fits first; then every offer not known to be sold out before those the provider says
+are unavailable now (`available` false: no choice today, so they rank last and their row says
+`unavailable`; an offer whose provider does not say is not "sold out"); then the sort key, price and id.
+`one_per_listing` keeps the best offer of each listing (provider, pricing, term and instance type; a resale
+by its upstream and card) with `listings` and `other_regions` counting the rest (the CLI's default table).
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class RankOptions:
     best_per_card: bool = False
     limit: int = 50
     gpu_only: bool = False  # cost_per_run is $/hour × hours alone, not the whole run (tracker.costs)
+    # One row per listing (provider, instance type, pricing; a resale: its upstream and card), at its best region,
+    # with the rest counted: the same machine in three regions is one choice, not three places in a top 20.
+    one_per_listing: bool = False
 
 
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
@@ -167,15 +176,7 @@ def rank(
         keep &= hours <= filters.max_hours
     kept = np.flatnonzero(keep)
     key = derived[sort_by]
-    if not options.best_per_card:  # only the first `limit` are returned: sort just the candidates for them
-        kept = _candidates(kept, fits, key, options.limit)
-    # Fitting first, then the sort key, price and id (unique, so the order is total); NaN sorts last.
-    ids = frame["id"][idx]
-    order = kept[np.lexsort((ids[kept], price_h[kept], key[kept], ~fits[kept]))]
-    if options.best_per_card:
-        best = np.zeros(cards.max() + 1, dtype=np.intp)
-        best[cards[order[::-1]]] = np.arange(len(order) - 1, -1, -1)  # first (best) place of each card
-        order = order[np.sort(best[np.unique(cards[order])])]
+    order = _order(frame, idx, kept, fits, key, price_h, cards, options)
     top = order[: options.limit]
     rows = idx[top]
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
@@ -188,6 +189,8 @@ def rank(
     columns["age_s"] = ((epoch_us(now) - frame["last_seen_us"][rows]) / 1e6).tolist()
     names = list(columns)
     out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
+    if options.one_per_listing:
+        _fold_counts(out, frame, idx, top, kept)
     if plan is not None and terms is not None:
         bands = (est["band_low"][codes[top]].tolist(), est["band_high"][codes[top]].tolist())
         _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only, bands)
@@ -261,12 +264,85 @@ def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
     return smallest
 
 
-def _candidates(kept: np.ndarray, fits: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
-    """The kept offers that can be among the first `limit` (fitting ones first, then by key)."""
-    fitting = kept[fits[kept]]
-    if len(fitting) >= limit:
-        return _smallest(fitting, key, limit)
-    return np.concatenate([fitting, _smallest(kept[~fits[kept]], key, limit - len(fitting))])
+def _candidates(kept: np.ndarray, tier: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
+    """The kept offers that can be among the first `limit` (lower tiers first, then by key)."""
+    chosen: list[np.ndarray] = []
+    for level in np.unique(tier[kept]):
+        if limit <= 0:
+            break
+        rows = _smallest(kept[tier[kept] == level], key, limit)
+        chosen.append(rows)
+        limit -= len(rows)
+    return np.concatenate(chosen) if chosen else kept[:0]
+
+
+def unavailable_mask(available: np.ndarray) -> np.ndarray:
+    """Offers the provider said are not available now (False; unknown is not "unavailable")."""
+    return np.fromiter((a is False for a in available.tolist()), dtype=bool, count=len(available))
+
+
+def _order(
+    frame: OfferTable, idx: np.ndarray, kept: np.ndarray, fits: np.ndarray, key: np.ndarray, price_h: np.ndarray,
+    cards: np.ndarray, options: RankOptions,
+) -> np.ndarray:
+    """Positions in `idx` of the ranked offers: fitting first, then those not known to be sold out (an offer the
+    provider says is unavailable is no choice today: it ranks after every available or unknown one, and says so
+    in its row), then the sort key, price and id (unique, so the order is total); NaN sorts last. With
+    `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing."""  # fmt: skip
+    tier = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
+    if not options.best_per_card and not options.one_per_listing:  # only the first `limit` are returned
+        kept = _candidates(kept, tier, key, options.limit)
+    ids = frame["id"][idx]
+    order: np.ndarray = kept[np.lexsort((ids[kept], price_h[kept], key[kept], tier[kept]))]
+    if options.best_per_card:
+        order = order[_firsts(cards[order])]
+    if options.one_per_listing:
+        order = order[_firsts(listing_codes(frame, idx)[order])]
+    return order
+
+
+def _firsts(codes: np.ndarray) -> np.ndarray:
+    """Positions of each code's first appearance, in order."""
+    if not len(codes):
+        return np.zeros(0, dtype=np.intp)
+    _, first = np.unique(codes, return_index=True)
+    return np.sort(first)
+
+
+def listing_codes(frame: OfferTable, idx: np.ndarray) -> np.ndarray:
+    """One code per listing among the offers at `idx`: provider, pricing and term, and the instance type (a
+    resale: its upstream, card and count, since aggregators list one machine under several names). An offer
+    without an instance type is a listing of its own: nothing says two such hosts sell the same machine."""
+    cols = {c: frame[c][idx].tolist() for c in ("id", "provider", "pricing", "reserved_term", "instance_type",
+                                                 "gpu_id", "gpu_count_f")}  # fmt: skip
+    upstream = frame["upstream"][idx].tolist() if "upstream" in frame else [None] * len(idx)
+
+    def machine(i: int) -> str:
+        up, kind = upstream[i], cols["instance_type"][i]
+        if isinstance(up, str) and up:
+            return f"resale|{up}|{cols['gpu_id'][i]}|{cols['gpu_count_f'][i]}"
+        return f"type|{kind}" if isinstance(kind, str) and kind else f"offer|{cols['id'][i]}"
+
+    keys = [repr((cols["provider"][i], cols["pricing"][i], cols["reserved_term"][i], machine(i)))
+            for i in range(len(idx))]  # fmt: skip
+    return factorize(keys)[0]
+
+
+def _fold_counts(
+    out: list[dict[str, Any]], frame: OfferTable, idx: np.ndarray, top: np.ndarray, kept: np.ndarray
+) -> None:
+    """Each listing row's folded offers: how many, and the other regions it is offered in (best first)."""
+    codes = listing_codes(frame, idx)
+    regions = frame["region"][idx]
+    ranked = kept[np.lexsort((frame["price_per_hour_f"][idx][kept],))]
+    members: dict[int, list[Any]] = {}
+    for position in ranked.tolist():
+        members.setdefault(int(codes[position]), []).append(regions[position])
+    for row, position in zip(out, top.tolist(), strict=True):
+        group = members.get(int(codes[position]), [])
+        shown = row["region"]
+        row["listings"] = len(group)
+        row["other_regions"] = list(dict.fromkeys(r for r in group if isinstance(r, str) and r and r != shown))
 
 
 _OFFER_FIELDS = ("id", "provider", "reference", "demo", "offer_key", "gpu_id", "gpu_family", "gpu_count_f",
@@ -320,6 +396,7 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "region": r["region"],
         "instance_type": r["instance_type"],
         "available": r["available"],
+        "unavailable": r["available"] is False,  # ranked after every offer not known to be sold out
         "via": r.get("via"),  # the aggregator a resale reaches us through (tracker.market.aggregated)
         "upstream": r.get("upstream"),
         # Effective quality (stated, or vouched for by the provider's kind: tracker.market.quality).

@@ -351,6 +351,9 @@ def price_moves(
 # --- one provider -----------------------------------------------------------------------------------
 
 
+_FETCH_FAILED = "fetch failed: "
+
+
 @dataclass
 class ProviderDrift:
     provider: str
@@ -372,7 +375,9 @@ class ProviderDrift:
 
     @property
     def drifted(self) -> bool:
-        return self.skipped is None and bool(self.problems())
+        """A finding about the API itself. A fetch that failed on its own (offline, a timeout) says nothing about
+        drift: that provider is "failed", counted apart, not "drifted"."""
+        return self.skipped is None and any(not line.startswith(_FETCH_FAILED) for line in self.problems())
 
     @property
     def status(self) -> str:
@@ -390,7 +395,7 @@ class ProviderDrift:
         if self.empty:
             lines.append("no offers fetched (the baseline has some)")
         if self.error is not None:
-            lines.append(f"fetch failed: {self.error}")
+            lines.append(f"{_FETCH_FAILED}{self.error}")
         return lines
 
     def notes(self) -> list[str]:
@@ -560,7 +565,7 @@ async def run_doctor(
     async def one(provider: type[Provider]) -> ProviderDrift:
         credentials, missing = credentials_of(provider, settings)
         if missing:
-            return ProviderDrift(provider.name, "live", skipped=f"skipped: no credentials (set {', '.join(missing)})")
+            return ProviderDrift(provider.name, "live", skipped=f"no credentials (set {', '.join(missing)})")
         async with gate:
             return await check_provider(
                 provider, make(provider), credentials=credentials, settings=settings, engine=engine

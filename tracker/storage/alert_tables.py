@@ -97,6 +97,9 @@ class AlertChannel(Base):
     kind: Mapped[str] = mapped_column(String(16))  # webhook | apprise
     url: Mapped[str] = mapped_column(Text)  # a secret too: Slack/Telegram tokens live in the URL
     secret: Mapped[str | None] = mapped_column(String(128))  # webhook signing key, "whsec_<base64>"
+    # The TRACKER_WEBHOOK_ALLOW networks (comma-separated) the URL needed when the channel was accepted: the
+    # deliverer, another process with perhaps another environment, allows them for this channel. NULL: none.
+    allow_networks: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
     rule: Mapped[AlertRule] = relationship(back_populates="channels")

@@ -63,6 +63,7 @@ export function mountChart(name, container, opts, data) {
 
 // A 30-day sparkline: median solid, minimum dashed, on a shared vertical scale.
 export function sparkline(points, width = 110, height = 34) {
+  // Drawn in a fixed coordinate box and scaled by CSS to the tile's room (never past its border).
   const node = svg("svg", {
     class: "spark", width, height, viewBox: `0 0 ${width} ${height}`, preserveAspectRatio: "none", role: "img",
   });
@@ -80,7 +81,8 @@ export function sparkline(points, width = 110, height = 34) {
     node.append(svg("polyline", { class: key, points: coords.join(" ") }));
   }
   const title = svg("title", {});
-  title.textContent = `30 days: median ${usd(points[0].median)} → ${usd(points[points.length - 1].median)}`;
+  title.textContent = `30 days: median ${usd(points[0].median)} → ${usd(points[points.length - 1].median)}`
+    + ` (solid line); lowest ${usd(points[points.length - 1].min)} now (dotted line)`;
   node.prepend(title);
   return node;
 }
@@ -138,4 +140,18 @@ export function shadeSpans(spans, color) {
       ctx.restore();
     }],
   };
+}
+
+// What a sparkline's two lines are, drawn with the same strokes: shown once above the tiles.
+export function sparkLegend() {
+  const sample = (key) => {
+    const node = svg("svg", { class: "spark", width: 24, height: 10, viewBox: "0 0 24 10", "aria-hidden": "true" });
+    node.append(svg("polyline", { class: key, points: "1,5 23,5" }));
+    return node;
+  };
+  const legend = document.createElement("p");
+  legend.className = "spark-legend";
+  legend.append("Sparklines, last 30 days: ", sample("median"), " median price · ", sample("min"),
+    " lowest price (the cheapest offer each day)");
+  return legend;
 }

@@ -1,6 +1,7 @@
 // Providers & alerts: each provider's last run and freshness; alert rules with their states when the
 // alerts API is there and readable (it needs the API token; without it the view says so and carries on).
 import { ApiError, getJSON } from "./api.js";
+import { markDemo } from "./banner.js";
 import { badge, clear, el, showError, table } from "./dom.js";
 import { PRICING_LABEL, age, ageSince, count, usd } from "./format.js";
 
@@ -27,7 +28,10 @@ async function providers() {
       { label: "Provider", cell: (p) => [p.title || p.name, p.kind === "static_sheet" ? [" ", badge("ref", "sheet")] : null], wrap: true },
       { label: "Kind", cell: (p) => p.kind.replace("_", " "), opt: true },
       { label: "Last run", cell: (p) => p.last_run
-        ? [badge(STATUS_BADGE[p.last_run.status] || "muted", p.last_run.status), " ", ageSince(p.last_run.started_at)]
+        ? [badge(STATUS_BADGE[p.last_run.status] || "muted", p.last_run.status), " ", ageSince(p.last_run.started_at),
+          p.last_run.source && p.last_run.source !== "live"
+            ? [" ", badge("demo", p.last_run.source === "demo" ? "demo replay" : "replay",
+              "recorded responses replayed (scrape --demo / --replay), not the provider asked live")] : null]
         : badge("muted", "never") },
       // The server's freshness rule decides `stale`; the page only says which window applied.
       { label: "Last success", cell: (p) => [age(p.age_s), p.stale ? [" ", badge("bad", "stale", `prices no longer live: no success within ${every(p.fresh_for_s)}`)] : null] },
@@ -37,6 +41,16 @@ async function providers() {
       { label: "Credentials", cell: (p) => (p.credentials.length ? (p.credentials_set ? "set" : "missing") : "none needed"), opt: true },
       { label: "Last error", cell: (p) => p.last_run?.error || "", wrap: true, opt: true },
     ], rows);
+    const replayed = rows.filter((p) => p.last_run && p.last_run.source && p.last_run.source !== "live").length;
+    const note = document.getElementById("providers-note") || el("p", { id: "providers-note", class: "note" });
+    const ran = rows.filter((p) => p.last_run).length;
+    note.textContent = replayed
+      ? `${replayed === ran ? `All ${count(ran)}` : `${count(replayed)} of ${count(ran)}`} last runs were demo replays`
+        + " of recorded responses, not the providers asked live: their prices are not today's market."
+      : "";
+    note.hidden = !replayed;
+    document.getElementById("providers-table").closest(".table-wrap").before(note);
+    markDemo("providers", replayed > 0);
   } catch (error) {
     showError(document.getElementById("providers-error"), error);
   }

@@ -122,12 +122,15 @@ function render(result) {
     { label: "$ / Mtoken", cell: (r) => usd(r.usd_per_mtok, 3), num: true, opt: true },
     { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },
     { label: "Provider", cell: (r) => [r.provider, r.reference ? [" ", badge("ref", "ref", "static reference sheet")] : null,
-      r.demo ? [" ", badge("demo", "demo", "replayed demo data")] : null] },
+      r.demo ? [" ", badge("demo", "demo", "replayed demo data")] : null,
+      // Ranked after every offer not known to be sold out (tracker.market.rank): say why it is down there.
+      r.unavailable ? [" ", badge("warn sold-out", "sold out", "the provider says it cannot be rented now")] : null] },
     { label: "Pricing", cell: (r) => PRICING_LABEL[r.pricing] + (r.reserved_term ? ` ${r.reserved_term}` : ""), opt: true },
     { label: "Fits", cell: (r) => (r.fits ? "✓" : r.reason), opt: true },
     { label: "Region", cell: (r) => r.region || "—", opt: true },
     { label: "Price age", cell: (r) => age(r.price_age_s), opt: true },
-  ], result.rows, (r) => ({ class: [r.fits ? "" : "unfit", r.reference ? "reference" : ""].join(" ").trim() || undefined }));
+  ], result.rows, (r) => ({ class: [r.fits ? "" : "unfit", r.reference ? "reference" : "",
+    r.unavailable ? "sold-out" : ""].join(" ").trim() || undefined }));
   markDemo("job", result.rows.some((r) => r.demo));
 }
 

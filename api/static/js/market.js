@@ -3,7 +3,7 @@
 // summary; resold offers (via an aggregator) can be counted, left out, or counted once per machine.
 import { getJSON } from "./api.js";
 import { markDemo } from "./banner.js";
-import { sparkline } from "./charts.js";
+import { sparkLegend, sparkline } from "./charts.js";
 import { badge, clear, el, showError } from "./dom.js";
 import { PRICING, PRICING_LABEL, age, count, deltaClass, pct, usd } from "./format.js";
 
@@ -78,7 +78,9 @@ function pricingRow(c) {
       stale.length ? badge("ref stale", "stale sheet", `counts prices read long ago: ${staleNote(stale)}`) : null,
       c.demo ? badge("demo", "demo", "includes replayed demo data") : null),
     el("div", { class: "price" },
-      el("strong", { title: `max ${usd(c.max)}` }, usd(c.median)), el("span", { class: "note" }, " median"),
+      // The offer count beside the median: a median of one offer (a reserved term only AWS lists) is one price.
+      el("strong", { title: `max ${usd(c.max)}` }, usd(c.median)),
+      el("span", { class: "note" }, Number(c.offers) === 1 ? " from 1 offer" : ` median of ${count(c.offers)}`),
       el("div", { class: "sub" }, el("span", {}, `min ${usd(c.min)}`), " · ",
         el("span", { title: "interquartile range" }, `p25–p75 ${usd(c.p25)}–${usd(c.p75)}`))),
     el("div", { class: "stats" },
@@ -89,6 +91,12 @@ function pricingRow(c) {
       delta("30d", c.change_30d, c.change_30d_pct, c.median_30d_ago),
       el("span", { class: "age" }, ` · ${age(c.age_s)}`)),
     sparkline(c.sparkline || []));
+}
+
+let legendNode = null;
+function legend() {
+  legendNode = legendNode || sparkLegend();
+  return legendNode;
 }
 
 function render() {
@@ -107,6 +115,7 @@ function render() {
   const ordered = [...cards.entries()].sort((a, b) =>
     b[1].reduce((n, c) => n + c.offers, 0) - a[1].reduce((n, c) => n + c.offers, 0) || a[0].localeCompare(b[0]));
   clear(tiles);
+  if (ordered.length) tiles.before(legend());
   for (const [gpu, rows] of ordered) {
     rows.sort((a, b) => PRICING.indexOf(a.pricing) - PRICING.indexOf(b.pricing)
       || (a.reserved_term || "").localeCompare(b.reserved_term || ""));

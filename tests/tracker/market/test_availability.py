@@ -182,3 +182,23 @@ def test_replayed_cassettes_answer_availability_history(engine, settings, provid
     available = [r for r in rows if r["last_available_at"] is not None]
     assert available, rows
     assert all(r["provider"] == provider and 0.0 <= r["available_share"] <= 1.0 for r in rows)
+
+
+def test_the_share_counts_only_the_tracked_part_of_the_window(engine, settings):
+    """An offer first seen an hour ago and available since is available 100 % of what we know, not 0.6 % of
+    a week; `tracked_since` says where our record begins. A card on record all week keeps both shares equal."""
+    now = FakeClock().now
+    clock = FakeClock(now - 7 * DAY - HOUR)
+    do_ingest(engine, settings, clock, batch(offer("old", "2.00", region="us-texas", available=True)))
+    clock.now = now - HOUR
+    do_ingest(engine, settings, clock, batch(offer("old", "2.00", region="us-texas", available=True),
+                                             offer("new", "30.00", gpu="B200", region="us-texas", available=True)))
+    clock.now = now
+    do_ingest(engine, settings, clock, batch(offer("old", "2.00", region="us-texas", available=True),
+                                             offer("new", "30.00", gpu="B200", region="us-texas", available=True)))
+    with session_scope(engine) as session:
+        (new,) = availability(session, settings, now, gpu_ids=["B200-SXM-180GB"], days=7)
+        (old,) = availability(session, settings, now, gpu_ids=H100, days=7)
+    assert new["available_share"] == pytest.approx(1 / 168, abs=1e-9)  # of the whole week, as before
+    assert new["tracked_share"] == pytest.approx(1.0) and new["tracked_since"] == now - HOUR
+    assert old["tracked_share"] == pytest.approx(old["available_share"]) and old["tracked_since"] < now - 7 * DAY

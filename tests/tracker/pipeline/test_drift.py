@@ -390,3 +390,37 @@ def test_run_doctor_rejects_bad_input_before_fetching(tmp_path: Path):
     other.write_text(json.dumps(Cassette.load(bundled_cassette("runpod")).to_json()))
     with pytest.raises(ValueError, match="cassette of runpod, not of vastai"):
         asyncio.run(drift.run_doctor(["vastai"], settings=settings, engine=None, replay=other))
+
+
+def test_a_fetch_that_failed_on_its_own_is_failed_not_drifted():
+    """Offline, every provider's fetch fails: that says nothing about drift, and is counted apart."""
+    from tracker.pipeline.drift import ProviderDrift
+
+    offline = ProviderDrift("akash", "live", error="gave up after 4 attempts: ConnectError")
+    assert offline.status == "failed" and not offline.drifted
+    assert offline.problems() == ["fetch failed: gave up after 4 attempts: ConnectError"]
+    skipped = ProviderDrift("gcp", "live", skipped="no credentials (set TRACKER_GCP_API_KEY)")
+    assert skipped.status == "skipped" and not skipped.drifted
+
+
+def test_doctor_offline_says_could_not_be_fetched_and_skipped_once(cli, monkeypatch):
+    import httpx
+
+    from tracker.pipeline import drift
+
+    def offline(provider):
+        def refuse(request: httpx.Request) -> httpx.Response:
+            raise httpx.ConnectError("no network", request=request)
+
+        return httpx.MockTransport(refuse)
+
+    monkeypatch.setattr(drift, "_live_transport", offline)
+    monkeypatch.setenv("TRACKER_HTTP_RETRIES", "0")
+    from tracker.config import get_settings
+
+    get_settings.cache_clear()
+    result = cli("doctor", "vastai", "gcp")
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert "skipped: skipped:" not in text and "gcp: skipped: no credentials" in text
+    assert "0 of 1 providers checked drifted; 1 could not be fetched" in text and "1 skipped (no credentials)" in text

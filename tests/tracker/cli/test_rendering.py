@@ -1,0 +1,88 @@
+"""Every view a new user opens reads right at 80 and 120 columns: after `scrape --demo`, each command's
+default output has no line longer than the terminal and no cell cut short (rich's "…"), GPU counts are
+whole numbers, and a list stopped by its limit says so. `--wide` shows every column."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.factories.cassettes import bundled_cassette
+
+ROOT = Path(__file__).resolve().parents[3]
+JOB = ("--model", "llama-3.1-8b", "--method", "qlora", "--tokens", "22.5M")
+COMMANDS = [
+    ("offers",),
+    ("offers", "--gpu", "H100", "--limit", "5"),
+    ("cheapest", *JOB),
+    ("cheapest", "--kind", "inference", "--model", "llama-3.1-8b"),
+    ("providers",),
+    ("estimate", *JOB),
+    ("estimate", "--kind", "inference", "--model", "llama-3.1-8b"),
+    ("calibrate",),
+    ("plan", str(ROOT / "examples" / "mixed-fleet.yaml")),
+    ("availability", "H100"),
+    ("history", "H100"),
+    ("gpus",),
+    ("doctor", "vastai", "--replay", str(bundled_cassette("vastai"))),
+    ("scrape", "--demo", "seeweb", "vastai", "spheron", "--dry-run"),
+    ("alerts", "list"),
+]
+
+
+def _problems(output: str, width: int) -> list[str]:
+    out = []
+    for line in output.splitlines():
+        if len(line) > width:
+            out.append(f"{len(line)} > {width}: {line[:100]}")
+        if "…" in line:
+            out.append(f"cut: {line[:100]}")
+    return out
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("width", [80, 120])
+def test_every_first_hour_command_fits_the_terminal(cli, monkeypatch, width):
+    assert cli("scrape", "--demo", "--json").exit_code == 0
+    monkeypatch.setenv("COLUMNS", str(width))
+    problems = {}
+    for args in COMMANDS:
+        result = cli(*args)
+        assert result.exit_code in (0, 1), (args, result.output)  # doctor/scrape exit 1 on a finding
+        assert result.output.strip(), args
+        if found := _problems(result.output, width):
+            problems[" ".join(args)] = found[:3]
+    assert not problems, problems
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+def test_counts_limits_and_wide(cli, monkeypatch):
+    assert cli("scrape", "--demo", "--json").exit_code == 0
+    monkeypatch.setenv("COLUMNS", "80")
+    offers = cli("offers", "--limit", "30")
+    assert offers.exit_code == 0, offers.output
+    # GPU counts print as people write them: no "8.000".
+    assert not re.search(r"\s\d+\.000\s", offers.output), offers.output
+    assert "showing the first 30; more match (--limit N shows more)" in " ".join(offers.output.split())
+    everything = cli("offers", "--limit", "100000")
+    assert "showing the first" not in everything.output
+    default = cli("offers", "--limit", "5")
+    wide = cli("offers", "--limit", "5", "--wide")
+    assert "hidden at 80 columns" in default.output and "--wide" in default.output
+    header = next(line for line in wide.output.splitlines() if "provider" in line)
+    assert all(col in header for col in ("region", "$/h", "seen"))
+    assert max(len(line) for line in wide.output.splitlines()) > 80  # wide runs past the terminal, uncut
+    assert "…" not in wide.output
+
+
+def test_gpu_count_reads_as_people_write_it():
+    from decimal import Decimal
+
+    from tracker.cli.output import gpu_count
+
+    assert [gpu_count(v) for v in (Decimal("8.000"), 8.0, Decimal("0.1667"), Decimal("0.5"), Decimal("1.25"))] == [
+        "8", "8", "1/6", "1/2", "5/4",
+    ]  # fmt: skip
+    assert gpu_count(Decimal("0.3183")) == "0.3183"
