@@ -101,13 +101,13 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
     the month's cost (never hours or $/run)."""
     from rich.table import Table
 
-    table = Table(caption="layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens at the "
-                  "load; in: the prefill share over input tokens")  # fmt: skip
+    table = Table(box=None, caption="layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens "
+                  "at the load; in: the prefill share over input tokens")  # fmt: skip
     for col in ("#", "provider", "gpu", "n", "layout", "pricing", "region", "$/h", "tok/s", "users/rep", "TTFT",
                 "$/Mtok", "in", "GPUs", "$/month"):  # fmt: skip
         table.add_column(col, justify="left" if col in ("provider", "gpu", "layout", "pricing", "region") else "right")
     for i, r in enumerate(rows, 1):
-        label = r["provider"] + (" (ref)" if r["reference"] else "") + (" (demo)" if r["demo"] else "")
+        label = r["provider"] + (" (ref)" if r["reference"] else "")
         gpu = r["gpu"] + ("" if r["fits"] else f" [red]({r['reason'] or 'does not fit'})[/]")
         table.add_row(
             str(i), label, gpu, f"{r['gpus']:g}", r["layout"], r["pricing"], r["region"] or "-",
@@ -138,7 +138,8 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
             f" · {job['tokens'] / 1e6:,.2f}M tokens   {fitting}"
         )
     if job.get("kind") == "inference":
-        console.print(_serving_table(result["rows"]))
+        show_table(_serving_table(result["rows"]), wide=wide,
+                   drop=("in", "GPUs", "$/month", "TTFT", "users/rep", "$/h", "region", "pricing", "#"))  # fmt: skip
         _print_api_alternatives(result)
         return
     table = Table()
