@@ -29,7 +29,8 @@ from sqlalchemy import CursorResult, select, update
 from sqlalchemy.orm import Session
 
 from providers.contract import Pricing, ScrapedOffer, ScrapeResult
-from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
+from tracker.catalog.gpus import GpuCatalog, GpuNameError, GpuSpec
+from tracker.catalog.variants import Resolved, resolve_offer_gpu
 from tracker.config import Settings
 from tracker.ingest.costs import record_cost_terms
 from tracker.ingest.fx import MAX_RATE_AGE, Conversion, CurrencyError, RateBook, convert
@@ -69,7 +70,7 @@ class Prepared:
     invalid: list[str] = field(default_factory=list)
     unknown: dict[str, str] = field(default_factory=dict)  # raw name → why it did not resolve
     unknown_counts: Counter[str] = field(default_factory=Counter)
-    assumed: dict[str, str] = field(default_factory=dict)  # raw name → card chosen when only the form factor was open
+    assumed: dict[str, str] = field(default_factory=dict)  # raw name → card chosen when the variant was open
 
 
 @dataclass
@@ -127,7 +128,7 @@ def validate_batch(
     out = Prepared(invalid=list(result.skipped))
     book = rates or RateBook.empty(date.min)
     seen_keys: set[str] = set()
-    resolved: dict[tuple[str, Decimal | None], GpuSpec | GpuNameError] = {}
+    resolved: dict[tuple[str, Decimal | None], Resolved | GpuNameError] = {}
     for offer in result.offers:
         if offer.key in seen_keys:
             out.invalid.append(f"{offer.key}: duplicate key in batch")
@@ -163,34 +164,22 @@ def validate_batch(
         cache_key = (offer.gpu_name, memory)
         if cache_key not in resolved:
             try:
-                resolved[cache_key] = catalog.normalize(
-                    offer.gpu_name, memory_gb=float(memory) if memory is not None else None, provider=provider
+                resolved[cache_key] = resolve_offer_gpu(
+                    catalog, offer.gpu_name, float(memory) if memory is not None else None, provider=provider
                 )
             except GpuNameError as exc:
                 resolved[cache_key] = exc
-        gpu = resolved[cache_key]
-        if isinstance(gpu, AmbiguousGpuName) and (slowest := _slowest_form_factor(gpu, catalog)):
-            out.assumed[offer.gpu_name] = slowest.id
-            offer.attributes = offer.attributes | {
-                "gpu_assumed": f"form factor not stated ({', '.join(gpu.candidates)}); slowest variant assumed"
-            }
-            gpu = slowest
-        if isinstance(gpu, GpuNameError):
-            out.unknown.setdefault(offer.gpu_name, str(gpu))
+        found = resolved[cache_key]
+        if isinstance(found, GpuNameError):
+            out.unknown.setdefault(offer.gpu_name, str(found))
             out.unknown_counts[offer.gpu_name] += 1
             continue
+        gpu = found.card
+        if found.assumed:
+            out.assumed[offer.gpu_name] = gpu.id
+            offer.attributes = offer.attributes | {"variant_assumed": found.assumed}
         out.valid.append(ValidOffer(offer, gpu, money.usd_per_hour, per_gpu, money))
     return out
-
-
-def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec | None:
-    """When a name settles the card and its memory but not its form factor (a bare "Tesla V100 16GB"),
-    keep the price and estimate conservatively on the slowest variant; the offer records the
-    assumption. Anything more open (e.g. "A100" with no memory) stays unresolved."""
-    candidates = [catalog.get(c) for c in exc.candidates]
-    if len({(g.family, g.memory_gb) for g in candidates}) != 1:
-        return None
-    return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
 
 
 def _native_values(v: ValidOffer) -> dict[str, Any]:
