@@ -46,6 +46,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.cost_terms import COST_TERMS, terms
+from providers.fabric import fabric
 from providers.http import get_json, require
 from providers.parsing import as_list, memory_in_name, to_optional_decimal, upstream_provider
 
@@ -170,6 +171,9 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
                 attributes[attr] = raw[field_name]
         if price_field != "onDemand":
             attributes["price_field"] = price_field
+        # `interconnect` is the box's inter-node bandwidth (Gbit/s), `interconnectType` its kind.
+        attributes |= fabric(network=raw.get("interconnectType"), network_gbps_per_node=raw.get("interconnect"),
+                             gpus_per_node=count)  # fmt: skip
         disk_price, disk_cost_terms = disk_terms(raw.get("disk"), where)
         if disk_cost_terms:
             attributes[COST_TERMS] = disk_cost_terms

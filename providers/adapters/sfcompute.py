@@ -45,6 +45,7 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.fabric import fabric
 from providers.http import gather_bounded, get_json, require
 from providers.parsing import cents_to_dollars, term_hours, tidy_decimal, to_optional_decimal
 
@@ -53,6 +54,15 @@ API_KEY = "SFCOMPUTE_API_KEY"
 GPUS_PER_NODE = 8
 CONCURRENCY = 4
 HOUR = 3600
+
+# The fabric of each instance type (providers.fabric), as SF Compute's instance-type names document it:
+# HGX boards (8 SXM GPUs on NVSwitch); the "i" types (h100i, h200ki) are InfiniBand-connected nodes, the
+# "v" type a VM whose inter-node network is not said.
+FABRIC: dict[str, dict[str, Any]] = {
+    "h100i": fabric(gpu_link="nvswitch", network="infiniband"),
+    "h100v": fabric(gpu_link="nvswitch"),
+    "h200ki": fabric(gpu_link="nvswitch", network="infiniband"),
+}
 
 # instance type → (raw GPU name, memory per GPU GB)
 INSTANCE_TYPES: dict[str, tuple[str, Decimal]] = {
@@ -138,8 +148,9 @@ def parse_quote(payload: Any, instance_type: str, term: str, now: datetime, resu
                 "block_price_cents": str(cents),
                 "block_start": start.isoformat(),
                 "block_end": end.isoformat(),
-                "gpus_per_node": GPUS_PER_NODE,
-            },
+            }
+            | FABRIC.get(instance_type, {})
+            | fabric(gpus_per_node=GPUS_PER_NODE, cluster_nodes=nodes),
         )
     )
 
