@@ -13,6 +13,7 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from api.cached import cached_body, json_response
 from providers.contract import Pricing
+from tracker.market.fabric import INTERCONNECT_HELP, MAX_NODES, MIN_NODES_HELP, Interconnect
 from tracker.market.offers import SORTS, OfferFilters, current_offers, gpu_ids_for, offer_row
 from tracker.storage.engine import session_scope
 
@@ -38,6 +39,8 @@ async def list_offers(
     datacenter: Annotated[bool, Query(description="Only datacenter machines (stated, or a cloud's own)")] = False,
     min_reliability: Annotated[float | None, Query(ge=0, le=1, description="Host reliability score, 0-1")] = None,
     cloud: Annotated[Literal["secure", "community"] | None, Query(description="RunPod-style cloud tier")] = None,
+    interconnect: Annotated[Interconnect | None, Query(description=INTERCONNECT_HELP)] = None,
+    min_nodes: Annotated[int | None, Query(ge=1, le=MAX_NODES, description=MIN_NODES_HELP)] = None,
     include_reference: bool = True,
     aggregated: Annotated[
         Literal["include", "exclude", "dedupe"],
@@ -61,6 +64,8 @@ async def list_offers(
             cloud=cloud,
             include_reference=include_reference,
             aggregated=aggregated,
+            interconnect=interconnect,
+            min_nodes=min_nodes,
             sort=sort,
             limit=limit,
             offset=offset,
@@ -77,5 +82,5 @@ async def list_offers(
 
     key = ("offers", gpu_ids, tuple(provider or ()), tuple(filters.pricing or ()), tuple(region or ()), min_gpus,
            available, verified, datacenter, min_reliability, cloud, include_reference, aggregated, sort, limit,
-           offset)  # fmt: skip
+           offset, interconnect, min_nodes)  # fmt: skip
     return json_response(await cached_body(request, key, compute))

@@ -19,6 +19,7 @@ from tracker.costs import RunPlan, plan_for
 from tracker.estimate import JobInput, PreparedJob, prepare
 from tracker.estimate.serving import PreparedServing, prepare_serving
 from tracker.market import freshness
+from tracker.market.fabric import INTERCONNECT_HELP, MAX_NODES, MIN_NODES_HELP, Interconnect
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.service import rank_history, rank_offers
@@ -45,6 +46,8 @@ class RankBody(JobInput):
     datacenter_only: bool = Field(False, description="Only datacenter-hosted machines (stated, or a cloud's own).")
     min_reliability: float | None = Field(None, ge=0, le=1, description="Host reliability score, 0-1.")
     cloud: Literal["secure", "community"] | None = None
+    interconnect: Interconnect | None = Field(None, description=INTERCONNECT_HELP)
+    min_nodes: int | None = Field(None, ge=1, le=MAX_NODES, description=MIN_NODES_HELP)
     max_age_hours: float | None = Field(None, gt=0, le=24 * 365)
     sort_by: Literal["cost_per_run", "hours", "usd_per_mtok"] = "cost_per_run"
     include_unfit: bool = Field(False, description="List offers the job does not fit, with the reason.")
@@ -83,7 +86,7 @@ def _filters(body: RankBody) -> RankFilters:
         gpu_ids=gpu_ids_for(body.gpu) if body.gpu else None, min_gpus=body.min_gpus, max_gpus=body.max_gpus,
         max_hours=body.max_hours, include_reference=body.include_reference, available_only=body.available_only,
         verified_only=body.verified_only, datacenter_only=body.datacenter_only, min_reliability=body.min_reliability,
-        cloud=body.cloud, aggregated=body.aggregated,
+        cloud=body.cloud, aggregated=body.aggregated, interconnect=body.interconnect, min_nodes=body.min_nodes,
     )  # fmt: skip
 
 

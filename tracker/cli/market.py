@@ -47,6 +47,10 @@ def cheapest(
         None, "--min-reliability", min=0, max=1, help="Host reliability score, 0-1."
     ),
     cloud: str | None = typer.Option(None, "--cloud", help="secure | community (RunPod's cloud tiers)."),
+    interconnect: str | None = typer.Option(
+        None, "--interconnect", help="nvswitch | nvlink | xgmi | pcie | infiniband | roce | rdma | ethernet."
+    ),
+    min_nodes: int | None = typer.Option(None, "--min-nodes", help="Least nodes rented together or available now."),
     sort_by: str = typer.Option("cost_per_run", "--sort", help="cost_per_run | hours | usd_per_mtok"),
     show_unfit: bool = typer.Option(False, "--show-unfit", help="Also list offers the job does not fit."),
     best_per_card: bool = typer.Option(False, "--best-per-card"),
@@ -82,7 +86,8 @@ def cheapest(
             providers=provider or None, pricing=_pricing(pricing), regions=region or None,
             gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours, include_reference=not no_reference,
             available_only=available, verified_only=verified, datacenter_only=datacenter,
-            min_reliability=min_reliability, cloud=cloud, aggregated=aggregated,
+            min_reliability=min_reliability, cloud=cloud, aggregated=aggregated, interconnect=interconnect,
+            min_nodes=min_nodes,
         )  # fmt: skip
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
@@ -106,6 +111,8 @@ def _amount(value: Any, places: int) -> str:
 def _print_rank(result: dict[str, Any]) -> None:
     from rich.table import Table
 
+    from tracker.market.fabric import label as fabric_label
+
     job = result["job"]
     fitting = f"({result['fitting']} of {result['considered']} live offers fit)"
     if job.get("kind") == "inference":  # serving: hours and $/run are for the month's load (else 1M output tokens)
@@ -118,17 +125,18 @@ def _print_rank(result: dict[str, Any]) -> None:
             f" · {job['tokens'] / 1e6:,.2f}M tokens   {fitting}"
         )
     table = Table()
-    cols = ("#", "provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$ GPU", "$/1M tok",
-            "age")  # fmt: skip
+    cols = ("#", "provider", "gpu", "n", "pricing", "region", "fabric", "$/h", "tok/s", "hours", "$/run", "$ GPU",
+            "$/1M tok", "age")  # fmt: skip
     for col in cols:
-        table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region") else "right")
+        table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region", "fabric") else "right")
     for i, r in enumerate(result["rows"], 1):
         label = r["provider"] + (" (ref)" if r["reference"] else "") + (" (demo)" if r["demo"] else "")
         label += f" via {r['via']}" if r.get("via") else ""
         age = f"{r['price_age_s'] / 3600:.1f}h"
         table.add_row(
             str(i), label, r["gpu"] + ("" if r["fits"] else " [red](does not fit)[/]"), f"{r['gpus']:g}", r["pricing"],
-            r["region"] or "-", f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
+            r["region"] or "-", fabric_label(r.get("fabric")), f"{r['price_per_hour']:.2f}",
+            f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
             _amount(r["cost_per_run"], 2), _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),
             _amount(r["usd_per_mtok"], 4), age,
         )  # fmt: skip

@@ -10,6 +10,7 @@ from rich.table import Table
 from tracker.catalog.gpus import GpuNameError
 from tracker.cli.context import runtime
 from tracker.cli.output import console, emit_json, fail
+from tracker.market.fabric import label as fabric_label
 from tracker.market.offers import OfferFilters, current_offers, offer_row
 from tracker.storage.engine import session_scope
 
@@ -34,6 +35,10 @@ def offers(
     aggregated: str = typer.Option(
         "include", "--aggregated", help="Offers resold by aggregators: include | exclude | dedupe (each machine once)."
     ),
+    interconnect: str | None = typer.Option(
+        None, "--interconnect", help="nvswitch | nvlink | xgmi | pcie | infiniband | roce | rdma | ethernet."
+    ),
+    min_nodes: int | None = typer.Option(None, "--min-nodes", help="Least nodes rented together or available now."),
     limit: int = typer.Option(50, "--limit", min=1),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -52,6 +57,8 @@ def offers(
             min_reliability=min_reliability,
             cloud=cloud,
             aggregated=aggregated,
+            interconnect=interconnect,
+            min_nodes=min_nodes,
             limit=limit,
         )
     except ValueError as exc:
@@ -66,7 +73,7 @@ def offers(
         emit_json(rows)
         return
     table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else ""))
-    for col in ("provider", "gpu", "count", "pricing", "region", "$/GPU-h", "$/h", "last seen"):
+    for col in ("provider", "gpu", "count", "pricing", "region", "fabric", "$/GPU-h", "$/h", "last seen"):
         table.add_column(col, justify="right" if col.startswith("$") or col == "count" else "left")
     for r in rows:
         label = (
@@ -81,6 +88,7 @@ def offers(
             f"{r['gpu_count']:g}",
             r["pricing"] + (f" {r['reserved_term']}" if r.get("reserved_term") else ""),
             r["region"] or "-",
+            fabric_label(r["fabric"]),
             f"{r['price_per_gpu_hour']:.4f}",
             f"{r['price_per_hour']:.4f}",
             r["last_seen"].strftime("%Y-%m-%d %H:%M"),

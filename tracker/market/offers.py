@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from providers.contract import Pricing, ProviderKind
 from providers.registry import all_providers, reference_providers
 from tracker.catalog.gpus import get_catalog
-from tracker.market import aggregated, quality
+from tracker.market import aggregated, fabric, quality
 from tracker.storage.tables import Offer, OfferPrice
 
 SORTS = {
@@ -43,6 +43,9 @@ class OfferFilters:
     cloud: str | None = None
     include_reference: bool = True
     aggregated: str = "include"  # include | exclude | dedupe resales (tracker.market.aggregated)
+    # The fabric the offers must run on (tracker.market.fabric): an interconnect, and a least node count.
+    interconnect: str | None = None
+    min_nodes: int | None = None
     sort: str = "price_per_gpu_hour"
     limit: int | None = None
     offset: int = 0
@@ -54,6 +57,7 @@ class OfferFilters:
             Pricing(p)  # raises ValueError naming the bad value
         quality.check(self)
         aggregated.check(self.aggregated)
+        fabric.check(self.interconnect, self.min_nodes)
 
 
 def region_matches(region: object, wanted: Sequence[str]) -> bool:
@@ -89,6 +93,8 @@ def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
         stmt = stmt.where(Offer.provider.not_in(refs))
     if filters.aggregated != "include":
         stmt = stmt.where(*aggregated.conditions(filters.aggregated))
+    if fabric.active(filters.interconnect, filters.min_nodes):
+        stmt = stmt.where(*fabric.conditions(filters.interconnect, filters.min_nodes))
     stmt = stmt.order_by(*SORTS[filters.sort])
     if filters.offset:
         stmt = stmt.offset(filters.offset)
@@ -126,6 +132,7 @@ def offer_row(offer: Offer) -> dict[str, Any]:
         # An aggregator's resale: which aggregator it reaches us through, and whose machine it is.
         "via": (offer.attributes or {}).get("via"),
         "upstream": (offer.attributes or {}).get("upstream"),
+        "fabric": fabric.row_fabric(offer.attributes),  # interconnect and cluster shape, where stated
         "price_per_hour": offer.price_per_hour,
         "price_per_gpu_hour": offer.price_per_gpu_hour,
         # The price as the provider quoted it and the rate the USD figures were converted at (None: USD).

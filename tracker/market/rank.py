@@ -20,7 +20,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
-from tracker.market import aggregated, quality
+from tracker.market import aggregated, fabric, quality
 from tracker.market.live import epoch_us, factorize
 from tracker.market.offers import region_matches
 from tracker.market.table import OfferTable
@@ -45,10 +45,14 @@ class RankFilters:
     datacenter_only: bool = False
     min_reliability: float | None = None
     cloud: str | None = None
+    # The fabric the offers must run on (tracker.market.fabric): an interconnect, and a least node count.
+    interconnect: str | None = None
+    min_nodes: int | None = None
 
     def __post_init__(self) -> None:
         quality.check(self)
         aggregated.check(self.aggregated)
+        fabric.check(self.interconnect, self.min_nodes)
 
 
 @dataclass
@@ -97,6 +101,8 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
         mask &= ~table["reference"]
     if quality.active(f):
         mask &= quality.mask(table, f)
+    if fabric.active(f.interconnect, f.min_nodes):
+        mask &= fabric.mask(table, f.interconnect, f.min_nodes)
     if f.aggregated != "include" and "via" in table:  # last: a machine counts once among the offers kept
         mask = aggregated.mask(table, mask, f.aggregated)
     return mask
@@ -216,7 +222,7 @@ def rank(
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
     columns["reliability_f"] = _column(frame["reliability_f"][rows], True)
-    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream") if c in frame}
+    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream", *fabric.FIELDS) if c in frame}
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
     columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
     columns["last_seen"] = frame.last_seen(rows)
@@ -354,6 +360,7 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "available": r["available"],
         "via": r.get("via"),  # the aggregator a resale reaches us through (tracker.market.aggregated)
         "upstream": r.get("upstream"),
+        "fabric": fabric.row_fabric(r),  # interconnect and cluster shape, where the offer says them
         # Effective quality (stated, or vouched for by the provider's kind: tracker.market.quality).
         "verification": r["verification"],
         "hosting": r["hosting"],

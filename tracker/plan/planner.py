@@ -128,6 +128,7 @@ def _filters(w: Workload) -> RankFilters:
     return RankFilters(
         providers=c.providers, pricing=c.allowed_pricing(), regions=c.regions, min_gpus=c.min_gpus,
         max_gpus=c.max_gpus, include_reference=c.include_reference, available_only=c.available_now,
+        interconnect=c.interconnect, min_nodes=c.min_nodes,
     )  # fmt: skip
 
 
