@@ -28,6 +28,7 @@ from sqlalchemy import ColumnElement, and_, false, or_
 
 from providers.fabric import GPU_LINKS, NETWORKS, read_fabric
 from tracker.catalog.gpus import get_catalog
+from tracker.estimate.multinode import inter_node_gb_s, nodes_of
 from tracker.storage.sql import json_number, json_text
 from tracker.storage.tables import Offer
 
@@ -49,6 +50,7 @@ __all__ = [
     "check",
     "columns",
     "conditions",
+    "inter_node_links",
     "link_of_form_factor",
     "mask",
     "row_fabric",
@@ -176,3 +178,21 @@ def label(said: Mapping[str, Any] | None) -> str:
     if said.get("nodes_available") is not None:
         parts.append(f"{said['nodes_available']} free")
     return " · ".join(parts) or "-"
+
+
+def inter_node_links(table: OfferTable, rows: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """Per offer of `rows`: the achieved inter-node GB/s per GPU (tracker.estimate.multinode) of an offer
+    that spans several nodes by its stated GPUs per node, NaN for one within a node or that says nothing."""
+    out = np.full(len(rows), np.nan)
+    if "gpus_per_node" not in table or not len(rows):
+        return out
+    per_node = _floats(table["gpus_per_node"][rows])
+    gpus = table["gpu_count_f"][rows]
+    networks = table["network"][rows] if "network" in table else np.full(len(rows), None, dtype=object)
+    has_gbps = "network_gbps_per_gpu" in table
+    gbps = _floats(table["network_gbps_per_gpu"][rows]) if has_gbps else np.full(len(rows), np.nan)
+    for i in np.flatnonzero(np.isfinite(per_node)):
+        if nodes_of(float(gpus[i]), float(per_node[i])) > 1:
+            network = networks[i] if networks[i] in NETWORKS else None
+            out[i] = inter_node_gb_s(network, None if math.isnan(gbps[i]) else float(gbps[i]))
+    return out

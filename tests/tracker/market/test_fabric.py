@@ -122,3 +122,21 @@ def test_plan_constraints_carry_the_requirement():
     f = _filters(w)
     assert (f.interconnect, f.min_nodes) == ("infiniband", 2)
 
+
+
+def test_rank_estimates_a_multi_node_offer_on_its_network(engine, settings, clock):
+    clock.now = NOW
+    cluster = fabric_attrs(gpu_link="nvswitch", network="infiniband", network_gbps_per_gpu=400, gpus_per_node=8,
+                           cluster_nodes=4)  # fmt: skip
+    do_ingest(engine, settings, clock, batch(
+        offer("ib", "80", count=32, attributes=cluster),
+        offer("eth", "80", count=32, attributes=cluster | {"network": "ethernet", "network_gbps_per_gpu": "50"}),
+        offer("unsaid", "80", count=32),  # one 32-GPU machine, as far as anyone said
+    ), provider="lambdalabs")  # fmt: skip
+    job = {"model": "llama-3.1-8b", "method": "full", "tokens": "50M", "assumptions": "hf-peft",
+           "max_age_hours": 24 * 365}  # fmt: skip
+    with TestClient(create_app(settings, engine), raise_server_exceptions=False) as client:
+        response = client.post("/v1/rank", json=job)
+    assert response.status_code == 200, response.text
+    tps = {r["offer_key"]: r["tokens_per_second"] for r in response.json()["rows"]}
+    assert tps["unsaid"] > tps["ib"] > tps["eth"]  # the ring crosses the nodes' network, slower the slower it is
