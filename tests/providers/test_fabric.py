@@ -102,3 +102,19 @@ def test_vast_measured_nvlink_bandwidth_marks_the_gpu_link():
         row = next((r for k, r in by_id.items() if o.key.startswith(k)), None)
         if row is not None and not row.get("bw_nvlink"):
             assert "gpu_link" not in o.attributes
+
+
+def test_a_cluster_sheet_lists_its_price_per_cluster_size():
+    from providers.contract import ProviderError
+    from providers.sheet import parse_sheet
+
+    shape = {"gpu_link": "nvswitch", "network": "infiniband", "network_gbps_per_node": 3200, "gpus_per_node": 8}
+    rows = [{"gpu": "H100-SXM-80GB", "gpu_count": 8 * n, "price_per_gpu_hour": price,
+             "fabric": shape | {"cluster_nodes": n}} for n, price in ((1, "2.40"), (16, "2.10"))]  # fmt: skip
+    result = parse_sheet({"title": "t", "source": "a cluster page", "as_of": "2026-11-01", "rates": rows})
+    small, big = result.offers
+    assert (small.attributes["cluster_nodes"], big.attributes["cluster_nodes"]) == (1, 16)
+    assert big.attributes["network_gbps_per_gpu"] == "400" and big.price_per_gpu_hour == Decimal("2.10")
+    for bad in ({"network": "pigeon"}, {"nodes": 3}):
+        with pytest.raises(ProviderError, match="fabric"):
+            parse_sheet({"rates": [rows[0] | {"fabric": bad}]})
