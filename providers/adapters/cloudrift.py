@@ -4,7 +4,8 @@ Anonymous. The body is CloudRift's versioned envelope with a selector for VM ins
 `data.instance_types[]`, each with a GPU brand (`brand_short`) and `variants[]`:
 * `cost_per_hour` is in US cents for the whole variant (all of its `gpu_count` GPUs) → dollars;
 * `vram` is bytes PER GPU, `dram` and `disk` are bytes for the variant;
-* `nodes_per_dc` maps a datacenter id to how many nodes can host the variant right now.
+* `nodes_per_dc` maps a datacenter id to how many nodes can host the variant right now (also the offer's
+  `nodes_available`, `providers.fabric`).
 
 One offer per (variant × datacenter in `nodes_per_dc`), available when that count is > 0. A variant with
 no datacenter at all still yields one offer (region "", available False) so its price history is kept.
@@ -25,6 +26,7 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.fabric import fabric
 from providers.http import post_json, require
 from providers.parsing import as_list, cents_to_dollars, gigabytes, slug, to_optional_decimal
 
@@ -92,7 +94,8 @@ def parse(payload: Any) -> ScrapeResult:
                         key=f"{name}:{dc}",
                         region=slug(dc),
                         available=free_nodes > 0,
-                        attributes=attributes | {"datacenter": dc, "free_nodes": int(free_nodes)},
+                        attributes=attributes | {"datacenter": dc, "free_nodes": int(free_nodes)}
+                        | fabric(nodes_available=int(free_nodes)),  # the cluster shape's "nodes free now"
                     )
                 )
     return result

@@ -118,3 +118,10 @@ def test_a_cluster_sheet_lists_its_price_per_cluster_size():
     for bad in ({"network": "pigeon"}, {"nodes": 3}):
         with pytest.raises(ProviderError, match="fabric"):
             parse_sheet({"rates": [rows[0] | {"fabric": bad}]})
+
+
+def test_cloudrift_free_nodes_are_the_nodes_available():
+    from providers.adapters.cloudrift import CloudRift
+
+    placed = [o for o in replay(CloudRift).offers if "free_nodes" in o.attributes]
+    assert placed and all(o.attributes["nodes_available"] == o.attributes["free_nodes"] for o in placed)
