@@ -6,7 +6,10 @@ provider's public pricing page), and [[rates]] with gpu (canonical id or raw nam
 (strings, USD) — price_per_gpu_hour, price_per_hour (the whole instance, as pages often quote it),
 price_per_gpu_second or price_per_second (per-second pages, × 3600) — pricing, reserved_term (required
 for reserved rates, spelled by `providers.parsing.reservation_term`), optional region, instance_type
-(part of the key: two instances of one card and count) and note.
+(part of the key: two instances of one card and count), note, and `fabric`, a table of what the page
+says of the machine's interconnect and cluster shape (`providers.fabric` keys: gpu_link, network,
+network_gbps_per_gpu or network_gbps_per_node, gpus_per_node, cluster_nodes, nodes_available), so a
+cluster sheet lists its price per cluster size as one row per size.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from importlib import resources
 from typing import Any, ClassVar
 
 from providers.contract import FetchContext, Pricing, Provider, ProviderError, ProviderKind, ScrapedOffer, ScrapeResult
+from providers.fabric import fabric
 from providers.parsing import reservation_term
 
 __all__ = ["StaticSheetProvider", "load_sheet", "parse_sheet"]
@@ -85,10 +89,26 @@ def parse_sheet(sheet: dict[str, Any]) -> ScrapeResult:
                 region=region,
                 reserved_term=term,
                 instance_type=str(instance) if instance else None,
-                attributes=meta | ({"note": rate["note"]} if "note" in rate else {}),
+                attributes=meta | ({"note": rate["note"]} if "note" in rate else {}) | _fabric(rate, i, count),
             )
         )
     return result
+
+
+_FABRIC_KEYS = frozenset({"gpu_link", "network", "network_gbps_per_gpu", "network_gbps_per_node", "gpus_per_node",
+                          "cluster_nodes", "nodes_available"})  # fmt: skip
+
+
+def _fabric(rate: dict[str, Any], i: int, count: Decimal) -> dict[str, Any]:
+    table = rate.get("fabric")
+    if table is None:
+        return {}
+    if not isinstance(table, dict) or set(table) - _FABRIC_KEYS:
+        raise ProviderError(f"rate sheet row {i}: fabric must be a table of {', '.join(sorted(_FABRIC_KEYS))}")
+    said = fabric(**table, gpus=count)
+    if len(said) < len(set(table) - {"network_gbps_per_node"}):
+        raise ProviderError(f"rate sheet row {i}: a fabric value is not one providers.fabric knows: {table}")
+    return said
 
 
 def _instance_hourly(rate: dict[str, Any], count: Decimal) -> Decimal:

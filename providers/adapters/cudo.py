@@ -19,8 +19,10 @@ listed while that many are free (`maxGpuFree`), and are available then. CPU-only
 `gpuModel`) are ignored; a GPU type without a positive GPU rate is dropped with a reason.
 
 GPU names: `gpuModel` ("H100 SXM", "A100 80GB PCIe", "L40S (compute mode)") passes on with the
-"(compute mode)" / "(graphics mode)" suffix moved to attributes; names that do not identify a card (bare
-"V100", "A800 PCIe", which the catalog lacks) stay unknown rather than guessed.
+"(compute mode)" / "(graphics mode)" suffix moved to attributes. The listing gives no memory: a name
+whose family has one common variant ("RTX 3080": the 10 GB card) is resolved to it by the catalog's
+variant rules (`tracker/catalog/variants.toml`), which mark the offer `variant_assumed`; names more open
+than that stay unknown rather than guessed.
 
 Docs-built: the bundled cassette uses the field names of gpuhunt's fixture and reader; machine types, data
 centers and GPU rates are solved from SkyPilot's published CUDO catalog (built from the live API).

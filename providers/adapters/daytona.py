@@ -1,4 +1,4 @@
-"""Daytona GPU sandboxes: `GET https://billing.app.daytona.io/gpu-pricing`.
+"""Daytona GPU sandboxes: `GET https://billing.app.daytona.io/gpu-pricing` (market-2026.md §4.1 A "Daytona").
 
 API and auth: one public JSON rate card, no credentials (SkyPilot's `fetch_daytona.py` reads it anonymously,
 `skypilot-org/skypilot@35cd9876`). No pagination. No rate limit is documented (`requests_per_minute` None);
@@ -19,9 +19,10 @@ GPU sandboxes run in Daytona's shared GPU fleet, with no region choice: `region`
 comes from a table of the types Daytona lists (the feed gives none); a type missing from it passes through
 without memory, so the catalog decides. The feed says nothing of capacity: `available` is None.
 
-Types Daytona prices ahead of launch but does not yet sell (`NOT_ORDERABLE`: B200, per SkyPilot's fetcher)
-are dropped with a reason, so a rate card entry nobody can rent never ranks as the cheapest offer; take a
-type out of that set once it can be ordered.
+Orderability comes from the feed itself: a type with a positive on-demand rate is on the rate card and is
+offered (a real 2026 response prices B200 at 6.25 on demand, 3.59 spot, and it is listed); a type without
+one is dropped with a reason. No hard-coded list decides it, so a type Daytona starts selling shows up on
+the next scrape, and one it stops pricing drops out.
 
 Docs-built: the bundled cassette follows the field names SkyPilot reads; its rates are solved from
 SkyPilot's published Daytona catalog (built from the live feed), and the tests check our prices against it.
@@ -46,7 +47,6 @@ from providers.parsing import as_list, dropping, to_decimal, to_optional_decimal
 
 URL = "https://billing.app.daytona.io/gpu-pricing"
 GPU_COUNTS = (1, 2, 4, 8)
-NOT_ORDERABLE = frozenset({"B200"})
 VCPUS_PER_GPU = 8
 MEMORY_PER_GPU_GIB = 100
 CONSUMER_MEMORY_PER_GPU_GIB = 50
@@ -88,7 +88,7 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(gpus):
-        with dropping(result, f"gpus[{i}]"):
+        with dropping(result, f"gpus[{i}]"):  # one malformed object is dropped with its reason
             where = f"gpus[{i}]"
             gpu_type = str(require(raw, "type", where)).strip()
             gpu_rate = to_optional_decimal(require(raw, "onDemandPricePerHour", where), f"{where}.onDemandPricePerHour")
@@ -101,9 +101,6 @@ def parse(payload: Any) -> ScrapeResult:
             seen.add(gpu_type)
             if gpu_rate is None or gpu_rate <= 0:
                 result.skipped.append(f"{gpu_type}: no on-demand price")
-                continue
-            if gpu_type.upper() in NOT_ORDERABLE:
-                result.skipped.append(f"{gpu_type}: priced ahead of launch, not orderable")
                 continue
             spot_rate = to_optional_decimal(raw.get("spotPricePerHour"), f"{where}.spotPricePerHour")
             name, memory, consumer = GPU_TYPES.get(gpu_type.upper(), (gpu_type.replace("-", " "), None, False))
@@ -168,7 +165,7 @@ class Daytona(Provider):
     kind = ProviderKind.cloud
     homepage = "https://www.daytona.io/pricing"
     credentials = ()
-    parser_version = "1"
+    parser_version = "2"  # 2: orderability from the feed (B200 no longer dropped by a constant)
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

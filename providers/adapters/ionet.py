@@ -35,6 +35,7 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.fabric import fabric, gpu_link_of
 from providers.http import get_json, require
 from providers.items import indexed, parse_items
 from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
@@ -83,6 +84,9 @@ def _config(raw: dict[str, Any], where: str, replicas: dict[str, Decimal]) -> Sc
     for field_name in ("deploy_id", "interconnect", "nvlink", "supplier", "storage"):
         if raw.get(field_name) is not None:
             attributes[field_name] = raw[field_name]
+    link = gpu_link_of(raw.get("interconnect"), gpus=cards)
+    attributes |= fabric(gpu_link="nvlink" if raw.get("nvlink") is True and link in (None, "pcie") else link,
+                         gpus_per_node=cards)  # fmt: skip
     available: bool | None = not sold_out
     if config_id in replicas:
         attributes["available_replicas"] = int(replicas[config_id])

@@ -1,4 +1,4 @@
-"""Prime Intellect (aggregator): `GET /api/v1/availability/gpus`.
+"""Prime Intellect (aggregator): `GET /api/v1/availability/gpus` (providers.md A.1 #16, A.2, C.3, C.4).
 
 Auth: `Authorization: Bearer <PRIME_API_KEY>`. Paginated with `page` (from 1) and `page_size=100`; the
 answer is `{items, totalCount}` and we walk pages until we hold `totalCount` items (or a page is empty).
@@ -13,13 +13,20 @@ Each item is one upstream box (`provider`: runpod, lambdalabs, nebius, dc_*, …
   is e.g. "H100 80GB SXM5" (original in attributes.raw_gpu);
 * `stockStatus` Available/High/Medium/Low → available, Unavailable/Out of stock → not, else unknown.
 
+Disk: `disk.{minCount, defaultCount, maxCount, pricePerUnit, step, defaultIncludedInPrice}` (GB; the
+rate is USD per GB-hour, like the box's hourly price). When `defaultIncludedInPrice` is false the box
+cannot run without a disk it does not include: the least one (`minCount`, else `defaultCount`) is billed
+on top, so it is part of the offer's price (`box_price_per_hour` and `disk_price_per_hour` in attributes),
+and the cost terms say that disk is paid and what more costs ($/GB-month at 730 h). When it is true the
+default disk is included and only disk beyond it costs. Where the field is absent nothing is assumed.
+
 Aggregator: each box is another provider's machine. `upstream` is that provider (`provider`, normalised
 by `providers.parsing.upstream_provider`, so "lambdalabs" or "runpod" match our own adapters); the
 offer then reaches us `via=primeintellect` (`providers.fetching.labelled_aggregated`). Prime's own
 datacenters (`dc_*`) are Prime's machines, not resales: no upstream. The raw name stays in
 attributes.upstream_raw. Rate limit: none documented for the availability endpoint (429 is retried).
 
-Known quirk: a flaky replica sometimes answers `200 {"items": [], "totalCount": 0}`.
+Known quirk (providers.md A.2): a flaky replica sometimes answers `200 {"items": [], "totalCount": 0}`.
 This parser returns an empty result for it rather than guessing; ingest's quarantine (a batch collapsing
 against the previous run's offer count) keeps the last good data instead of recording every offer as gone.
 """
@@ -38,6 +45,8 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.cost_terms import COST_TERMS, terms
+from providers.fabric import fabric
 from providers.http import get_json, require
 from providers.parsing import as_list, dropping, memory_in_name, to_optional_decimal, upstream_provider
 
@@ -87,11 +96,30 @@ def _per_gpu_memory(total: Decimal | None, count: Decimal, gpu_type: str) -> tup
     return per_gpu.quantize(GB_PLACES) if per_gpu != per_gpu.to_integral_value() else per_gpu, False
 
 
+HOURS_PER_MONTH = Decimal(730)
+
+
+def disk_terms(disk: Any, where: str) -> tuple[Decimal, dict[str, Any]]:
+    """(USD/hour of disk the box must buy on top, the cost terms its disk block states)."""
+    if not isinstance(disk, dict) or not isinstance(disk.get("defaultIncludedInPrice"), bool):
+        return Decimal(0), {}
+    rate = to_optional_decimal(disk.get("pricePerUnit"), f"{where}.disk.pricePerUnit")
+    least = to_optional_decimal(disk.get("minCount"), f"{where}.disk.minCount")
+    default = to_optional_decimal(disk.get("defaultCount"), f"{where}.disk.defaultCount")
+    monthly = None if rate is None else rate * HOURS_PER_MONTH
+    if disk["defaultIncludedInPrice"]:
+        return Decimal(0), terms(included_disk_gb=default, disk_usd_per_gb_month=monthly)
+    least = least if least is not None else default
+    if rate is None or least is None or rate <= 0 or least <= 0:
+        return Decimal(0), terms(included_disk_gb=Decimal(0), disk_usd_per_gb_month=monthly)
+    return least * rate, terms(included_disk_gb=least, disk_usd_per_gb_month=monthly)
+
+
 def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] | None = None) -> ScrapeResult:
     result = result if result is not None else ScrapeResult()
     seen = seen if seen is not None else set()
     for i, raw in enumerate(as_list(require(payload, "items", "response"), "items")):
-        with dropping(result, f"items[{i}]"):
+        with dropping(result, f"items[{i}]"):  # one malformed object is dropped with its reason
             where = f"items[{i}]"
             gpu_type = require(raw, "gpuType", where)
             count = to_optional_decimal(require(raw, "gpuCount", where), f"{where}.gpuCount")
@@ -144,6 +172,14 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
                     attributes[attr] = raw[field_name]
             if price_field != "onDemand":
                 attributes["price_field"] = price_field
+            # `interconnect` is the box's inter-node bandwidth (Gbit/s), `interconnectType` its kind.
+            attributes |= fabric(network=raw.get("interconnectType"), network_gbps_per_node=raw.get("interconnect"),
+                                 gpus_per_node=count)  # fmt: skip
+            disk_price, disk_cost_terms = disk_terms(raw.get("disk"), where)
+            if disk_cost_terms:
+                attributes[COST_TERMS] = disk_cost_terms
+            if disk_price:
+                attributes |= {"box_price_per_hour": str(price), "disk_price_per_hour": str(disk_price)}
             if per_gpu_field:
                 attributes["gpu_memory_field"] = "per_gpu"
             result.offers.append(
@@ -151,7 +187,7 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
                     key=key,
                     gpu_name=raw_gpu_name(gpu_type, str(socket) if socket else None),
                     gpu_count=count,
-                    price_per_hour=price,
+                    price_per_hour=price + disk_price,
                     pricing=Pricing.spot if spot else Pricing.on_demand,
                     region=region,
                     gpu_memory_gb=memory,
@@ -172,7 +208,9 @@ class PrimeIntellect(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://www.primeintellect.ai"
     credentials = ("PRIME_API_KEY",)
-    parser_version = "2"  # 2: upstream set (via=primeintellect); the raw provider in attributes.upstream_raw
+    # 3: a disk not included in the price is billed in it. 2: upstream set (via=primeintellect); the raw
+    # provider in attributes.upstream_raw.
+    parser_version = "3"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"Authorization": f"Bearer {ctx.secret('PRIME_API_KEY')}"}

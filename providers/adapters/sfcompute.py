@@ -2,8 +2,8 @@
 .
 
 Auth: `Authorization: Bearer <SFCOMPUTE_API_KEY>` (a token from `sf tokens create`; missing → `skipped`).
-No rate limit is published (`requests_per_minute` None): one run asks `len(INSTANCE_TYPES) × len(TERMS)`
-quotes, at most `CONCURRENCY` in flight; a 429 is retried with backoff by `providers.http`.
+No rate limit is published (`requests_per_minute` None): one run asks a quote per instance type, cluster
+size (`CLUSTER_NODES`) and term, at most `CONCURRENCY` in flight; a 429 is retried with backoff by `providers.http`.
 
 SF Compute has no price list: capacity is sold in BLOCKS (a number of 8-GPU nodes × a duration from a start
 time), each priced by the order book. We ask, per instance type and term, for a buy quote of one node
@@ -45,6 +45,7 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.fabric import fabric
 from providers.http import gather_bounded, get_json, require
 from providers.parsing import cents_to_dollars, term_hours, tidy_decimal, to_optional_decimal
 
@@ -54,23 +55,35 @@ GPUS_PER_NODE = 8
 CONCURRENCY = 4
 HOUR = 3600
 
+# The fabric of each instance type (providers.fabric), as SF Compute's instance-type names document it:
+# HGX boards (8 SXM GPUs on NVSwitch); the "i" types (h100i, h200ki) are InfiniBand-connected nodes, the
+# "v" type a VM whose inter-node network is not said.
+FABRIC: dict[str, dict[str, Any]] = {
+    "h100i": fabric(gpu_link="nvswitch", network="infiniband"),
+    "h100v": fabric(gpu_link="nvswitch"),
+    "h200ki": fabric(gpu_link="nvswitch", network="infiniband"),
+}
+
 # instance type → (raw GPU name, memory per GPU GB)
 INSTANCE_TYPES: dict[str, tuple[str, Decimal]] = {
     "h100i": ("H100 SXM 80GB", Decimal(80)),
     "h100v": ("H100 SXM 80GB", Decimal(80)),
     "h200ki": ("H200 SXM 141GB", Decimal(141)),
 }
+# Cluster sizes quoted, in nodes: one node of every type, and a 4-node cluster of the InfiniBand types (a
+# multi-node block is priced by the order book on its own, so its $/GPU-hour can differ from one node's).
+CLUSTER_NODES: dict[str, tuple[int, ...]] = {"h100i": (1, 4), "h100v": (1,), "h200ki": (1, 4)}
 # reserved_term → block duration in seconds; the term's length is the one every reserved price uses
 # (`providers.parsing.term_hours`: a month is 730 h), so the label and the block quoted agree.
 TERMS: dict[str, int] = {term: int(term_hours(term)) * HOUR for term in ("1d", "7d", "1mo")}
 
 
-def quote_params(instance_type: str, seconds: int) -> dict[str, str | int]:
-    """One node starting now for `seconds`, with the CLI's flexibility on the duration."""
+def quote_params(instance_type: str, seconds: int, nodes: int = 1) -> dict[str, str | int]:
+    """`nodes` nodes starting now for `seconds`, with the CLI's flexibility on the duration."""
     return {
         "side": "buy",
         "instance_type": instance_type,
-        "quantity": 1,
+        "quantity": nodes,
         "min_start_date": "NOW",
         "max_start_date": "NOW",
         "min_duration": max(1, seconds - math.ceil(seconds * 0.1)),
@@ -96,11 +109,14 @@ def _next_minute(now: datetime) -> datetime:
     return floor if floor == now else floor + timedelta(minutes=1)
 
 
-def parse_quote(payload: Any, instance_type: str, term: str, now: datetime, result: ScrapeResult) -> None:
-    """The offer one quote answer prices (or the reason there is none), added to `result`."""
-    where = f"quote {instance_type} {term}"
+def parse_quote(
+    payload: Any, instance_type: str, term: str, now: datetime, result: ScrapeResult, nodes_asked: int = 1
+) -> None:
+    """The offer one quote answer prices (or the reason there is none), added to `result`. A cluster of
+    several nodes is its own offer (key suffix ":<n>n"): its price per cluster size."""
+    where = f"quote {instance_type} {term}" + (f" {nodes_asked} nodes" if nodes_asked > 1 else "")
     quote = require(payload, "quote", where)
-    key = f"{instance_type}:{term}"
+    key = f"{instance_type}:{term}" + (f":{nodes_asked}n" if nodes_asked > 1 else "")
     if quote is None:
         result.skipped.append(f"{key}: no block on offer")
         return
@@ -138,8 +154,9 @@ def parse_quote(payload: Any, instance_type: str, term: str, now: datetime, resu
                 "block_price_cents": str(cents),
                 "block_start": start.isoformat(),
                 "block_end": end.isoformat(),
-                "gpus_per_node": GPUS_PER_NODE,
-            },
+            }
+            | FABRIC.get(instance_type, {})
+            | fabric(gpus_per_node=GPUS_PER_NODE, cluster_nodes=nodes),
         )
     )
 
@@ -150,19 +167,19 @@ class SfCompute(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://sfcompute.com/prices"
     credentials = (API_KEY,)
-    parser_version = "1"
+    parser_version = "2"  # 2: 4-node InfiniBand clusters quoted as their own offers; fabric attributes
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         headers = {"authorization": f"Bearer {ctx.secret(API_KEY)}"}
-        shapes = [(itype, term) for itype in INSTANCE_TYPES for term in TERMS]
+        shapes = [(itype, term, n) for itype in INSTANCE_TYPES for n in CLUSTER_NODES[itype] for term in TERMS]
 
-        def ask(itype: str, term: str) -> Callable[[], Awaitable[Any]]:
-            return lambda: get_json(ctx, URL, params=quote_params(itype, TERMS[term]), headers=headers)
+        def ask(itype: str, term: str, nodes: int) -> Callable[[], Awaitable[Any]]:
+            return lambda: get_json(ctx, URL, params=quote_params(itype, TERMS[term], nodes), headers=headers)
 
         now = datetime.now(UTC)
-        answers = await gather_bounded([ask(itype, term) for itype, term in shapes], CONCURRENCY)
+        answers = await gather_bounded([ask(*shape) for shape in shapes], CONCURRENCY)
         result = ScrapeResult()
-        for (itype, term), payload in zip(shapes, answers, strict=True):
-            parse_quote(payload, itype, term, now, result)
+        for (itype, term, nodes), payload in zip(shapes, answers, strict=True):
+            parse_quote(payload, itype, term, now, result, nodes)
         return result

@@ -1,4 +1,4 @@
-"""Shadeform (aggregator): `GET /v1/instances/types`.
+"""Shadeform (aggregator): `GET /v1/instances/types` (providers.md A.1 #15, A.2 "Shadeform", C.3).
 
 Auth: header `X-API-KEY`. We ask for every instance type, not only `available=true`, so an offer that runs
 out of capacity stays in the history as unavailable instead of vanishing.
@@ -39,12 +39,22 @@ from providers.contract import (
     ScrapedOffer,
     ScrapeResult,
 )
+from providers.fabric import fabric, gpu_link_of
 from providers.http import get_json, require
 from providers.parsing import as_list, cents_to_dollars, dropping, slug, to_optional_decimal, upstream_provider
 
 URL = "https://api.shadeform.ai/v1/instances/types"
 _MEM_SUFFIX = re.compile(r"^(.*?)[ _-](\d+)GB?$", re.IGNORECASE)
 ON_DEMAND_RENTALS = frozenset({"", "on_demand", "on-demand", "ondemand"})
+
+
+def gpu_link(interconnect: Any, nvlink: Any, gpus: Decimal | None) -> str | None:
+    """The GPU link (providers.fabric) of `configuration.{interconnect, nvlink}`: "sxm5" on 8 GPUs is an
+    NVSwitch board, "pcie" with `nvlink: true` has NVLink bridges, "infinity_fabric" is AMD's xGMI."""
+    link = gpu_link_of(interconnect, gpus=gpus)
+    if nvlink is True and link in (None, "pcie"):
+        return "nvlink"
+    return link
 
 
 def gpu_name(gpu_type: str, interconnect: str | None, vram_gb: Decimal | None) -> str:
@@ -76,7 +86,7 @@ def parse(payload: Any) -> ScrapeResult:
     result = ScrapeResult()
     seen: set[str] = set()
     for i, raw in enumerate(rows):
-        with dropping(result, f"instance_types[{i}]"):
+        with dropping(result, f"instance_types[{i}]"):  # one malformed object is dropped with its reason
             where = f"instance_types[{i}]"
             cloud = str(require(raw, "cloud", where))
             shade_type = str(require(raw, "shade_instance_type", where))
@@ -107,6 +117,8 @@ def parse(payload: Any) -> ScrapeResult:
                     attributes[extra] = config[extra]
             if raw.get("deployment_type"):
                 attributes["deployment_type"] = raw["deployment_type"]
+            attributes |= fabric(gpu_link=gpu_link(config.get("interconnect"), config.get("nvlink"), count),
+                                 gpus_per_node=count)  # fmt: skip
             for j, zone in enumerate(availability):
                 zwhere = f"{where}.availability[{j}]"
                 region = slug(require(zone, "region", zwhere))  # always a well-formed code ("FIN-01" → "fin-01")

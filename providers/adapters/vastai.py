@@ -50,6 +50,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.cost_terms import COST_TERMS, terms
+from providers.fabric import fabric
 from providers.http import post_json, require
 from providers.parsing import as_list, dropping, gigabytes, slug, to_decimal, to_optional_decimal
 
@@ -170,6 +171,11 @@ def _non_negative(raw: dict[str, Any], key: str, where: str) -> Decimal | None:
 
 def _attributes(raw: dict[str, Any], where: str) -> dict[str, Any]:
     attributes: dict[str, Any] = {k: raw[k] for k in KEPT if raw.get(k) is not None}
+    # `bw_nvlink` is the GPU-to-GPU bandwidth Vast measured on the host (GB/s; 0 on hosts without NVLink
+    # or not measured, so only a positive figure says anything).
+    nvlink = to_optional_decimal(raw.get("bw_nvlink"), f"{where}.bw_nvlink")
+    if nvlink is not None and nvlink > 0:
+        attributes |= fabric(gpu_link="nvlink")
     if cost := _cost_terms(raw, where):
         attributes[COST_TERMS] = cost
     quality = {

@@ -208,7 +208,7 @@ def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict
     Names resolve whatever the quote's currency; `validate_batch` without a rate book sets every non-USD
     offer aside (conversion is ingest's business, tested there), so resolution runs on a copy converted to
     USD at the bundled ECB day (`usd_per_unit`)."""
-    # Validation notes an assumed variant on the offer itself (attributes["gpu_assumed"]): a copy's note is
+    # Validation notes an assumed variant on the offer itself (attributes["variant_assumed"]): a copy's note is
     # carried back, so callers see the same offers ingest would store.
     # The amount is converted too: a ¥990 quote read as $990 would trip the sanity ceiling.
     copies = {

@@ -126,6 +126,8 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from tracker.market.fabric import label as fabric_label
+
     job = result["job"]
     fitting = f"({result['fitting']} of {result['considered']} live offers fit)"
     if job.get("kind") == "inference":  # serving: $/Mtok at the load, the month's cost, the layout
@@ -143,21 +145,22 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
         _print_api_alternatives(result)
         return
     table = Table()
-    cols = ("#", "provider", "gpu", "n", "pricing", "region", "$/h", "tok/s", "hours", "$/run", "$ GPU", "$/1M tok",
-            "age")  # fmt: skip
+    cols = ("#", "provider", "gpu", "n", "pricing", "region", "fabric", "$/h", "tok/s", "hours", "$/run", "$ GPU",
+            "$/1M tok", "age")  # fmt: skip
     for col in cols:
-        table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region") else "right")
+        table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region", "fabric") else "right")
     all_demo = bool(result["rows"]) and all(r["demo"] for r in result["rows"])
     for i, r in enumerate(result["rows"], 1):
         table.add_row(
             str(i), _provider_label(r, demo=r["demo"] and not all_demo),
             escape(r["gpu"]) + ("" if r["fits"] else " [red](does not fit)[/]"),
             gpu_count(r["gpus"]), r["pricing"] + (" [yellow](sold out)[/]" if r.get("unavailable") else ""),
-            _region_label(r), f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
+            _region_label(r), fabric_label(r.get("fabric")), f"{r['price_per_hour']:.2f}",
+            f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
             _amount(r["cost_per_run"], 2), _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),
             _amount(r["usd_per_mtok"], 4), _age(r["price_age_s"]),
         )  # fmt: skip
-    show_table(table, drop=("age", "$ GPU", "tok/s", "$/1M tok", "$/h", "hours", "region"), wide=wide)
+    show_table(table, drop=("age", "$ GPU", "tok/s", "$/1M tok", "fabric", "$/h", "hours", "region"), wide=wide)
     if all_demo:
         console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
     _print_notes(result, top)

@@ -11,6 +11,7 @@ from tracker.catalog.gpus import GpuNameError
 from tracker.cli.context import check_providers, require_prices, runtime
 from tracker.cli.filter_options import with_filters
 from tracker.cli.output import capped_note, console, emit_json, fail, gpu_count, show_table
+from tracker.market.fabric import label as fabric_label
 from tracker.market.filters import OfferFilters
 from tracker.market.offers import OfferListing, current_offers, offer_row
 from tracker.storage.engine import session_scope
@@ -48,7 +49,7 @@ def offers(
 
 def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: bool) -> None:
     table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else "") + ", cheapest per GPU-hour first")
-    for col in ("provider", "gpu", "n", "pricing", "region", "$/GPU-h", "$/h", "seen"):
+    for col in ("provider", "gpu", "n", "pricing", "region", "fabric", "$/GPU-h", "$/h", "seen"):
         table.add_column(col, justify="right" if col.startswith("$") or col == "n" else "left")
     all_demo = bool(rows) and all(r["demo"] for r in rows)  # then said once, below, not on every row
     for r in rows:
@@ -64,11 +65,12 @@ def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: boo
             gpu_count(r["gpu_count"]),
             r["pricing"] + (f" {r['reserved_term']}" if r.get("reserved_term") else ""),
             r["region"] or "-",
+            fabric_label(r["fabric"]),
             f"{r['price_per_gpu_hour']:.4f}",
             f"{r['price_per_hour']:.4f}",
             r["last_seen"].strftime("%m-%d %H:%M"),
         )
-    show_table(table, drop=("seen", "$/h", "region"), wide=wide)
+    show_table(table, drop=("seen", "$/h", "fabric", "region"), wide=wide)
     if all_demo:
         console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
     if (note := capped_note(len(rows), more)) is not None:

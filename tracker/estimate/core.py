@@ -9,7 +9,7 @@ each. `estimate(...)` is the one-shot convenience wrapper.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +20,7 @@ from tracker.estimate.errors import InvalidJob
 from tracker.estimate.flops import FlopsBreakdown, flops_per_token
 from tracker.estimate.job import JobSpec
 from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
+from tracker.estimate.multinode import seed_link_key
 from tracker.estimate.stacks import Stack, get_stack
 from tracker.estimate.step import RawStep, raw_step, step_terms, sustained_peak
 from tracker.estimate.step import tokens_per_second as step_tokens_per_second
@@ -79,9 +80,12 @@ class PreparedJob:
         *,
         price_per_gpu_hour: Decimal | float | str | None = None,
         memory_gb: float | None = None,
+        inter_node_gb_s: float | None = None,
     ) -> Estimate:
         """Place the job on `gpus` × `gpu` (one machine). `gpus` < 1 is a slice of one card: its
-        compute is that fraction of the card's and its memory must be given as `memory_gb`."""
+        compute is that fraction of the card's and its memory must be given as `memory_gb`.
+        `inter_node_gb_s`: the offer spans several nodes joined by a network of that achieved bandwidth
+        per GPU (tracker.estimate.multinode), which then bounds its communication."""
         if not (gpus > 0) or math.isinf(gpus):
             raise InvalidJob(f"GPU count must be positive, got {gpus!r}", field="gpus")
         if gpus > 1 and gpus != int(gpus):
@@ -97,6 +101,8 @@ class PreparedJob:
         if a.step_params is not None and self.stack is not None:
             cls = efficiency_class(gpu.architecture, gpu.form_factor)
             raw = raw_step(self, self.stack, gpu, gpus, sustained_peak(gpu, cls, peak))
+            if inter_node_gb_s is not None:
+                raw = replace(raw, inter_node_bytes_s=inter_node_gb_s * 1e9)
             breakdown = step_terms(raw, cls, a.step_params)
             tps = step_tokens_per_second(raw, breakdown)
             step = sum(breakdown.values())
@@ -106,6 +112,8 @@ class PreparedJob:
         else:
             eff = self.efficiency(gpu)
             scaling = a.multi_gpu_efficiency(gpu.interconnect, gpus)
+            if inter_node_gb_s is not None:  # across nodes: no better than the network's own scaling
+                scaling = min(scaling, a.multi_gpu_efficiency(seed_link_key(inter_node_gb_s), gpus))
             tps = tokens_per_second(peak, gpus, eff, scaling, self.flops_per_token)
             raw = None
         return Estimate(

@@ -206,6 +206,8 @@ class RawStep:
     comm_hidden: bool  # overlappable with compute (DDP / FSDP), not for TP
     interconnect: str
     slice: float  # < 1: a fraction of one card
+    # Set for an offer spanning several nodes (tracker.estimate.multinode): the network's B/s per GPU.
+    inter_node_bytes_s: float | None = None
 
 
 def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
@@ -287,7 +289,10 @@ def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
         "offload": raw.offload_bytes / (params.offload_gb_s * 1e9) * (1.0 - params.offload_overlap) / k,
     }
     compute = sum(terms.values())
-    comm = raw.comm_bytes / params.link(raw.interconnect)
+    link = params.link(raw.interconnect)
+    if raw.inter_node_bytes_s is not None:  # a ring across nodes runs at its slowest hop
+        link = min(link, raw.inter_node_bytes_s)
+    comm = raw.comm_bytes / link
     if raw.comm_hidden:
         comm = max(0.0, comm - params.comm_overlap * compute)
     terms["communication"] = comm

@@ -14,7 +14,8 @@ from datetime import date
 from decimal import Decimal
 
 from providers.contract import Pricing, ScrapedOffer, ScrapeResult, offer_problem
-from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalog, GpuNameError, GpuSpec
+from tracker.catalog.gpus import GpuCatalog, GpuNameError, GpuSpec
+from tracker.catalog.variants import Resolved, resolve_offer_gpu
 from tracker.config import Settings
 from tracker.ingest.fx import Conversion, CurrencyError, RateBook, convert
 
@@ -51,7 +52,7 @@ def validate_batch(
     out = Prepared(invalid=list(result.skipped))
     book = rates or RateBook.empty(date.min)
     seen_keys: set[str] = set()
-    resolved: dict[tuple[str, Decimal | None], GpuSpec | GpuNameError] = {}
+    resolved: dict[tuple[str, Decimal | None], Resolved | GpuNameError] = {}
     for offer in result.offers:
         if offer.key in seen_keys:
             out.invalid.append(f"{offer.key}: duplicate key in batch")
@@ -98,37 +99,25 @@ def validate_batch(
         memory = offer.gpu_memory_gb if offer.gpu_count >= 1 else None
         cache_key = (offer.gpu_name, memory)
         if SLICE_CARD in offer.attributes:  # a MIG slice, its parent card resolved by as_slice
-            resolved[cache_key] = catalog.get(offer.attributes[SLICE_CARD])
+            resolved[cache_key] = Resolved(catalog.get(offer.attributes[SLICE_CARD]))
         if cache_key not in resolved:
-            try:
-                resolved[cache_key] = catalog.normalize(
-                    offer.gpu_name, memory_gb=float(memory) if memory is not None else None, provider=provider
+            try:  # the provider's documented policy, else the slowest variant, said on the offer
+                resolved[cache_key] = resolve_offer_gpu(
+                    catalog, offer.gpu_name, float(memory) if memory is not None else None, provider=provider
                 )
             except GpuNameError as exc:
                 resolved[cache_key] = exc
-        gpu = resolved[cache_key]
-        if isinstance(gpu, AmbiguousGpuName) and (slowest := _slowest_form_factor(gpu, catalog)):
-            out.assumed[offer.gpu_name] = slowest.id
-            offer.attributes = offer.attributes | {
-                "gpu_assumed": f"form factor not stated ({', '.join(gpu.candidates)}); slowest variant assumed"
-            }
-            gpu = slowest
-        if isinstance(gpu, GpuNameError):
-            out.unknown.setdefault(offer.gpu_name, str(gpu))
+        found = resolved[cache_key]
+        if isinstance(found, GpuNameError):
+            out.unknown.setdefault(offer.gpu_name, str(found))
             out.unknown_counts[offer.gpu_name] += 1
             continue
+        gpu = found.card
+        if found.assumed:
+            out.assumed[offer.gpu_name] = gpu.id
+            offer.attributes = offer.attributes | {"variant_assumed": found.assumed}
         out.valid.append(ValidOffer(offer, gpu, money.usd_per_hour, per_gpu, money))
     return out
-
-
-def _slowest_form_factor(exc: AmbiguousGpuName, catalog: GpuCatalog) -> GpuSpec | None:
-    """When a name settles the card and its memory but not its form factor (a bare "Tesla V100 16GB"),
-    keep the price and estimate conservatively on the slowest variant; the offer records the
-    assumption. Anything more open (e.g. "A100" with no memory) stays unresolved."""
-    candidates = [catalog.get(c) for c in exc.candidates]
-    if len({(g.family, g.memory_gb) for g in candidates}) != 1:
-        return None
-    return min(candidates, key=lambda g: (g.bf16_tflops, g.id))
 
 
 # A MIG slice's attributes (offers.attributes): what it is cut from and how big a share it is.
@@ -153,7 +142,7 @@ def as_slice(offer: ScrapedOffer, catalog: GpuCatalog, provider: str | None) -> 
         return f"MIG slice {offer.gpu_name!r} not placed: {exc}"
     attributes = offer.attributes | {SLICE_PROFILE: piece.profile, SLICE_SHARE: piece.share, SLICE_CARD: piece.card.id}
     if piece.assumed:
-        attributes["gpu_assumed"] = piece.assumed
+        attributes["variant_assumed"] = piece.assumed
     return replace(
         offer,
         gpu_count=Decimal(str(piece.fraction)).quantize(COUNT_PLACES),

@@ -32,7 +32,7 @@ from providers.contract import Pricing
 from providers.registry import reference_providers
 from tracker.catalog.locations import get_locations
 from tracker.market import aggregated as resales
-from tracker.market import quality
+from tracker.market import fabric, quality
 from tracker.storage.tables import Offer, RegionLocation
 
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
@@ -85,6 +85,8 @@ class OfferFilters(BaseModel):
     min_reliability: Decimal | None = Field(None, ge=0, le=1, description="Host reliability score, 0-1.")
     cloud: Literal["secure", "community"] | None = Field(None, description="RunPod-style cloud tier.")
     include_reference: bool = Field(True, description="Count static reference sheets.")
+    interconnect: fabric.Interconnect | None = Field(None, description=fabric.INTERCONNECT_HELP)
+    min_nodes: int | None = Field(None, ge=1, le=fabric.MAX_NODES, description=fabric.MIN_NODES_HELP)
     aggregated: resales.Mode = Field(
         "include", description="Offers resold by aggregators: count them, leave them out, or each machine once."
     )
@@ -118,6 +120,8 @@ class OfferFilters(BaseModel):
             out.extend(quality.conditions(self))
         if not self.include_reference and (refs := reference_providers()):
             out.append(Offer.provider.not_in(refs))
+        if fabric.active(self.interconnect, self.min_nodes):
+            out.extend(fabric.conditions(self.interconnect, self.min_nodes))
         if self.aggregated != "include":
             out.extend(resales.conditions(self.aggregated))
         return out
@@ -144,6 +148,8 @@ class OfferFilters(BaseModel):
             mask &= ~table["reference"]
         if quality.active(self):
             mask &= quality.mask(table, self)
+        if fabric.active(self.interconnect, self.min_nodes):
+            mask &= fabric.mask(table, self.interconnect, self.min_nodes)
         if self.aggregated != "include" and "via" in table:  # last: a machine counts once among those kept
             mask = resales.mask(table, mask, self.aggregated)
         return mask

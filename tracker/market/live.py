@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from providers.registry import reference_providers
 from tracker.config import Settings
-from tracker.market import aggregated, freshness, quality
+from tracker.market import aggregated, fabric, freshness, quality
 from tracker.market.table import EPOCH, OfferTable
 from tracker.storage.sql import json_text
 from tracker.storage.tables import DataVersion, Offer
@@ -70,7 +70,7 @@ def _load(session: Session) -> OfferTable:
     # same SQL the offer queries filter with (tracker.market.quality), so a ranking and an offer list
     # cannot disagree on which offers are verified.
     # So do an aggregator's `via` and `upstream` (tracker.market.aggregated).
-    extracted = quality.columns() | aggregated.columns()
+    extracted = quality.columns() | aggregated.columns() | fabric.columns()  # fabric: the requirement's keys
     # A MIG slice's profile ("1g.10gb", set by ingest), so a ranking shows the slice it prices.
     extracted["slice"] = json_text(Offer.attributes, "mig_profile")
     selected = [*COLUMNS, *extracted]

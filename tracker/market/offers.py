@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from providers.contract import ProviderKind
 from providers.registry import all_providers
 from tracker.catalog.gpus import get_catalog
+from tracker.market import fabric
 from tracker.market.filters import OfferFilters, region_condition, region_matches
 from tracker.storage.tables import Offer, OfferPrice
 
@@ -101,6 +102,7 @@ def offer_row(offer: Offer) -> dict[str, Any]:
         "upstream": (offer.attributes or {}).get("upstream"),
         # A MIG slice ("1g.10gb"): gpu_count is its share of the card and gpu_memory_gb its own memory.
         "slice": (offer.attributes or {}).get("mig_profile"),
+        "fabric": fabric.row_fabric(offer.attributes),  # interconnect and cluster shape, where stated
         "price_per_hour": offer.price_per_hour,
         "price_per_gpu_hour": offer.price_per_gpu_hour,
         # The price as the provider quoted it and the rate the USD figures were converted at (None: USD).

@@ -27,7 +27,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
-from tracker.market import serving_rows
+from tracker.market import fabric, serving_rows
 from tracker.market.filters import OfferFilters
 from tracker.market.live import epoch_us, factorize
 from tracker.market.table import OfferTable
@@ -73,16 +73,23 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).
 ESTIMATE_FIELDS = ("tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency",
                    "multi_gpu_efficiency", "band_low", "band_high")  # fmt: skip
-ComboKey = tuple[str, float, float | None]
+# (card, GPUs, slice memory, inter-node GB/s per GPU: None for an offer within one node).
+ComboKey = tuple[str, float, float | None, float | None]
 
 
-def _combo_codes(cards: np.ndarray, gpus: np.ndarray, slice_gb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A code per offer for its distinct (card code, GPU count, slice memory), and the first offer of each code."""
+def _combo_codes(
+    cards: np.ndarray, gpus: np.ndarray, slice_gb: np.ndarray, inter: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A code per offer for its distinct (card code, GPU count, slice memory, inter-node link), and the first
+    offer of each code."""
     # np.unique groups NaN slice memories (whole GPUs) together; codes follow sorted order, which is
     # as good as first appearance here: only the grouping matters.
     _, n = np.unique(gpus, return_inverse=True)
     _, m = np.unique(slice_gb, return_inverse=True)
-    combined = (cards.astype(np.int64) * (n.max(initial=0) + 1) + n) * (m.max(initial=0) + 1) + m
+    _, k = np.unique(inter if inter is not None else np.full(len(gpus), np.nan), return_inverse=True)
+    combined = ((cards.astype(np.int64) * (n.max(initial=0) + 1) + n) * (m.max(initial=0) + 1) + m) * (
+        k.max(initial=0) + 1
+    ) + k
     codes, uniques = factorize(combined.tolist())
     first = np.empty(len(uniques), dtype=np.intp)
     first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write per code is its first offer
@@ -90,8 +97,13 @@ def _combo_codes(cards: np.ndarray, gpus: np.ndarray, slice_gb: np.ndarray) -> t
 
 
 def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[Any, ...]:
-    gpu_id, gpus, slice_gb = key
-    est = prepared.on(get_catalog().get(gpu_id), gpus, memory_gb=slice_gb)
+    gpu_id, gpus, slice_gb, inter = key
+    card = get_catalog().get(gpu_id)
+    est: Any
+    if inter is not None and isinstance(prepared, PreparedJob):  # several nodes: the network bounds the ring
+        est = prepared.on(card, gpus, memory_gb=slice_gb, inter_node_gb_s=inter)
+    else:
+        est = prepared.on(card, gpus, memory_gb=slice_gb)
     band = est.band  # tokens/s factors of the uncertainty band; NaN for sets without one (seed)
     return (est.tokens_per_second, est.hours, est.vram_gb, est.memory_gb, est.fits, est.efficiency,
             est.multi_gpu_efficiency, band.low if band else math.nan, band.high if band else math.nan)  # fmt: skip
@@ -104,16 +116,19 @@ def _estimate_combos(
     gpus: np.ndarray,
     slice_gb: np.ndarray,
     cache: dict[ComboKey, tuple[Any, ...]] | None,
+    inter: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """One estimate per distinct (card, GPU count, slice memory) of the offers: (code per offer, fields per code).
 
     `cache` (card, GPUs, slice GB) -> estimate is shared by every ranking of one job on one data version.
     """
-    codes, first = _combo_codes(cards, gpus, slice_gb)
+    codes, first = _combo_codes(cards, gpus, slice_gb, inter)
     values = []
     for i in first:
         mem = slice_gb[i]
-        key: ComboKey = (gpu_id(i), float(gpus[i]), None if np.isnan(mem) else float(mem))
+        link = math.nan if inter is None else inter[i]
+        key: ComboKey = (gpu_id(i), float(gpus[i]), None if np.isnan(mem) else float(mem),
+                         None if np.isnan(link) else float(link))  # fmt: skip
         est = cache.get(key) if cache is not None else None
         if est is None:
             est = _estimate(prepared, key)
@@ -156,7 +171,8 @@ def rank(
     cards = frame["gpu_code"][idx] if "gpu_code" in frame else factorize(all_gpu_ids[idx])[0]
     gpus = frame["gpu_count_f"][idx]
     slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"][idx], np.nan)
-    codes, est = _estimate_combos(prepared, lambda i: all_gpu_ids[idx[i]], cards, gpus, slice_gb, estimates)
+    inter = fabric.inter_node_links(frame, idx)  # NaN: within one node (or not said)
+    codes, est = _estimate_combos(prepared, lambda i: all_gpu_ids[idx[i]], cards, gpus, slice_gb, estimates, inter)
     price_h = frame["price_per_hour_f"][idx]
     tps = est["tokens_per_second"][codes]
     hours = est["hours"][codes]
@@ -182,7 +198,7 @@ def rank(
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
     columns["reliability_f"] = _column(frame["reliability_f"][rows], True)
-    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream", "slice") if c in frame}
+    columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream", "slice", *fabric.FIELDS) if c in frame}
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
     columns["usd_per_mtok"] = derived["usd_per_mtok"][top].tolist()
     columns["last_seen"] = frame.last_seen(rows)
@@ -399,6 +415,7 @@ def _row(r: dict[str, Any]) -> dict[str, Any]:
         "unavailable": r["available"] is False,  # ranked after every offer not known to be sold out
         "via": r.get("via"),  # the aggregator a resale reaches us through (tracker.market.aggregated)
         "upstream": r.get("upstream"),
+        "fabric": fabric.row_fabric(r),  # interconnect and cluster shape, where the offer says them
         # Effective quality (stated, or vouched for by the provider's kind: tracker.market.quality).
         "verification": r["verification"],
         "hosting": r["hosting"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,14 +27,23 @@ from providers.fx.contract import RateSource, fetch_rates
 from providers.fx.registry import DEFAULT_RATE_SOURCE, get_rate_source
 from tracker.clock import Clock, utcnow
 from tracker.config import Settings
-from tracker.ingest.fx import StoredRates, store_rates
+from tracker.ingest.fx import MAX_RATE_AGE, RateBook, StoredRates, store_rates
 from tracker.pipeline.slots import slot_start
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import FxRate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RatesReport", "cassette_for", "ensure_offline_rates", "rates_due", "update_rates", "update_rates_sync"]
+__all__ = [
+    "RatesReport",
+    "cassette_for",
+    "ensure_offline_rates",
+    "ensure_rates_for",
+    "missing_rates",
+    "rates_due",
+    "update_rates",
+    "update_rates_sync",
+]
 
 
 def cassette_for(source: type[RateSource]) -> Path:
@@ -133,3 +143,33 @@ async def ensure_offline_rates(engine: Engine, settings: Settings, clock: Clock 
     if await asyncio.to_thread(have_rates):
         return None
     return await update_rates(engine, settings, mode="demo", clock=clock)
+
+
+def missing_rates(engine: Engine, currencies: Iterable[object], at: datetime, *, live: bool = True) -> list[str]:
+    """The currencies of a batch that ingest could not convert now: no stored rate at all, or (live) none
+    recent enough. The same lookup ingest makes (`RateBook`), so the two never disagree."""
+    with session_scope(engine) as session:
+        book = RateBook.load(session, currencies, at, max_age=MAX_RATE_AGE if live else None)
+    return sorted(code for code, rate in book.rates.items() if isinstance(rate, str))
+
+
+async def ensure_rates_for(
+    engine: Engine, settings: Settings, currencies: Iterable[object], *, source: str, clock: Clock = utcnow
+) -> RatesReport | None:
+    """Before a batch is ingested: when it quotes a currency without a usable rate (a fresh database,
+    before any `fx update`), fetch the rates first, so the batch converts instead of being set aside.
+
+    Live runs fetch the live source, offline runs (demo, replay) its bundled recording. At most once per
+    rate slot: when the source was already fetched today and still lacks the currency, fetching again
+    would not help (ingest then sets those offers aside with the reason, as before)."""
+    live = source == "live"
+    wanted = set(currencies)
+    try:
+        missing = await asyncio.to_thread(missing_rates, engine, wanted, clock(), live=live)
+        if not missing or not await asyncio.to_thread(rates_due, engine, clock()):
+            return None
+    except Exception:  # a failed check costs the batch nothing it had without it: ingest still decides
+        log.exception("could not check the stored rates before ingest")
+        return None
+    log.info("batch quotes %s without a usable rate: fetching rates first", ", ".join(missing))
+    return await update_rates(engine, settings, mode="live" if live else "demo", clock=clock)

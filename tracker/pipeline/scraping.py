@@ -40,7 +40,7 @@ from tracker.ingest.batch import IngestReport, ingest
 from tracker.pipeline import drift
 from tracker.pipeline.claims import unscheduled_claims
 from tracker.pipeline.credentials import credentials_of
-from tracker.pipeline.rates import ensure_offline_rates
+from tracker.pipeline.rates import ensure_offline_rates, ensure_rates_for
 from tracker.storage.engine import session_scope
 from tracker.storage.ledger import RunStatus, finish_run, start_run
 from tracker.storage.tables import ScrapeRun
@@ -247,6 +247,8 @@ async def _run_one(
         except Exception as exc:  # a parser bug too stays contained to its own run
             log.exception("provider %s raised unexpectedly", name)
             return fail(RunStatus.failed, f"{type(exc).__name__}: {exc}")
+    if run_id is not None:  # a dry run stores nothing, rates included
+        await ensure_rates_for(engine, settings, {o.currency for o in result.offers}, source=job.source, clock=clock)
     observed_at = clock()
     try:
         report = await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock,

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from providers.contract import Pricing
 from tracker.estimate import EstimateError, JobInput, parse_tokens
+from tracker.market.fabric import INTERCONNECT_HELP, MAX_NODES, MIN_NODES_HELP, Interconnect
 from tracker.plan.serving import validate_serving_job
 
 Kind = Literal["fine-tune", "pretrain", "inference", "batch-inference"]
@@ -122,6 +123,8 @@ class Constraints(BaseModel):
     min_gpus: int | None = Field(None, gt=0, le=1024, description="Fewest GPUs per node.")
     max_gpus: int | None = Field(None, gt=0, le=1024, description="Most GPUs per node.")
     include_reference: bool = Field(True, description="Count static published rate sheets as offers.")
+    interconnect: Interconnect | None = Field(None, description=INTERCONNECT_HELP)
+    min_nodes: int | None = Field(None, ge=1, le=MAX_NODES, description=MIN_NODES_HELP)
 
     @model_validator(mode="after")
     def _range(self) -> Constraints:

@@ -138,6 +138,7 @@ def _filters(w: Workload) -> RankFilters:
         min_gpus=None if c.min_gpus is None else Decimal(c.min_gpus),
         max_gpus=None if c.max_gpus is None else Decimal(c.max_gpus),
         include_reference=c.include_reference, available_only=c.available_now,
+        interconnect=c.interconnect, min_nodes=c.min_nodes,
     )  # fmt: skip
 
 

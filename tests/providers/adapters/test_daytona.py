@@ -23,11 +23,13 @@ result = replay_fixture(Daytona)
 def test_integrity(result):
     resolved = assert_integrity(
         result,
-        expected_gpus={"B300-SXM-288GB", "RTXPRO6000-96GB", "RTX5090-32GB", "RTX4090-24GB", "MI355X-288GB"},
-    )
+        expected_gpus={
+            "B300-SXM-288GB", "B200-SXM-180GB", "RTXPRO6000-96GB", "RTX5090-32GB", "RTX4090-24GB", "MI355X-288GB"
+        },
+    )  # fmt: skip
     assert resolved["RTX-5090:1"] == "RTX5090-32GB"
-    # 7 priced types × 4 counts on demand, plus spot for the 6 with a spot rate
-    assert len(result.offers) == 7 * 4 + 6 * 4
+    # 8 priced types × 4 counts on demand, plus spot for the 7 with a spot rate
+    assert len(result.offers) == 8 * 4 + 7 * 4
 
 
 def test_price_is_gpu_plus_vcpu_plus_memory(result):
@@ -74,8 +76,6 @@ def test_spot_uses_spot_rates(result):
 
 def test_odd_rows_dropped_with_reason(result):
     assert "A10: no on-demand price" in result.skipped
-    assert "B200: priced ahead of launch, not orderable" in result.skipped
-    assert not any(k.startswith("B200:") for k in by_key(result))
     assert not any(k.startswith("A10:") for k in by_key(result))
     doubled = parse(
         {
@@ -85,6 +85,21 @@ def test_odd_rows_dropped_with_reason(result):
     )
     assert doubled.skipped == ["H100: listed twice"]
     assert {o.price_per_hour for o in doubled.offers} == {2, 4, 8, 16}
+
+
+def test_a_priced_type_is_orderable_whatever_its_name():
+    # The row of a real 2026 response that a hard-coded "not orderable" list used to drop.
+    real = {"type": "B200", "onDemandPricePerHour": 6.25, "spotPricePerHour": 3.59}
+    parsed = parse({"gpus": [real], "resources": {"onDemand": {"vcpuPerHour": 0, "memoryGiBPerHour": 0},
+                                                  "spot": {"vcpuPerHour": 0, "memoryGiBPerHour": 0}}})  # fmt: skip
+    offers = by_key(parsed)
+    assert parsed.skipped == []
+    assert offers["B200:1"].price_per_hour == Decimal("6.25") and offers["B200:1"].gpu_memory_gb == 180
+    assert offers["B200:8:spot"].price_per_hour == 8 * Decimal("3.59")
+    # The same type without a price is what the data says is not for sale.
+    unpriced = parse({"gpus": [real | {"onDemandPricePerHour": None}],
+                      "resources": {"onDemand": {"vcpuPerHour": 0, "memoryGiBPerHour": 0}}})  # fmt: skip
+    assert unpriced.offers == [] and unpriced.skipped == ["B200: no on-demand price"]
 
 
 def test_spot_not_below_on_demand_is_dropped():

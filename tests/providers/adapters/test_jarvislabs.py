@@ -161,7 +161,7 @@ def test_real_cards_counts_and_prices(real):
         "H100": "H100-SXM-80GB",
     }
     a100 = by_key(real)["india-noida-01:A100-80GB:vm:4"]
-    assert "gpu_assumed" in a100.attributes
+    assert "variant_assumed" in a100.attributes
     assert (a100.gpu_count, a100.gpu_memory_gb, a100.price_per_hour) == (4, 80, Decimal("5.96"))  # 4 x 1.49
     eight = by_key(real)["india-chennai-01:RTX-PRO6000:vm:8"]
     assert (eight.price_per_hour, eight.price_per_gpu_hour) == (Decimal("15.12"), Decimal("1.89"))

@@ -135,3 +135,43 @@ def test_fetch_offers_labels_resold_offers_via_the_aggregator():
     assert all(o.attributes["upstream"] == o.upstream for o in resold)
     own = [o for o in labelled.offers if o.upstream is None]
     assert own and all("via" not in o.attributes and "upstream" not in o.attributes for o in own)
+
+
+def _box(disk: dict[str, object]) -> dict[str, object]:
+    return {"cloudId": "NVIDIA H100 80GB HBM3", "gpuType": "H100_80GB", "socket": "SXM5", "provider": "runpod",
+            "dataCenter": "US-KS-2", "gpuCount": 1, "gpuMemory": 80, "prices": {"onDemand": 2.69, "currency": "USD"},
+            "stockStatus": "Available", "disk": disk}  # fmt: skip
+
+
+def test_a_disk_not_included_in_the_price_is_part_of_the_run_cost():
+    from providers.adapters.primeintellect import parse_page
+    from tracker.costs.plan import RunPlan
+    from tracker.costs.run import run_cost
+    from tracker.costs.terms import resolve
+
+    # A real availability item: the default disk is not in the box's price.
+    disk = {"minCount": 50, "defaultCount": 100, "maxCount": 2000, "pricePerUnit": 0.0001, "step": 10,
+            "defaultIncludedInPrice": False}  # fmt: skip
+    offer = parse_page({"items": [_box(disk)]}).offers[0]
+    assert offer.price_per_hour == Decimal("2.69") + 50 * Decimal("0.0001")  # the least disk, billed hourly
+    assert offer.attributes["box_price_per_hour"] == "2.69" and offer.attributes["disk_price_per_hour"] == "0.0050"
+    assert offer.attributes["cost_terms"] == {"included_disk_gb": "50", "disk_usd_per_gb_month": "0.0730"}
+    included = parse_page({"items": [_box(disk | {"defaultIncludedInPrice": True})]}).offers[0]
+    assert included.price_per_hour == Decimal("2.69")
+    assert included.attributes["cost_terms"]["included_disk_gb"] == "100"
+    # A 10-hour run of a job that needs less disk than the 50 GB minimum still pays for the minimum.
+    plan = RunPlan(dataset_gb=5, model_gb=5, image_gb=5, checkpoint_gb=1, checkpoints_kept=1, output_gb=1,
+                   checkpoint_interval_h=1.0)  # fmt: skip
+    assert plan.disk_gb < 50
+    cost = run_cost(offer.price_per_hour, 10.0, resolve("primeintellect", "on_demand", offer.attributes["cost_terms"]),
+                    plan)  # fmt: skip
+    assert cost.components["storage"] == 0  # within the disk already priced in
+    bare = run_cost(Decimal("2.69"), 10.0, resolve("primeintellect", "on_demand", {"included_disk_gb": "50"}), plan)
+    assert cost.total - bare.total >= Decimal("0.05")  # >= 10 h x 50 GB x $0.0001 (setup hours bill it too)
+
+
+def test_an_unstated_disk_assumes_nothing():
+    from providers.adapters.primeintellect import parse_page
+
+    offer = parse_page({"items": [_box({"minCount": 50, "pricePerUnit": 0.0001})]}).offers[0]
+    assert offer.price_per_hour == Decimal("2.69") and "cost_terms" not in offer.attributes

@@ -23,7 +23,7 @@ H100 = "is1a:plan/24core-240gb-1gpu-nvidia_h100_80gbvram-g2"
 def test_integrity(result):
     # Neither name says SXM or PCIe: ingest assumes the slower variant and notes it on the offer.
     resolved = assert_integrity(result, expected_gpus={"H100-PCIE-80GB", "V100-PCIE-32GB"}, provider="sakura")
-    assert resolved[H100] == "H100-PCIE-80GB" and "gpu_assumed" in by_key(result)[H100].attributes
+    assert resolved[H100] == "H100-PCIE-80GB" and "variant_assumed" in by_key(result)[H100].attributes
     assert sorted(by_key(result)) == [
         "is1a:plan/24core-240gb-1gpu-nvidia_h100_80gbvram-g2",
         "is1a:plan/4core-56gb-1gpu-g2",

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from providers.adapters.sfcompute import INSTANCE_TYPES, TERMS, SfCompute, parse_quote, quote_params
+from providers.adapters.sfcompute import CLUSTER_NODES, INSTANCE_TYPES, TERMS, SfCompute, parse_quote, quote_params
 from providers.contract import Pricing, ProviderError, ProviderKind, ScrapeResult
 from tests.factories.cassettes import (
     answer,
@@ -30,7 +30,15 @@ result = replay_fixture(SfCompute)
 def test_integrity(result):
     resolved = assert_integrity(result, expected_gpus={"H100-SXM-80GB", "H200-SXM-141GB"})
     assert resolved["h200ki:7d"] == "H200-SXM-141GB"
-    assert len(result.offers) == 7
+    assert len(result.offers) == 7 + 5  # one node of each type and term, and the 4-node InfiniBand clusters
+
+
+def test_a_cluster_is_its_own_offer_at_its_own_price(result):
+    one, four = by_key(result)["h100i:7d"], by_key(result)["h100i:7d:4n"]
+    assert (four.gpu_count, four.attributes["cluster_nodes"], four.attributes["block_nodes"]) == (32, 4, 4)
+    assert four.attributes["network"] == "infiniband" and four.attributes["gpus_per_node"] == 8
+    assert four.price_per_gpu_hour != one.price_per_gpu_hour  # the order book prices the cluster on its own
+    assert "h200ki:1d:4n: no block on offer" in result.skipped
 
 
 def test_block_price_becomes_dollars_per_gpu_hour(result):
@@ -85,7 +93,8 @@ def test_odd_quotes():
 
 def test_quote_requests():
     _, seen = fetch_recording(SfCompute, {"SFCOMPUTE_API_KEY": SECRET})
-    assert len(seen) == len(INSTANCE_TYPES) * len(TERMS)
+    assert len(seen) == sum(len(CLUSTER_NODES[t]) for t in INSTANCE_TYPES) * len(TERMS)
+    assert sum("quantity=4" in str(r.url) for r in seen) == 2 * len(TERMS)
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in seen)
     week = quote_params("h100i", TERMS["7d"])
     assert week["min_duration"] == 544320 and week["max_duration"] == 665280  # −10 % … +10 % of 7 days

@@ -38,15 +38,35 @@ def test_integrity(result):
     assert all(o.pricing is Pricing.on_demand for o in result.offers)
 
 
-def test_per_gpu_price_times_count(result):
+def test_price_is_the_smallest_valid_machine(result):
+    # The listing's price_per_hr (0.35) is the GPU alone; vCPUs (0.003), RAM (0.002/GB) and disk
+    # (0.00005/GB) bill on top, so an offer costs the least VM that can run: 2 vCPUs + 4 GB per GPU, 100 GB.
     offers = by_key(result)
     one, four = offers[f"{DALLAS}:geforcertx4090-pcie-24gb:1"], offers[f"{DALLAS}:geforcertx4090-pcie-24gb:4"]
-    assert one.price_per_hour == Decimal("0.35")
-    assert four.gpu_count == 4 and four.price_per_hour == Decimal("1.40")
-    assert four.price_per_gpu_hour == Decimal("0.35")
+    assert one.price_per_hour == Decimal("0.35") + 2 * Decimal("0.003") + 4 * Decimal("0.002") + 100 * Decimal("5e-05")
+    assert (one.vcpus, one.ram_gb, one.attributes["storage_gb"]) == (2, 4, "100")
+    assert four.gpu_count == 4
+    assert four.price_per_hour == 4 * Decimal("0.35") + 8 * Decimal("0.003") + 16 * Decimal("0.002") + Decimal("0.005")
     assert four.gpu_memory_gb == 24
-    assert four.attributes["price_scope"] == "gpu_only"
-    assert four.attributes["per_vcpu_hr"] == "0.003"
+    assert four.attributes["price_scope"] == "smallest_machine" and four.attributes["gpu_price_per_hour"] == "0.35"
+    assert four.attributes["per_vcpu_hr"] == "0.003" and four.attributes["min_shape_from"] == "assumed"
+    assert four.attributes["cost_terms"] == {"included_disk_gb": "100", "disk_usd_per_gb_month": "0.03650"}
+
+
+def test_stated_minimums_and_limits_decide_the_machine():
+    from providers.adapters.tensordock import parse
+
+    gpu = {"v0Name": "geforcertx4090-pcie-24gb", "displayName": "NVIDIA GeForce RTX 4090 PCIe 24GB", "max_count": 2,
+           "price_per_hr": 0.35, "pricing": {"per_vcpu_hr": 0.003, "per_gb_ram_hr": 0.002, "per_gb_storage_hr": 5e-05},
+           "resources": {"max_vcpus": 3, "max_ram_gb": 256, "max_storage_gb": 4000}}  # fmt: skip
+    parsed = parse({"data": {"locations": [{"id": "loc", "country": "US", "gpus": [gpu]}]}})
+    # 2 GPUs need 4 vCPUs, more than the 3 this host has: no valid machine, said why.
+    assert [o.key for o in parsed.offers] == ["loc:geforcertx4090-pcie-24gb:1"]
+    assert parsed.skipped == ["loc:geforcertx4090-pcie-24gb:2: the smallest VM exceeds the location's limits"]
+    gpu["resources"] |= {"min_vcpus": 1, "min_ram_gb": 2, "min_storage_gb": 20}
+    stated = parse({"data": {"locations": [{"id": "loc", "country": "US", "gpus": [gpu]}]}}).offers[0]
+    assert stated.price_per_hour == Decimal("0.35") + Decimal("0.003") + 2 * Decimal("0.002") + 20 * Decimal("5e-05")
+    assert stated.attributes["min_shape_from"] == "api"
 
 
 def test_counts_run_to_max_count_capped_at_eight(result):
@@ -56,7 +76,7 @@ def test_counts_run_to_max_count_capped_at_eight(result):
     assert counts("geforcertx4090-pcie-24gb") == [1, 2, 3, 4]
     assert counts("rtxa6000-pcie-48gb") == [1, 2]
     assert counts("a100-pcie-80gb") == list(range(1, 9))  # max_count 10, capped at 8
-    assert by_key(result)[f"{FRANKFURT}:a100-pcie-80gb:8"].price_per_hour == Decimal("9.60")
+    assert by_key(result)[f"{FRANKFURT}:a100-pcie-80gb:8"].attributes["gpu_price_per_hour"] == "1.2"
 
 
 def test_region_availability_and_skips(result):

@@ -196,7 +196,7 @@ def test_real_cards_prices_and_memory(real):
         "2A6000.20V": "RTXA6000-48GB",
         "1V100.6V": "V100-PCIE-16GB",  # "Tesla V100 16GB" names no form factor: slowest variant assumed
     }
-    assert "gpu_assumed" in by_key(real)["1V100.6V:fin-01"].attributes
+    assert "variant_assumed" in by_key(real)["1V100.6V:fin-01"].attributes
     offers = by_key(real)
     h100, h100_spot = offers["1H100.80S.30V:fin-01"], offers["1H100.80S.30V:fin-01:spot"]
     assert (h100.gpu_name, h100.gpu_count, h100.gpu_memory_gb) == ("H100 SXM5 80GB", 1, 80)

@@ -342,7 +342,8 @@ def test_whole_card_lookups_refuse_slices(raw: str) -> None:
     assert GpuCatalog.is_slice_name(raw) and not GpuCatalog.is_slice_name("A100 SXM4 80GB")
 
 
-def test_ingest_sets_a_slice_named_offer_aside() -> None:
+def test_ingest_prices_a_slice_named_offer_as_its_share_of_the_card() -> None:
+    """A MIG slice is priced as what it is (the loose-ends issue): its share of the card, its own memory."""
     from decimal import Decimal
 
     from providers.contract import ScrapedOffer, ScrapeResult
@@ -352,7 +353,9 @@ def test_ingest_sets_a_slice_named_offer_aside() -> None:
     offer = ScrapedOffer(key="mig", gpu_name="A100 MIG 1g.10gb", gpu_count=Decimal(1), gpu_memory_gb=Decimal(10),
                          price_per_hour=Decimal("0.5"))
     prepared = validate_batch(ScrapeResult(offers=[offer]), CATALOG, Settings(), "test")
-    assert not prepared.valid and "MIG" in prepared.unknown["A100 MIG 1g.10gb"]
+    (valid,) = prepared.valid
+    assert valid.gpu.family == "A100" and valid.scraped.gpu_count < 1 and valid.scraped.gpu_memory_gb == 10
+    assert valid.scraped.attributes["mig_profile"] == "1g.10gb"
 
 
 @pytest.mark.parametrize("assumptions", ["seed", "hf-peft", "optimized"])

@@ -194,7 +194,7 @@ def test_open_form_factor_is_assumed_conservatively_and_recorded(engine, setting
     assert report.unknown_names == {"A100": 1}  # memory open too: not guessed
     with session_scope(engine) as s:
         v100 = s.scalar(select(Offer).where(Offer.offer_key == "v100"))
-        assert v100.gpu_id == "V100-PCIE-16GB" and "slowest variant assumed" in v100.attributes["gpu_assumed"]
+        assert v100.gpu_id == "V100-PCIE-16GB" and "slowest variant assumed" in v100.attributes["variant_assumed"]
 
 
 def test_same_price_over_fewer_gpus_is_a_new_price_row(engine, settings, clock):

@@ -94,3 +94,40 @@ def test_a_demo_scrape_loads_the_recorded_rates_when_none_are_stored(engine, set
     asyncio.run(run_scrape([ScrapeJob(ReferenceRates, "demo")], engine, settings, clock=clock))
     with session_scope(engine) as s:
         assert s.scalar(select(func.max(FxRate.fetched_at))) == clock() - timedelta(days=3)
+
+
+def test_a_replayed_eur_batch_on_a_fresh_store_fetches_its_rate_before_ingest(engine, settings, clock):
+    # Before: every EUR offer of a first scrape was set aside ("no rate for EUR") until `fx update` ran.
+    from providers.adapters.hetzner import Hetzner
+    from providers.cassette import bundled_cassette
+    from tracker.storage.tables import Offer
+
+    assert stored(engine) == {}
+    (report,) = asyncio.run(run_scrape([ScrapeJob(Hetzner, "replay", Cassette.load(bundled_cassette("hetzner")))],
+                                       engine, settings, clock=clock))  # fmt: skip
+    assert report.status == "ok" and report.offers_valid > 0
+    assert not any("EUR" in reason for reason in report.invalid)
+    assert stored(engine)["EUR"] == Decimal("1.1476")
+    with session_scope(engine) as s:
+        assert s.scalar(select(func.count()).select_from(Offer)) == report.offers_valid
+
+
+def test_a_live_batch_fetches_rates_only_when_it_needs_them(engine, settings, clock, monkeypatch):
+    from tracker.pipeline import rates
+
+    calls: list[str] = []
+    real = rates.update_rates
+
+    async def recorded(engine_, settings_, *, mode="live", clock=clock, **kwargs):
+        calls.append(mode)  # the live ECB, replayed from its recording: no network in tests
+        return await real(engine_, settings_, mode="replay", clock=clock)
+
+    monkeypatch.setattr(rates, "update_rates", recorded)
+    assert asyncio.run(rates.ensure_rates_for(engine, settings, {"USD"}, source="live", clock=clock)) is None
+    assert calls == []  # USD needs no rate
+    report = asyncio.run(rates.ensure_rates_for(engine, settings, {"USD", "EUR"}, source="live", clock=clock))
+    assert calls == ["live"] and report is not None and report.status == "ok"
+    # Once today's rates are fetched, a batch asks no more (whether or not they were recent enough, a
+    # second fetch in the same slot would bring nothing new).
+    asyncio.run(rates.ensure_rates_for(engine, settings, {"EUR"}, source="live", clock=clock))
+    assert calls == ["live"]
