@@ -12,6 +12,7 @@ from api.cached import cached_body, json_response, minute
 from api.validation import FieldError, aware_in_range
 from tracker.clock import utcnow
 from tracker.history.imports.aggregates import reference_series
+from tracker.history.responses import ReferenceAnswer
 from tracker.history.spans import imported_spans
 from tracker.market.offers import gpu_ids_for
 from tracker.storage.engine import session_scope
@@ -19,7 +20,7 @@ from tracker.storage.engine import session_scope
 router = APIRouter(prefix="/v1", tags=["market"])
 
 
-@router.get("/market/reference", response_model=None)
+@router.get("/market/reference", response_model=ReferenceAnswer)
 async def get_reference(
     request: Request,
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card, family or alias")],

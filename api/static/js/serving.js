@@ -81,9 +81,9 @@ function render(result) {
     { label: "$ / month", cell: (r) => (r.monthly_cost == null ? "—" : usd(r.monthly_cost, 0)), num: true, opt: true },
     { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },
     { label: "Pricing", cell: (r) => (r.pricing || "").replace("_", "-"), opt: true },
-    { label: "Provider", cell: (r) => r.provider },
+    { label: "Provider", cell: (r) => (r.unavailable ? `${r.provider} (sold out)` : r.provider) },
     { label: "Fits", cell: (r) => (r.fits ? "✓" : r.reason), opt: true },
-  ], result.rows, (r) => ({ class: r.fits ? undefined : "unfit" }));
+  ], result.rows, (r) => ({ class: [r.fits ? "" : "unfit", r.unavailable ? "sold-out" : ""].join(" ").trim() || undefined }));
   renderApis(result.api_alternatives);
 }
 

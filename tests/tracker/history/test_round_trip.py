@@ -38,10 +38,15 @@ def _history(engine, settings):
         clock.advance(hours=8)
 
 
+# Both databases are asked at the same instant: shares of the time tracked so far depend on "now".
+ANSWERED_AT = datetime.now(UTC)
+
+
 def _answers(engine, settings):
     out = {}
     end = START + timedelta(days=25)
-    with TestClient(create_app(settings, engine, live=LiveOffers()), raise_server_exceptions=False) as client:
+    app = create_app(settings, engine, live=LiveOffers(), clock=lambda: ANSWERED_AT)
+    with TestClient(app, raise_server_exceptions=False) as client:
         for gpu in ("H100", "A100"):
             for interval in ("1h", "1d", "1w"):
                 r = client.get("/v1/market/history", params={"gpu": gpu, "interval": interval,
