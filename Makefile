@@ -45,6 +45,15 @@ bench: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache
 
+## Regenerate docs/screenshots/ from the headless-Chromium tests (every view, the Plan tab, history, /docs offline).
+.PHONY: screenshots
+screenshots: $(STAMP)
+	$(BIN)/pytest -q -m browser tests/api/test_browser_dashboard.py tests/api/test_browser_history.py tests/api/test_browser_offline.py tests/api/test_plan_browser.py
+	mkdir -p docs/screenshots
+	for f in market-laptop market-phone job-laptop plan-laptop health-laptop history-laptop history-imported-year history-one-observation docs-offline; do \
+	  if test -f artifacts/screenshots/$$f.png; then cp artifacts/screenshots/$$f.png docs/screenshots/; fi; \
+	done
+
 ## Only the headless-Chromium dashboard tests; screenshots land in artifacts/screenshots/.
 .PHONY: test-browser
 test-browser: $(STAMP)
