@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information
 from typer.testing import CliRunner
 
 from providers.registry import all_providers

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 

@@ -54,6 +54,7 @@ def test_cost_per_run_and_usd_per_mtok_agree_everywhere(client, engine, settings
     # sheet and for a card's statistic) is the same in the ranking, its history and an alert.
     gpu = {"estimate": estimate["cost_per_run"], "rank": row["gpu_cost_per_run"],
            "rank_history": point["gpu_cost_per_run"]}  # fmt: skip
+    assert alert.value is not None  # an observed rule has a value
     whole = {"rank": row["cost_per_run"], "rank_history": point["cost_per_run"], "alert": float(alert.value)}
     for figures in (gpu, whole):
         assert len(set(figures.values())) == 1, figures
@@ -95,4 +96,5 @@ def test_a_spot_rule_costs_the_run_as_the_spot_history_does(engine, settings):
         alert = observe(s, s.get_one(AlertRule, rule), now=utcnow(), settings=settings, cost_model=default_cost_model())
     assert alert.ok and alert.price == Decimal(repr(point["price_per_gpu_hour"]))
     assert point["cost_per_run"] > point["gpu_cost_per_run"]
+    assert alert.value is not None
     assert float(alert.value) == point["cost_per_run"]

@@ -257,7 +257,7 @@ def assert_replay_drops(provider: type[Provider], mutate: Mutation, match: str, 
     (`providers.parsing.dropping`). Returns the reason."""
     import re
 
-    baseline = replay(provider, **credentials)
+    baseline = replay(provider, None, **credentials)
     result = replay(provider, mutated_cassette(provider, mutate), **credentials)
     dropped = [r for r in result.skipped if "dropped" in r and re.search(match, r)]
     assert dropped, f"no dropped object matching {match!r} in {result.skipped}"

@@ -30,8 +30,10 @@ def test_the_cassette_replays_and_bands_read_from_labels():
     assert [(b.label, b.low, b.high) for b in data.bands.values()] == [
         ("<5%", 0.0, 0.05), ("5-10%", 0.05, 0.10), ("10-15%", 0.10, 0.15), ("15-20%", 0.15, 0.20), (">20%", 0.20, None),
     ]  # fmt: skip
-    assert data.band("us-east-1", "p4d.24xlarge").label == "15-20%"
-    assert data.band("us-east-1", "g5.xlarge").label == "5-10%"  # Linux, not the Windows pool
+    p4d, g5 = data.band("us-east-1", "p4d.24xlarge"), data.band("us-east-1", "g5.xlarge")
+    assert p4d is not None and g5 is not None
+    assert p4d.label == "15-20%"
+    assert g5.label == "5-10%"  # Linux, not the Windows pool
     assert data.band("eu-west-1", "p4d.24xlarge") is None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -31,7 +32,8 @@ from tracker.clock import utcnow
 from tracker.storage.alert_tables import AlertEvent, AlertRule
 from tracker.storage.engine import session_scope
 
-EU_8X = {"available_only": True, "min_gpus": 8, "regions": ["eu"]}
+# RuleInput offer-filter fields, passed on as keywords (add_rule takes **Any).
+EU_8X: dict[str, Any] = {"available_only": True, "min_gpus": 8, "regions": ["eu"]}
 
 
 @pytest.fixture

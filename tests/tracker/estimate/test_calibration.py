@@ -197,9 +197,12 @@ def test_step_terms_by_hand():
     from tracker.estimate.job import make_job as mk
 
     p = get_assumptions("hf-peft").step_params
+
+    assert p is not None  # hf-peft carries the fitted step model
     est = prepare(mk("llama-3.1-8b", "lora", rank=16, seq_len=2048, batch=4, tokens="1M")).on(
         get_catalog().get("H100-SXM-80GB"))
     t = est.step_time_breakdown
+    assert t is not None
     T, L, h, i, V = 8192, 32, 4096, 14336, 128256
     bw = 3.35e12 * p.bandwidth_fraction
     # activations: T·L·(19h + 3i) elements × 2 B × 4 passes (fwd, recompute, bwd ≈ 2 fwd)
@@ -225,5 +228,7 @@ def test_packing_off_pays_for_padding_and_ddp_adds_gradient_all_reduce():
         get_catalog().get("RTX4090-24GB"), 2)
     # 8.03 B bf16 grads, ring all-reduce 2·(n-1)/n over PCIe at 10 GB/s, minus what compute hides
     comm = 2 * 0.5 * 8_030_261_248 * 2 / 10e9
-    compute = sum(v for k, v in ddp.step_time_breakdown.items() if k != "communication")
-    assert ddp.step_time_breakdown["communication"] == pytest.approx(max(0.0, comm - 0.8 * compute))
+    breakdown = ddp.step_time_breakdown
+    assert breakdown is not None
+    compute = sum(v for k, v in breakdown.items() if k != "communication")
+    assert breakdown["communication"] == pytest.approx(max(0.0, comm - 0.8 * compute))

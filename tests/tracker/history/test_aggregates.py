@@ -31,6 +31,7 @@ def test_real_aggregates_are_stored_apart_and_a_rerun_adds_nothing(engine):
             select(ExternalAggregate).where(ExternalAggregate.gpu_id == "H100-SXM-80GB")
             .order_by(ExternalAggregate.observed_at).limit(1)
         )  # fmt: skip
+        assert first is not None and first.source_version is not None
         raw = json.loads((directory / "H100_80GB_SXM5.jsonl").read_text().splitlines()[0])
         assert first.observed_at == datetime.fromisoformat(raw["timestamp"])
         assert first.median == Decimal(str(raw["price_stats"]["median"]))

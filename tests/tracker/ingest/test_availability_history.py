@@ -98,13 +98,13 @@ def test_quality_attribute_changes_refresh_the_stored_offer(engine, settings, cl
     do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=vast | {"machine_id": 2}),
                                              offer("b", "3.00")))  # fmt: skip
     with session_scope(engine) as s:
-        assert s.scalar(select(Offer.attributes).where(Offer.offer_key == "a"))["machine_id"] == 1
+        assert s.scalars(select(Offer.attributes).where(Offer.offer_key == "a")).one()["machine_id"] == 1
     clock.advance(minutes=10)
     deverified = vast | {"verification": "deverified"}
     report = do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=deverified), offer("b", "3.00")))
     assert (report.price_rows, report.availability_rows) == (0, 0)
     with session_scope(engine) as s:
-        assert s.scalar(select(Offer.attributes).where(Offer.offer_key == "a"))["verification"] == "deverified"
+        assert s.scalars(select(Offer.attributes).where(Offer.offer_key == "a")).one()["verification"] == "deverified"
 
 
 def _gpu_types(interaction) -> list[dict]:

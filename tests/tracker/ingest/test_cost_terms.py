@@ -64,7 +64,7 @@ def test_a_malformed_term_is_not_said():
 
 def test_real_vast_bundles_state_disk_transfer_and_bandwidth():
     result = parse({"offers": real_payload("vastai/vast-cli_11ecdfa_search_trimmed.json")})
-    stated = [o.attributes.get(COST_TERMS) for o in result.offers]
+    stated = [o.attributes[COST_TERMS] for o in result.offers]  # each offer states them
     assert stated and all(stated)
     first = stated[0]
     # vast-cli's capture, first bundle: storage_cost 0.2 $/GB-month, storage_total_cost 0.00138889 $/h

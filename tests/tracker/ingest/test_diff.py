@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
 from providers.contract import Pricing, ScrapedOffer
 from tracker.catalog.gpus import get_catalog
@@ -44,7 +45,7 @@ def valid(
     gpu: str = H100,
     rate: AppliedRate | None = None,
     available: bool | None = True,
-    **kw: object,
+    **kw: Any,  # any other ScrapedOffer field
 ) -> ValidOffer:
     scraped = ScrapedOffer(key=key, gpu_name=gpu, gpu_count=Decimal(count), price_per_hour=Decimal(price),
                            available=available, currency=rate.currency if rate else "USD", **kw)  # fmt: skip

@@ -83,7 +83,7 @@ def test_rescraping_after_a_rate_change_writes_an_fx_only_row_not_counted_as_a_p
     with session_scope(engine) as s:
         run = s.get_one(ScrapeRun, report.run_id)
         assert (run.price_rows, run.fx_rows) == (0, 1)
-        eu = s.scalar(select(Offer).where(Offer.offer_key == "eu"))
+        eu = s.scalars(select(Offer).where(Offer.offer_key == "eu")).one()
         assert (eu.price_per_hour, eu.fx_rate, eu.fx_date) == (Decimal("2.2"), Decimal("1.1"), DAY + timedelta(days=1))
     assert history(engine, "eu") == [
         ("price", "EUR", Decimal(2), Decimal("2.16"), Decimal("2.16"), Decimal("1.08"), DAY, False),
@@ -166,7 +166,7 @@ def test_a_rate_too_old_sets_a_live_offer_aside_but_a_demo_replay_uses_it_with_i
         demo = ingest(s, run, batch(offer("eu", "2.00", currency="EUR")), catalog=get_catalog(), settings=settings,
                       observed_at=clock())  # fmt: skip
         assert (demo.offers_valid, demo.invalid) == (1, [])
-        eu = s.scalar(select(Offer).where(Offer.provider == "demo-eu"))
+        eu = s.scalars(select(Offer).where(Offer.provider == "demo-eu")).one()
         assert (eu.price_per_hour, eu.fx_date, eu.demo) == (Decimal("2.1"), old, True)
 
 
@@ -179,7 +179,7 @@ def test_the_sanity_ceiling_applies_to_the_usd_figure(engine, settings, clock):
     assert report.offers_valid == 1
     assert report.invalid == ["dear: $205.200000/GPU-hour is above the sanity ceiling $200"]
     with session_scope(engine) as s:
-        yen = s.scalar(select(Offer).where(Offer.offer_key == "yen"))
+        yen = s.scalars(select(Offer).where(Offer.offer_key == "yen")).one()
         assert (yen.price_per_gpu_hour, yen.price_native_per_gpu_hour) == (Decimal(16), Decimal(2500))
 
 

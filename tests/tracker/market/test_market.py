@@ -6,6 +6,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -18,8 +19,9 @@ from tracker.market import freshness
 from tracker.market.live import fresh_mask
 from tracker.market.rank import RankFilters, RankOptions, rank
 from tracker.market.service import market_history, market_snapshot, rank_history
-from tracker.market.statistics import INTERVALS, epoch_us, weighted_quantiles
+from tracker.market.statistics import INTERVALS, weighted_quantiles
 from tracker.storage.engine import session_scope
+from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
 
 T0 = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
@@ -212,7 +214,8 @@ def _random_history(engine, seed: int = 7, n_offers: int = 40) -> None:
         pricing = "spot" if rng.random() < 0.15 else "on_demand"
         horizon = QUIET_AT if provider == "lambdalabs" else RANDOM_END
         t = (RANDOM_T0 if grain == 1 else hour0) + draw(0, 2 * 86_400_000_000)
-        price, segments, last_seen, delisted_at = rng.choice(PRICE_CHOICES), [], None, None
+        segments: list[tuple[datetime, datetime | None, Decimal]] = []  # (valid_from, valid_to, price)
+        price, last_seen, delisted_at = rng.choice(PRICE_CHOICES), None, None
         while True:
             stop = t + draw(600_000_000, 3 * 86_400_000_000)
             if stop >= horizon:  # still listed: the open row, seen last a little (or a long) while ago
@@ -315,8 +318,8 @@ def test_history_matches_reference_on_random_history(engine, settings):
     _random_history(engine)
     seen_delisted_gap = False
     for interval, start, end, now, gpu_ids, pricing, include_reference in HISTORY_CASES:
-        query = {"gpu_ids": gpu_ids, "pricing": pricing, "interval": interval, "start": start, "end": end,
-                 "include_reference": include_reference}  # fmt: skip
+        query: dict[str, Any] = {"gpu_ids": gpu_ids, "pricing": pricing, "interval": interval, "start": start,
+                                 "end": end, "include_reference": include_reference}  # fmt: skip
         with session_scope(engine) as s:
             got = market_history(s, settings, now, **query)
         want = _reference_history(engine, now=now, settings=settings, **query)

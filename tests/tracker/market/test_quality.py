@@ -35,7 +35,7 @@ OFFERS: dict[str, tuple[str, dict, bool | None]] = {
     "ref": ("reference", {}, None),  # a reference sheet prices no particular machine
 }
 ALL = set(OFFERS)
-CASES = [
+CASES: list[tuple[dict[str, object], set[str]]] = [  # (rank filters, the offer keys they keep)
     ({}, ALL),
     ({"available_only": True}, {"v-good", "v-bad", "v-range", "rp-secure", "rp-community", "rp-community-dc"}),
     ({"verified_only": True}, {"v-good", "v-range", "rp-secure", "aws", "aws-low"}),

@@ -22,7 +22,8 @@ from tests.factories.alerts import local
 from tracker.clock import utcnow
 from tracker.pipeline.claims import claim_lease_s, reclaim, unscheduled_claims
 from tracker.pipeline.scraping import BUSY, plan, run_scrape
-from tracker.pipeline.worker import Worker, slot_start
+from tracker.pipeline.slots import slot_start
+from tracker.pipeline.worker import Worker
 from tracker.storage.engine import session_scope
 from tracker.storage.ledger import RunStatus, start_run
 from tracker.storage.locks import provider_lock

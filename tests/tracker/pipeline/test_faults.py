@@ -34,7 +34,8 @@ from providers.cassette import bundled_cassette
 from tests.factories.alerts import local
 from tests.factories.network import BlackholeProxy
 from tracker.config import Settings
-from tracker.pipeline.worker import Worker, slot_start
+from tracker.pipeline.slots import slot_start
+from tracker.pipeline.worker import Worker
 from tracker.storage.engine import make_engine, session_scope
 from tracker.storage.locks import provider_lock
 from tracker.storage.tables import ScrapeRun

@@ -29,7 +29,7 @@ def _offer(key: str, available: bool | None, delisted: datetime | None) -> dict[
 def test_backfill_and_downgrade(blank_engine):  # noqa: F811
     migrate.upgrade(blank_engine, "0004")
     with blank_engine.begin() as conn:
-        conn.execute(insert(Offer.__table__), [_offer("listed", True, None), _offer("unknown", None, None),
+        conn.execute(insert(Offer), [_offer("listed", True, None), _offer("unknown", None, None),
                                                _offer("gone", True, SEEN)])  # fmt: skip
     migrate.upgrade(blank_engine)
     with session_scope(blank_engine) as s:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import partial
 
 import pytest
 
@@ -263,6 +264,7 @@ def test_an_8_gpu_node_serves_replicas_and_matches_one_card_per_token_at_a_load_
         assert node.fits and node.layout.replicas == 8 and node.layout.tp == 1 and node.layout.idle == 0
         assert node.as_dict()["layout"] == "8 x TP1" and node.as_dict()["concurrency_per_replica"] == 256
         assert one.queued_per_replica > 0  # one card queues what the node runs
+        assert node.usd_per_mtok is not None and one.usd_per_mtok is not None  # both fit, so both are priced
         assert float(node.usd_per_mtok) == pytest.approx(float(one.usd_per_mtok), rel=0.15)
 
 
@@ -291,9 +293,9 @@ def test_gaudi_runs_fp8_as_the_catalog_says() -> None:
 
 
 def test_old_vllm_runs_eager_above_8k_and_pays_per_layer_launches() -> None:
-    long = dict(prompt_tokens=10_000, output_tokens=1_000, concurrency=8)
-    old = make_serving_job("llama-3.1-8b", engine_version="v0.6.3.post1", **long)
-    new = make_serving_job("llama-3.1-8b", engine_version="0.10.1", **long)
+    long = partial(make_serving_job, "llama-3.1-8b", prompt_tokens=10_000, output_tokens=1_000, concurrency=8)
+    old = long(engine_version="v0.6.3.post1")
+    new = long(engine_version="0.10.1")
     short_old = make_serving_job("llama-3.1-8b", engine_version="0.6.3", prompt_tokens=2000, concurrency=8)
     assert old.eager and not new.eager and not short_old.eager
     h100 = card("H100-SXM-80GB")
