@@ -49,7 +49,15 @@ OFFER_COLUMNS = (
     "attributes", "demo", "first_seen", "last_seen", "delisted_at", "price_per_hour", "price_per_gpu_hour",
 )  # fmt: skip
 PRICE_COLUMNS = (
-    "id", "offer_id", "gpu_id", "pricing", "valid_from", "valid_to", "price_per_hour", "price_per_gpu_hour", "run_id",
+    "id",
+    "offer_id",
+    "gpu_id",
+    "pricing",
+    "valid_from",
+    "valid_to",
+    "price_per_hour",
+    "price_per_gpu_hour",
+    "run_id",
 )
 RUN_COLUMNS = (
     "id", "provider", "source", "status", "started_at", "finished_at", "observed_at", "offers_seen", "offers_valid",
@@ -173,16 +181,20 @@ def verify_against_ingest(engine: Engine, year: Year, hours: int) -> tuple[int, 
         stored = {
             tuple(r)
             for r in s.execute(
-                select(Offer.offer_key, OfferPrice.gpu_id, OfferPrice.pricing, OfferPrice.valid_from,
-                       OfferPrice.valid_to, OfferPrice.price_per_hour, OfferPrice.price_per_gpu_hour)
-                .join(Offer, Offer.id == OfferPrice.offer_id)
+                select(
+                    Offer.offer_key,
+                    OfferPrice.gpu_id,
+                    OfferPrice.pricing,
+                    OfferPrice.valid_from,
+                    OfferPrice.valid_to,
+                    OfferPrice.price_per_hour,
+                    OfferPrice.price_per_gpu_hour,
+                ).join(Offer, Offer.id == OfferPrice.offer_id)
             )
         }
         live = {
             r.offer_key: (r.first_seen, r.last_seen, r.price_per_hour, r.price_per_gpu_hour, r.delisted_at)
-            for r in s.execute(select(Offer))
-            .scalars()
-            .all()
+            for r in s.execute(select(Offer)).scalars().all()
         }
     diffs = [f"missing {e}" for e in sorted(expected - stored, key=str)[:3]]
     diffs += [f"unexpected {e}" for e in sorted(stored - expected, key=str)[:3]]
@@ -384,4 +396,3 @@ def verify_figure(report: Report, matched: int, expected: int, per_ingest_s: flo
             note="; ".join(diffs) if diffs else f"hourly ingest of {n_offers:,} offers: {per_ingest_s * 1000:.0f} ms",
         )
     )  # fmt: skip
-

@@ -103,9 +103,7 @@ def run_postgres(
         memory_bench.run(report, "postgres", url, tmp, sizes.offers)
 
 
-def run_sqlite(
-    report: Report, sizes: Sizes, work: ingest_bench.Workload, year: history_bench.Year, tmp: Path
-) -> None:
+def run_sqlite(report: Report, sizes: Sizes, work: ingest_bench.Workload, year: history_bench.Year, tmp: Path) -> None:
     path = tmp / "bench.db"
     url = f"sqlite:///{path}"
     engine = migrated(url)

@@ -216,8 +216,17 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
         est_rows.append((e.tokens_per_second, e.hours, e.vram_gb, e.memory_gb, e.fits, e.efficiency,
                          e.multi_gpu_efficiency, e.band.low if e.band else None,
                          e.band.high if e.band else None))  # fmt: skip
-    cols = ["tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency", "multi_gpu_efficiency",
-            "band_low", "band_high"]
+    cols = [
+        "tokens_per_second",
+        "hours",
+        "vram_gb",
+        "card_memory_gb",
+        "fits",
+        "efficiency",
+        "multi_gpu_efficiency",
+        "band_low",
+        "band_high",
+    ]
     combos = pd.concat([combos, pd.DataFrame(est_rows, columns=cols)], axis=1)
     joined = offers.assign(slice_gb=slice_mem).merge(
         combos, left_on=["gpu_id", "gpu_count_f", "slice_gb"], right_on=["gpu_id", "gpus", "slice_gb"], how="left"
@@ -232,7 +241,8 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     # Offers the provider says are sold out rank after every other fitting one (tracker.market.rank._order).
     joined["sold_out"] = [a is False for a in joined["available"]]
     ranked = joined[keep].sort_values(
-        ["fits", "sold_out", options.sort_by, "price_per_hour_f", "id"], ascending=[False, True, True, True, True],
+        ["fits", "sold_out", options.sort_by, "price_per_hour_f", "id"],
+        ascending=[False, True, True, True, True],
         kind="stable",
     )
     if options.best_per_card:

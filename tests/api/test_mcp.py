@@ -156,6 +156,11 @@ def test_alerts_list_matches_the_cli(cli, engine, settings, seeded):
     assert mcp["count"] == 1 and mcp["alerts"] == rows
 
 
+def _text(contents: Any) -> str:
+    assert hasattr(contents, "text"), contents  # a text resource, not a blob
+    return str(contents.text)
+
+
 def _tool_error(result: Any) -> dict[str, Any]:
     assert result.is_error
     text = result.content[0].text
@@ -167,7 +172,7 @@ def _tool_error(result: Any) -> dict[str, Any]:
 
 def test_errors_are_the_api_bodies(engine, settings, seeded):
     with TestClient(create_app(settings, engine)) as client:
-        cases = [
+        cases: list[tuple[str, dict[str, Any], Any]] = [
             ("cheapest", {"request": {"model": "llama-9-900b", "tokens": "1M"}},
              client.post("/v1/rank", json={"model": "llama-9-900b", "tokens": "1M"})),
             ("market", {"gpu": "H1000"}, client.get("/v1/market", params={"gpu": "H1000"})),
@@ -184,7 +189,7 @@ def test_bad_arguments_are_the_apis_422(engine, settings):
     """Arguments the schema refuses (before any tool runs) come back as the API's 422: the same field, the
     same messages, for a body (`request`) and for query-like arguments alike."""
     with TestClient(create_app(settings, engine)) as client:
-        cases = [
+        cases: list[tuple[str, dict[str, Any], Any]] = [
             ("cheapest", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "limit": 0}},
              client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "limit": 0})),
             ("cheapest", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1}},
@@ -211,8 +216,8 @@ def test_a_bad_mix_names_the_field_like_the_api(engine, settings):
 def test_resources_are_the_catalog_and_the_price_sheet(engine, settings):
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         async with Client(build_server(engine, settings)) as client:
-            cards = json.loads((await client.read_resource("gpu-tracker://cards")).contents[0].text)
-            prices = json.loads((await client.read_resource("gpu-tracker://api-prices")).contents[0].text)
+            cards = json.loads(_text((await client.read_resource("gpu-tracker://cards")).contents[0]))
+            prices = json.loads(_text((await client.read_resource("gpu-tracker://api-prices")).contents[0]))
             return cards, prices
 
     cards, prices = asyncio.run(go())

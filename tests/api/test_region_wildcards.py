@@ -61,4 +61,3 @@ def test_alert_rules_region_filter_escapes_wildcards(client, engine):
 
 def test_like_escape_escapes_every_wildcard_and_the_escape_itself():
     assert like_escape("a_b%c/d") == "a/_b/%c//d"
-

@@ -84,8 +84,16 @@ def test_sfcompute_blocks_are_infiniband_clusters(sfcompute):
 
 
 def test_prime_intellect_interconnect_fields():
-    item = {"cloudId": "c", "gpuType": "H100_80GB", "socket": "SXM5", "provider": "dc_roan", "gpuCount": 8,
-            "prices": {"onDemand": 20, "currency": "USD"}, "interconnect": 3200, "interconnectType": "infiniband"}
+    item = {
+        "cloudId": "c",
+        "gpuType": "H100_80GB",
+        "socket": "SXM5",
+        "provider": "dc_roan",
+        "gpuCount": 8,
+        "prices": {"onDemand": 20, "currency": "USD"},
+        "interconnect": 3200,
+        "interconnectType": "infiniband",
+    }
     offer = parse_page({"items": [item]}).offers[0]
     assert read_fabric(offer.attributes) == Fabric(None, "infiniband", Decimal(400), 8)
     unsaid = parse_page({"items": [item | {"interconnect": None, "interconnectType": None}]}).offers[0]

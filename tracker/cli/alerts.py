@@ -41,8 +41,13 @@ _FLAGS = {"allow_immediate": "--allow-firing-now", "providers": "--provider", "r
 
 def _cli_words(exc: RuleError) -> str:
     field = exc.field or ""
-    flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else "--webhook/--apprise"
-                                 if field.startswith("channels") else f"--{field.replace('_', '-')}")
+    flag = _FLAGS.get(field) or (
+        "--below/--above"
+        if field == "threshold"
+        else "--webhook/--apprise"
+        if field.startswith("channels")
+        else f"--{field.replace('_', '-')}"
+    )
     message = str(exc).replace("set allow_immediate", "pass allow_immediate")
     for name, option in _FLAGS.items():
         message = re.sub(rf"\b{name}\b", option, message)
@@ -170,8 +175,12 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
             str(len(r["channels"])),
             "yes" if r["enabled"] else "no",
         )
-    show_table(table, drop=("since", "enabled", "channels", "last value"), wrap=("filters", "name"),
-               more="--json shows every field")
+    show_table(
+        table,
+        drop=("since", "enabled", "channels", "last value"),
+        wrap=("filters", "name"),
+        more="--json shows every field",
+    )
 
 
 def rule_filters(r: dict[str, Any]) -> str:

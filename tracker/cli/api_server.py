@@ -24,7 +24,6 @@ def api_server(
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error."),
 ) -> None:
-
     """Serve the API, the dashboard at / and Prometheus metrics at /metrics (no scraping in this process)."""
     # Imported here: tracker/ stays free of HTTP frameworks, and other commands start faster.
     import uvicorn

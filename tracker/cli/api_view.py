@@ -26,8 +26,10 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
     stale = " [red](stale)[/]" if sheet["stale"] else ""
     title = f"serverless APIs for {alt['model']} (prices read {sheet['read_on']}{stale})"
     if own:
-        title += (f" vs {own['gpus']:g}× {own['gpu']} at {own['provider']}, ${own['price_per_hour']:.2f}/h = "
-                  f"${own['machine_usd_per_month']:,.0f}/month, ${own['usd_per_mtok']:.4f}/Mtok at full load")
+        title += (
+            f" vs {own['gpus']:g}× {own['gpu']} at {own['provider']}, ${own['price_per_hour']:.2f}/h = "
+            f"${own['machine_usd_per_month']:,.0f}/month, ${own['usd_per_mtok']:.4f}/Mtok at full load"
+        )
     table = Table(title=title)
     for col in ("api", "model", "$/Mtok in", "$/Mtok out", "$/Mtok job", "renting wins from", "band (slow-fast)"):
         table.add_column(col, justify="left" if col in ("api", "model") else "right")
@@ -38,10 +40,16 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
             f"{api['input_usd_per_mtok']:.3f}", f"{api['output_usd_per_mtok']:.3f}", f"{api['usd_per_mtok']:.4f}",
             _volume(api["break_even"]), f"{_volume(band.get('low'))} – {_volume(band.get('high'))}",
         )  # fmt: skip
-    show_table(table, drop=("band (slow-fast)", "$/Mtok in", "$/Mtok out", "model"), wrap=("model", "api"),
-               more="--json shows every field")
-    console.print("$/Mtok job: per generated token, with its share of the prompt; renting wins from: output"
-                  " tokens a month (machine utilisation there); * a third party's listing of the provider's rates.")
+    show_table(
+        table,
+        drop=("band (slow-fast)", "$/Mtok in", "$/Mtok out", "model"),
+        wrap=("model", "api"),
+        more="--json shows every field",
+    )
+    console.print(
+        "$/Mtok job: per generated token, with its share of the prompt; renting wins from: output"
+        " tokens a month (machine utilisation there); * a third party's listing of the provider's rates."
+    )
 
 
 def print_plan_apis(result: dict[str, Any]) -> None:

@@ -46,7 +46,6 @@ def estimate_cmd(
 
     from tracker.estimate.service import EstimateRequest, run_estimate
 
-
     try:
         req = EstimateRequest(**job.model_dump(exclude_unset=True), gpu=gpu, memory_gb=memory_gb, price=price,
                               **({} if gpus is None else {"gpus": gpus}))  # fmt: skip
@@ -106,29 +105,47 @@ def _print_estimate(result: dict[str, Any], wide: bool) -> None:
     job = result["job"]
     rows = result["rows"]
     console.print(_assumptions_line(result["assumptions"]))
-    what = (f"{job['model_name']} · {job['method']}"
-            + (f" r{job['rank']}" if job["rank"] else "")
-            + f" · seq {job['seq_len']:,} × batch {job['batch']}"
-            + f" · checkpointing {'on' if job['grad_checkpointing'] else 'off'}"
-            + f" · {job['tokens'] / 1e6:,.2f}M tokens")
+    what = (
+        f"{job['model_name']} · {job['method']}"
+        + (f" r{job['rank']}" if job["rank"] else "")
+        + f" · seq {job['seq_len']:,} × batch {job['batch']}"
+        + f" · checkpointing {'on' if job['grad_checkpointing'] else 'off'}"
+        + f" · {job['tokens'] / 1e6:,.2f}M tokens"
+    )
     console.print(f"[bold]job:[/] {what}")
     if result["model_note"]:
         console.print(f"[yellow]note:[/] {result['model_note']}")
     flops = result["flops_per_token"]
-    console.print(f"[bold]FLOPs/token:[/] {flops['total'] / 1e9:,.1f} G "
-                  f"({flops['multiplier']:g}·N, N = {flops['n_params'] / 1e9:,.2f} B)")
+    console.print(
+        f"[bold]FLOPs/token:[/] {flops['total'] / 1e9:,.1f} G "
+        f"({flops['multiplier']:g}·N, N = {flops['n_params'] / 1e9:,.2f} B)"
+    )
 
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {result['assumptions']['name']}")
-    for col, right in (("gpu", False), ("n", True), ("VRAM/GPU", True), ("fits", False), ("tok/s", True),
-                       ("tok/s 90% band", True), ("hours", True), ("$/run", True), ("$/run band", True),
-                       ("$/1M tok", True), ("eff.", True)):
+    for col, right in (
+        ("gpu", False),
+        ("n", True),
+        ("VRAM/GPU", True),
+        ("fits", False),
+        ("tok/s", True),
+        ("tok/s 90% band", True),
+        ("hours", True),
+        ("$/run", True),
+        ("$/run band", True),
+        ("$/1M tok", True),
+        ("eff.", True),
+    ):
         table.add_column(col, justify="right" if right else "left", no_wrap=col == "gpu")
     for r in rows:
         table.add_row(
-            r["gpu"], f"{r['gpus']:g}", f"{r['vram_gb']:.1f} GB",
-            "[green]yes[/]" if r["fits"] else "[red]no[/]", f"{r['tokens_per_second']:,.0f}",
+            r["gpu"],
+            f"{r['gpus']:g}",
+            f"{r['vram_gb']:.1f} GB",
+            "[green]yes[/]" if r["fits"] else "[red]no[/]",
+            f"{r['tokens_per_second']:,.0f}",
             _band(r.get("tokens_per_second_low"), r.get("tokens_per_second_high"), lambda v: f"{v:,.0f}"),
-            f"{r['hours']:,.2f}", _money(r["cost_per_run"], 2),
+            f"{r['hours']:,.2f}",
+            _money(r["cost_per_run"], 2),
             _band(r.get("cost_per_run_low"), r.get("cost_per_run_high"), lambda v: _money(v, 2)),
             _money(r["usd_per_mtok"], 3),
             f"{r['efficiency']:.2f}",
@@ -156,8 +173,9 @@ def _print_estimate(result: dict[str, Any], wide: bool) -> None:
 
 @commands.command("calibrate")
 def calibrate_cmd(
-    assumptions: str | None = typer.Option(None, "--assumptions", "-a",
-                                           help="Assumption set: seed, hf-peft (default), optimized."),
+    assumptions: str | None = typer.Option(
+        None, "--assumptions", "-a", help="Assumption set: seed, hf-peft (default), optimized."
+    ),
     all_rows: bool = typer.Option(False, "--all-rows", help="Also list rows of stacks the set does not model."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
     wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
@@ -171,17 +189,23 @@ def calibrate_cmd(
         emit_json(report.as_dict())
         return
     aset = report.assumptions
-    console.print(_assumptions_line({"name": aset.name, "title": aset.title,
-                                     "default": aset.name == default_name()}))
+    console.print(_assumptions_line({"name": aset.name, "title": aset.title, "default": aset.name == default_name()}))
     _print_calibration_rows(report, aset.name, wide)
     s = report.summary()
     console.print(
         f"[bold]median |error|[/] tokens/s {_pct(s['median_abs_tokens_per_second_error'], signed=False)}"
         f" over {s['tokens_per_second_rows']} rows"
-        + (f" ({s['leave_one_out']}: leave-one-out by source, "
-           f"{_pct(s['median_abs_tokens_per_second_error_loo'], signed=False)})" if aset.step_model else "")
-        + (f" (leave-one-out {_pct(s['median_abs_tokens_per_second_error_loo'], signed=False)})"
-           if aset.fitted and not aset.step_model else "")
+        + (
+            f" ({s['leave_one_out']}: leave-one-out by source, "
+            f"{_pct(s['median_abs_tokens_per_second_error_loo'], signed=False)})"
+            if aset.step_model
+            else ""
+        )
+        + (
+            f" (leave-one-out {_pct(s['median_abs_tokens_per_second_error_loo'], signed=False)})"
+            if aset.fitted and not aset.step_model
+            else ""
+        )
         + f" · VRAM {_pct(s['median_abs_vram_error'], signed=False)} over {s['vram_rows']} rows"
     )
     if aset.step_model:
@@ -195,8 +219,14 @@ def calibrate_cmd(
                         _pct(st["vram_mdape"], signed=False))  # fmt: skip
         show_table(per)
         step = get_assumptions(aset.name).describe()["step"]
-        console.print("[bold]step model:[/]\n" + "\n".join(
-            f"  {k}: {_terms(v)}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")))
+        console.print(
+            "[bold]step model:[/]\n"
+            + "\n".join(
+                f"  {k}: {_terms(v)}"
+                for k, v in step.items()
+                if k not in ("source", "link_gb_s", "activation_elements")
+            )
+        )
         console.print("[bold]sources:[/]\n[dim]" + "\n".join(f"  {k}: {v}" for k, v in step["source"].items()) + "[/]")
         if s["card_ratios"]:
             ratios = Table(title="card speed ratios (same source, same job)", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -245,14 +275,22 @@ def _print_calibration_rows(report: Any, name: str, wide: bool) -> None:
         if not res.in_set:
             note = "(other stack) " + note
         table.add_row(
-            d["id"], d["stack"], job, f"{d['gpus']}× {d['gpu']}",
-            _num(d["measured_tokens_per_second"], 0), _num(d["estimated_tokens_per_second"], 0),
-            _pct(d["tokens_per_second_error"]), _pct(d["tokens_per_second_error_loo"]),
-            _num(d["measured_vram_gb"], 1), _num(d["estimated_vram_gb"], 1), _pct(d["vram_error"]),
+            d["id"],
+            d["stack"],
+            job,
+            f"{d['gpus']}× {d['gpu']}",
+            _num(d["measured_tokens_per_second"], 0),
+            _num(d["estimated_tokens_per_second"], 0),
+            _pct(d["tokens_per_second_error"]),
+            _pct(d["tokens_per_second_error_loo"]),
+            _num(d["measured_vram_gb"], 1),
+            _num(d["estimated_vram_gb"], 1),
+            _pct(d["vram_error"]),
             f"[{notes.setdefault(note, len(notes) + 1)}]" if note else "",
         )
-    show_table(table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"),
-               wide=wide)
+    show_table(
+        table, drop=("stack", "LOO", "job", "VRAM est.", "VRAM GB", "est."), wrap=("job", "gpu", "row"), wide=wide
+    )
     for note, number in notes.items():
         console.print(f"[dim][{number}] {escape(note)}[/]", highlight=False)
 

@@ -59,8 +59,12 @@ class EfficiencyModel:
     @classmethod
     def constant(cls, value: float) -> EfficiencyModel:
         level = {m: math.log(value) for m in ("full", "lora", "qlora")}
-        return cls(level=level, arch={}, default_arch=0.0,
-                   source={f"method:{m}": "constant" for m in level} | {"arch:*": "constant"})
+        return cls(
+            level=level,
+            arch={},
+            default_arch=0.0,
+            source={f"method:{m}": "constant" for m in level} | {"arch:*": "constant"},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +130,16 @@ class AssumptionSet:
             "flops": {
                 "params": self.flops.params,
                 "multipliers": {
-                    "full": self.flops.full, "full_recompute": self.flops.full_recompute,
-                    "lora": self.flops.lora, "lora_recompute": self.flops.lora_recompute,
+                    "full": self.flops.full,
+                    "full_recompute": self.flops.full_recompute,
+                    "lora": self.flops.lora,
+                    "lora_recompute": self.flops.lora_recompute,
                 },
                 "adapter_flops": self.flops.adapter_flops,
                 "attention": self.flops.attention,
             },
-            "efficiency": {
-                a: {m: round(self.efficiency(a, m), 4) for m in ("full", "lora", "qlora")} for a in archs
-            } | {"other": {m: round(self.efficiency("?", m), 4) for m in ("full", "lora", "qlora")}},
+            "efficiency": {a: {m: round(self.efficiency(a, m), 4) for m in ("full", "lora", "qlora")} for a in archs}
+            | {"other": {m: round(self.efficiency("?", m), 4) for m in ("full", "lora", "qlora")}},
             "efficiency_source": dict(self.efficiency.source),
             "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
             "multi_gpu_efficiency": dict(self.multi_gpu),

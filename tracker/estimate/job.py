@@ -214,8 +214,9 @@ def _training_tokens(
     if examples is None or isinstance(examples, bool) or examples <= 0:
         raise InvalidJob(f"examples must be a positive integer, got {examples!r}", field="examples")
     if tokens_per_example is None or isinstance(tokens_per_example, bool) or tokens_per_example <= 0:
-        raise InvalidJob(f"tokens per example must be a positive integer, got {tokens_per_example!r}",
-                         field="tokens_per_example")
+        raise InvalidJob(
+            f"tokens per example must be a positive integer, got {tokens_per_example!r}", field="tokens_per_example"
+        )
     if isinstance(epochs, bool) or not isinstance(epochs, int | float) or not math.isfinite(epochs) or epochs <= 0:
         raise InvalidJob(f"epochs must be positive, got {epochs!r}", field="epochs")
     total = float(examples) * float(tokens_per_example) * float(epochs)
@@ -340,7 +341,9 @@ class JobInput(BaseModel):
         None, description="Inference: KV cache, bf16 | fp8 (default: fp8 with fp8 weights)."
     )
     engine_version: str | None = Field(
-        None, max_length=40, description="Inference: the engine's version, e.g. 0.6.3 (default: current). vLLM "
+        None,
+        max_length=40,
+        description="Inference: the engine's version, e.g. 0.6.3 (default: current). vLLM "
         "before 0.8 (the V0 engine) runs eager, without CUDA graphs, once a sequence passes 8,192 tokens.",
     )
     tokens_per_month: float | str | None = Field(

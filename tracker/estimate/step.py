@@ -111,9 +111,11 @@ def prior_params() -> StepParams:
     ref = base["ampere"]
     fractions = dict(base) | {k: ref * float(v["relative"]) for k, v in gf.items() if "relative" in v}
     source = {f"gemm:{k}": ("fit" if v.get("fit") else "prior") + f": {v['why']}" for k, v in gf.items()}
-    source |= {"bandwidth_fraction": f"fit: {step['bandwidth_fraction']['why']}",
-               "attention_vs_gemm": "fit: long-context rows",
-               "overhead_s": f"fit: {step['overhead_s']['why']}"}
+    source |= {
+        "bandwidth_fraction": f"fit: {step['bandwidth_fraction']['why']}",
+        "attention_vs_gemm": "fit: long-context rows",
+        "overhead_s": f"fit: {step['overhead_s']['why']}",
+    }
     source |= {f"non_gemm:{k}": ("fit" if v.get("non_gemm_fit") else "prior") + f": {v['non_gemm_why']}"
                for k, v in raw["stacks"].items()}  # fmt: skip
     return StepParams(
@@ -279,7 +281,8 @@ def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
     terms = {
         "gemm": max(raw.gemm_flops / (raw.peak * g), raw.weight_bytes / bw) / k,
         "attention": raw.attention_flops
-        / (raw.peak * g * params.attention_vs_gemm * params.attention_relative.get(cls, 1.0)) / k,
+        / (raw.peak * g * params.attention_vs_gemm * params.attention_relative.get(cls, 1.0))
+        / k,
         "activations": act_bytes * m / bw / k,
         "logits": raw.logits_bytes / bw / k,
         "adapters": raw.adapter_bytes / bw / k,

@@ -119,9 +119,7 @@ def _close_open(
     session: Session, model: type[OfferPrice] | type[OfferAvailability], offer_ids: list[int], at: datetime
 ) -> None:
     for chunk in _chunks(offer_ids):
-        session.execute(
-            update(model).where(model.offer_id.in_(chunk), model.valid_to.is_(None)).values(valid_to=at)
-        )
+        session.execute(update(model).where(model.offer_id.in_(chunk), model.valid_to.is_(None)).values(valid_to=at))
 
 
 def _chunks(items: list[int], size: int = CHUNK) -> Iterator[list[int]]:
@@ -222,10 +220,16 @@ def record_locations(session: Session, provider: str, valid: list[ValidOffer]) -
         if have is None:
             session.add(RegionLocation(**row))
         elif (have.located, have.country, have.areas, have.metro) != (
-            row["located"], row["country"], row["areas"], row["metro"]
+            row["located"],
+            row["country"],
+            row["areas"],
+            row["metro"],
         ):
             have.located, have.country, have.areas, have.metro = (
-                row["located"], row["country"], row["areas"], row["metro"]
+                row["located"],
+                row["country"],
+                row["areas"],
+                row["metro"],
             )
         else:
             continue

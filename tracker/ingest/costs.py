@@ -127,8 +127,7 @@ def record_cost_terms(
     close = [oid for oid, old in open_rows.items() if oid not in stated or stated[oid][1] != old]
     closing = set(close)
     new = [
-        {"offer_id": oid, "valid_from": observed_at, "valid_to": None, "run_id": run_id, "digest": digest}
-        | dict(terms)
+        {"offer_id": oid, "valid_from": observed_at, "valid_to": None, "run_id": run_id, "digest": digest} | dict(terms)
         for oid, (terms, digest) in stated.items()
         if oid not in open_rows or oid in closing
     ]
@@ -140,4 +139,3 @@ def record_cost_terms(
         )
     insert_rows(session, OfferCostTerms, new)
     return len(new)
-

@@ -239,9 +239,9 @@ def _previous(session: Session, source: str, before: date) -> dict[str, tuple[da
         .subquery()
     )
     rows = session.execute(
-        select(FxRate.currency, FxRate.rate_date, FxRate.usd_per_unit).join(
-            latest, (FxRate.currency == latest.c.currency) & (FxRate.rate_date == latest.c.day)
-        ).where(FxRate.source == source)
+        select(FxRate.currency, FxRate.rate_date, FxRate.usd_per_unit)
+        .join(latest, (FxRate.currency == latest.c.currency) & (FxRate.rate_date == latest.c.day))
+        .where(FxRate.source == source)
     )
     return {code: (day, rate) for code, day, rate in rows}
 

@@ -298,8 +298,14 @@ def unavailable_mask(available: np.ndarray) -> np.ndarray:
 
 
 def _order(
-    frame: OfferTable, idx: np.ndarray, kept: np.ndarray, fits: np.ndarray, key: np.ndarray, price_h: np.ndarray,
-    cards: np.ndarray, options: RankOptions,
+    frame: OfferTable,
+    idx: np.ndarray,
+    kept: np.ndarray,
+    fits: np.ndarray,
+    key: np.ndarray,
+    price_h: np.ndarray,
+    cards: np.ndarray,
+    options: RankOptions,
 ) -> np.ndarray:
     """Positions in `idx` of the ranked offers: fitting first, then those not known to be sold out (an offer the
     provider says is unavailable is no choice today: it ranks after every available or unknown one, and says so

@@ -75,4 +75,3 @@ def annotate(rows: list[dict[str, Any]], prepared: PreparedServing, memory_gb: S
         })  # fmt: skip
         if not est.fits and est.reason:
             r["reason"] = est.reason  # "precision fp8 needs FP8 tensor cores ...", not a memory figure
-

@@ -179,7 +179,11 @@ def _bucket_pieces(
 
 
 def _without_outages(
-    session: Session, settings: Settings, names: list[str], start: datetime, end: datetime,
+    session: Session,
+    settings: Settings,
+    names: list[str],
+    start: datetime,
+    end: datetime,
     columns: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, ...]:
     """(lo, hi, price, offer, provider) with every provider's outages cut out (tracker.market.outages)."""

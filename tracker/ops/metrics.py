@@ -138,9 +138,7 @@ class DatabaseCollector(Collector):
             f"{PREFIX}_price_median_usd_per_gpu_hour", "Median live $/GPU-hour, per card and pricing type",
             labels=labels,
         )  # fmt: skip
-        count = GaugeMetricFamily(
-            f"{PREFIX}_market_offers", "Fresh offers counted in the price series", labels=labels
-        )
+        count = GaugeMetricFamily(f"{PREFIX}_market_offers", "Fresh offers counted in the price series", labels=labels)
         # A separate series, not a label: a card gaining its first live offer must not change the
         # identity of its price series (that would break alert rules and graphs over the change).
         reference = GaugeMetricFamily(

@@ -169,9 +169,7 @@ def _ingest(
                 session.flush()
             else:
                 run = session.get_one(ScrapeRun, run_id)
-            report = ingest(
-                session, run, result, catalog=get_catalog(), settings=settings, observed_at=observed_at
-            )
+            report = ingest(session, run, result, catalog=get_catalog(), settings=settings, observed_at=observed_at)
             run.schema_warnings = schema_warnings
             run.finished_at = clock()
             if dry_run:
@@ -324,7 +322,7 @@ NO_NETWORK_AFTER = 3  # providers in a row that could not be reached before the 
 
 
 class _NetworkNotice:
-    """"No network?" said once, not once per provider: the worker scrapes each provider as its own job, so a
+    """ "No network?" said once, not once per provider: the worker scrapes each provider as its own job, so a
     machine without network would otherwise log sixty failures. Each unreachable provider is logged at
     INFO; after NO_NETWORK_AFTER in a row with no provider reached, one warning names them and the way to
     see data offline; the first provider reached again ends the outage (and says so)."""

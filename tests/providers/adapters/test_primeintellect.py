@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
 from providers.adapters.primeintellect import PrimeIntellect, availability
@@ -137,7 +138,7 @@ def test_fetch_offers_labels_resold_offers_via_the_aggregator():
     assert own and all("via" not in o.attributes and "upstream" not in o.attributes for o in own)
 
 
-def _box(disk: dict[str, object]) -> dict[str, object]:
+def _box(disk: Mapping[str, object]) -> dict[str, object]:
     return {"cloudId": "NVIDIA H100 80GB HBM3", "gpuType": "H100_80GB", "socket": "SXM5", "provider": "runpod",
             "dataCenter": "US-KS-2", "gpuCount": 1, "gpuMemory": 80, "prices": {"onDemand": 2.69, "currency": "USD"},
             "stockStatus": "Available", "disk": disk}  # fmt: skip

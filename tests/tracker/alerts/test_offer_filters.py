@@ -68,9 +68,7 @@ def last_value(engine, rule_id):
         return s.get_one(AlertRule, rule_id).last_value
 
 
-def test_available_8x_h100_in_the_eu_under_250_fires_once_and_resolves_when_it_goes(
-    engine, settings, clock, receiver
-):
+def test_available_8x_h100_in_the_eu_under_250_fires_once_and_resolves_when_it_goes(engine, settings, clock, receiver):
     scrape(engine, settings, clock, x1=False)
     rule = add_rule(engine, settings, clock(), gpu="H100", threshold="2.50", **EU_8X, channels=webhook(receiver))
     assert last_value(engine, rule) == Decimal("3.000000")  # x2: the only available 8× EU offer

@@ -12,7 +12,7 @@ from providers.contract import ScrapedOffer, ScrapeResult
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalogError, get_catalog
 from tracker.catalog.variants import VariantRules, get_rules, resolve_offer_gpu
 from tracker.config import Settings
-from tracker.ingest.batch import validate_batch
+from tracker.ingest.validate import validate_batch
 
 CATALOG = get_catalog()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories.cassettes import bundled_cassette
+from providers.cassette import bundled_cassette
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB = ("--model", "llama-3.1-8b", "--method", "qlora", "--tokens", "22.5M")

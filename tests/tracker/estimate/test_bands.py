@@ -85,8 +85,10 @@ def test_seed_has_no_band_and_keeps_its_fields():
     assert e.as_dict()["band"] is None
 
 
-@pytest.mark.parametrize(("gpu", "method"), [("RTX4090-24GB", "lora"), ("RTX4090-24GB", "full"),
-                                           ("H100-SXM-80GB", "qlora"), ("RTX5090-32GB", "lora")])
+@pytest.mark.parametrize(
+    ("gpu", "method"),
+    [("RTX4090-24GB", "lora"), ("RTX4090-24GB", "full"), ("H100-SXM-80GB", "qlora"), ("RTX5090-32GB", "lora")],
+)
 def test_fits_band_compares_both_ends_with_the_card(gpu, method):
     d = _est(gpu, method).as_dict()
     lo, hi, card = d["vram_gb_low"], d["vram_gb_high"], d["memory_gb"]

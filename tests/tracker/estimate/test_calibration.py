@@ -200,7 +200,8 @@ def test_step_terms_by_hand():
 
     assert p is not None  # hf-peft carries the fitted step model
     est = prepare(mk("llama-3.1-8b", "lora", rank=16, seq_len=2048, batch=4, tokens="1M")).on(
-        get_catalog().get("H100-SXM-80GB"))
+        get_catalog().get("H100-SXM-80GB")
+    )
     t = est.step_time_breakdown
     assert t is not None
     T, L, h, i, V = 8192, 32, 4096, 14336, 128256
@@ -225,7 +226,8 @@ def test_packing_off_pays_for_padding_and_ddp_adds_gradient_all_reduce():
     padded = prepare(make_job("llama-3.1-8b", "lora", tokens="1M", packing=False, pad_fraction=0.25)).on(g)
     assert padded.tokens_per_second == pytest.approx(0.75 * packed.tokens_per_second)
     ddp = prepare(make_job("llama-3.1-8b", "full", tokens="1M", parallel="ddp")).on(
-        get_catalog().get("RTX4090-24GB"), 2)
+        get_catalog().get("RTX4090-24GB"), 2
+    )
     # 8.03 B bf16 grads, ring all-reduce 2·(n-1)/n over PCIe at 10 GB/s, minus what compute hides
     comm = 2 * 0.5 * 8_030_261_248 * 2 / 10e9
     breakdown = ddp.step_time_breakdown

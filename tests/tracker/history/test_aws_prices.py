@@ -28,6 +28,7 @@ VERSIONS = {"20221201000000": "2022-12-01T00:00:00Z", "20230120214025": "2023-01
 def _texts():
     current = Cassette.load(bundled_cassette("aws"))
     text = next(i.text for i in current.interactions if i.url.endswith("/us-east-1/index.csv"))
+    assert text is not None
     offers = parse_csv(text, "us-east-1").offers
     # p5.48xlarge on demand in us-east-1, re-priced in the later version.
     lines = text.split("\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -43,7 +44,7 @@ ANSWERED_AT = datetime.now(UTC)
 
 
 def _answers(engine, settings):
-    out = {}
+    out: dict[Any, Any] = {}
     end = START + timedelta(days=25)
     app = create_app(settings, engine, live=LiveOffers(), clock=lambda: ANSWERED_AT)
     with TestClient(app, raise_server_exceptions=False) as client:

@@ -79,7 +79,7 @@ def test_each_commit_is_a_dated_observation_and_a_rerun_adds_nothing(engine, set
             ("lambdalabs", "2024-03-10"),
         ]
         assert runs[2].source_version.startswith("skypilot-catalog:catalogs/v6/aws/vms.csv@")
-        g5 = session.scalar(select(Offer).where(Offer.offer_key == "g5.xlarge:us-east-1:us-east-1a"))
+        g5 = session.scalars(select(Offer).where(Offer.offer_key == "g5.xlarge:us-east-1:us-east-1a")).one()
         assert g5.gpu_id == "A10G-24GB" and g5.gpu_memory_gb == Decimal("24")
         prices = session.scalars(select(OfferPrice.price_per_hour).where(OfferPrice.offer_id == g5.id)
                                  .order_by(OfferPrice.valid_from)).all()  # fmt: skip

@@ -93,7 +93,7 @@ def test_snapshots_older_than_a_live_scrape_are_skipped_not_written_over_it(engi
                                   now=utcnow())  # fmt: skip
     assert report.skipped == 3 and report.runs == 5  # the three snapshots of June 15 are covered
     with session_scope(engine) as session:
-        live = session.scalar(select(Offer).where(Offer.offer_key == "NVIDIA H100 80GB HBM3:1:secure"))
+        live = session.scalars(select(Offer).where(Offer.offer_key == "NVIDIA H100 80GB HBM3:1:secure")).one()
         first = session.scalar(select(func.min(OfferPrice.valid_from)).where(OfferPrice.offer_id == live.id))
         assert first == datetime(2025, 6, 18, tzinfo=UTC)
 

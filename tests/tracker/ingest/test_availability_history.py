@@ -166,9 +166,9 @@ def test_runpod_cassette_stock_running_out_gives_availability_history(engine, se
     t0 = clock()
     with session_scope(engine) as s:
         key = s.scalar(
-            select(Offer.offer_key).where(
-                Offer.provider == "runpod", Offer.offer_key.like("NVIDIA H100 80GB HBM3:8:secure:%")
-            ).order_by(Offer.offer_key)
+            select(Offer.offer_key)
+            .where(Offer.provider == "runpod", Offer.offer_key.like("NVIDIA H100 80GB HBM3:8:secure:%"))
+            .order_by(Offer.offer_key)
         )
     assert key is not None and history(engine, key, "runpod") == [(True, t0, None)]
     datacenter = key.rsplit(":", 1)[1]

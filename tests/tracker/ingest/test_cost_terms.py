@@ -86,7 +86,12 @@ def test_the_digest_compares_terms_by_value_and_keeps_types_apart():
     assert tenth == terms_digest({"egress_usd_per_gb": Decimal("0.100000")})
     assert tenth != terms_digest({"egress_usd_per_gb": Decimal("0.2")})
     assert stated_terms({COST_TERMS: {"stopped_bills": True, "billing_minimum_s": 1}}) == {
-        **{name: None for name in TERM_COLUMNS}, "stopped_bills": True, "billing_minimum_s": Decimal("1.000")}
+        **{name: None for name in TERM_COLUMNS},
+        "stopped_bills": True,
+        "billing_minimum_s": Decimal("1.000"),
+    }
     assert stated_terms({COST_TERMS: {"stopped_bills": 1, "billing_minimum_s": True}}) is None
     assert stated_terms({COST_TERMS: {"egress_usd_per_gb": [1], "billing_minimum_s": 60}}) == {
-        **{name: None for name in TERM_COLUMNS}, "billing_minimum_s": Decimal("60.000")}
+        **{name: None for name in TERM_COLUMNS},
+        "billing_minimum_s": Decimal("60.000"),
+    }

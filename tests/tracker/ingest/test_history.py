@@ -64,9 +64,7 @@ def test_price_change_closes_old_row_and_past_instant_keeps_old_price(engine, se
     with session_scope(engine) as s:
         a = offer_row(s, "a")
         assert a.price_per_hour == Decimal("1.800000")
-        rows = s.scalars(
-            select(OfferPrice).where(OfferPrice.offer_id == a.id).order_by(OfferPrice.valid_from)
-        ).all()
+        rows = s.scalars(select(OfferPrice).where(OfferPrice.offer_id == a.id).order_by(OfferPrice.valid_from)).all()
         assert [(r.price_per_hour, r.valid_from, r.valid_to) for r in rows] == [
             (Decimal("2.000000"), t0, t1),
             (Decimal("1.800000"), t1, None),
@@ -96,9 +94,7 @@ def test_delist_and_relist(engine, settings, clock):
         assert price_of(s, b.id, t_back) == Decimal("3.000000")
         assert price_at(s, b.id, t_delist) is None
         # Exactly one open row per offer.
-        open_rows = s.scalar(
-            select(func.count()).where(OfferPrice.offer_id == b.id, OfferPrice.valid_to.is_(None))
-        )
+        open_rows = s.scalar(select(func.count()).where(OfferPrice.offer_id == b.id, OfferPrice.valid_to.is_(None)))
         assert open_rows == 1
 
 

@@ -118,10 +118,9 @@ def test_plan_constraints_carry_the_requirement():
     fields = Workload.model_fields
     assert "constraints" in fields
     c = Constraints(interconnect="infiniband", min_nodes=2)
-    w = Workload.model_construct(constraints=c)
+    w = Workload.model_construct(constraints=c)  # type: ignore[call-arg]  # only the constraints matter here
     f = _filters(w)
     assert (f.interconnect, f.min_nodes) == ("infiniband", 2)
-
 
 
 def test_rank_estimates_a_multi_node_offer_on_its_network(engine, settings, clock):

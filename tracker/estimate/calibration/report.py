@@ -129,7 +129,7 @@ class CalibrationReport:
         out = []
         rows = [r for r in self.rows if r.in_set and r.estimated_tps and r.row.uses_tps]
         for i, first in enumerate(rows):
-            for second in rows[i + 1:]:
+            for second in rows[i + 1 :]:
                 if first.row.gpu == second.row.gpu or _same_job(first.row) != _same_job(second.row):
                     continue
                 # The faster card first: ratios read "H100 / A100 = 2.3".
@@ -167,8 +167,10 @@ class CalibrationReport:
 
     def as_dict(self) -> dict[str, Any]:
         if self.assumptions.step_model:
-            return self.summary() | {"step": self.assumptions.describe()["step"],
-                                     "rows": [r.as_dict() for r in self.rows]}
+            return self.summary() | {
+                "step": self.assumptions.describe()["step"],
+                "rows": [r.as_dict() for r in self.rows],
+            }
         return self.summary() | {
             "efficiency": self.assumptions.describe()["efficiency"],
             "efficiency_source": dict(self.assumptions.efficiency.source),
