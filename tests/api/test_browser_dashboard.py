@@ -158,8 +158,12 @@ def widest(browser) -> list[str]:
     )
 
 
-VIEWS = [("market", "market", "market"), ("history", "history/H100-SXM-80GB/1y", "history"),
-         ("job", "job", "job"), ("health", "health", "health")]  # fmt: skip
+VIEWS = [
+    ("market", "market", "market"),
+    ("history", "history/H100-SXM-80GB/1y", "history"),
+    ("job", "job", "job"),
+    ("health", "health", "health"),
+]
 
 
 @pytest.mark.parametrize(("width", "height", "device"), [(*LAPTOP, "laptop"), (*PHONE, "phone")])

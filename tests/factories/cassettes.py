@@ -217,8 +217,9 @@ def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict
         if o.currency != "USD"
     }
     offers = [copies.get(id(o), o) for o in result.offers]
-    prepared = validate_batch(ScrapeResult(offers=offers, skipped=list(result.skipped)), get_catalog(), Settings(),
-                              provider)  # fmt: skip
+    prepared = validate_batch(
+        ScrapeResult(offers=offers, skipped=list(result.skipped)), get_catalog(), Settings(), provider
+    )
     for original in result.offers:
         if (copy_ := copies.get(id(original))) is not None:
             original.attributes = copy_.attributes

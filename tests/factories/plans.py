@@ -9,11 +9,17 @@ from tracker.estimate import make_job, prepare
 
 # Workload documents as a user writes them (JSON/YAML objects), the shape validate_mix takes.
 SMALL: dict[str, Any] = {
-    "name": "small", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"},
-    "volume": {"runs_per_month": 10}}  # fmt: skip
+    "name": "small",
+    "kind": "fine-tune",
+    "job": {"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"},
+    "volume": {"runs_per_month": 10},
+}
 BIG: dict[str, Any] = {
-    "name": "big", "kind": "fine-tune", "job": {"model": "llama-3.1-70b", "method": "qlora", "tokens": "10M"},
-    "volume": {"runs_per_month": 4}}  # fmt: skip
+    "name": "big",
+    "kind": "fine-tune",
+    "job": {"model": "llama-3.1-70b", "method": "qlora", "tokens": "10M"},
+    "volume": {"runs_per_month": 4},
+}
 
 
 def hours_per_run(job: dict, gpu: str, gpus: int = 1) -> float:

@@ -215,8 +215,9 @@ def observe(
             no_data="cost metrics need the estimate model, which is unavailable",
         )
     try:
-        value = cost_model.value(rule.metric, rule.job or {}, rule.gpu_ids[0], rule.job_gpus, price,
-                                 pricing=rule.pricing)  # fmt: skip
+        value = cost_model.value(
+            rule.metric, rule.job or {}, rule.gpu_ids[0], rule.job_gpus, price, pricing=rule.pricing
+        )
     except CostError as exc:
         return Observation(None, len(rows), contributing, price=price, no_data=f"cost estimate failed: {exc}")
     return Observation(to_money(value), len(rows), contributing, price=price)

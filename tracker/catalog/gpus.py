@@ -224,9 +224,16 @@ _OCI_SHAPE = re.compile(r"^(?:bm|vm)\.(gpu\d*)(?:\.([a-z0-9-]+))?\.\d+$", re.IGN
 # The SXM module generation of each family, for telling a person their query names a card that does not exist
 # (NVIDIA's data sheets: V100 SXM2 and SXM3 (DGX-2), A100 SXM4, H100/H200/H800/H20 SXM5, B200/B300 SXM6).
 _SXM_GENERATIONS: dict[str, set[int]] = {
-    "V100": {2, 3}, "A100": {4}, "A800": {4}, "H100": {5}, "H200": {5}, "H800": {5}, "H20": {5}, "B200": {6},
+    "V100": {2, 3},
+    "A100": {4},
+    "A800": {4},
+    "H100": {5},
+    "H200": {5},
+    "H800": {5},
+    "H20": {5},
+    "B200": {6},
     "B300": {6},
-}  # fmt: skip
+}
 _SXM_GENERATION_WORD = re.compile(r"sxm\s?(\d)(?![\dg])")  # "SXM5", "sxm 4"; not the "SXM-80GB" of an id
 
 

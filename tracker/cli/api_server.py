@@ -33,6 +33,10 @@ def api_server(
     rt = runtime(ctx)
     console.print(f"serving the API on http://{host}:{port} (dashboard at /, metrics at /metrics)")
     uvicorn.run(
-        create_app(rt.settings, rt.engine), host=host, port=port, log_level=log_level.lower(),
-        proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips,
-    )  # fmt: skip
+        create_app(rt.settings, rt.engine),
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        proxy_headers=True,
+        forwarded_allow_ips=forwarded_allow_ips,
+    )

@@ -36,10 +36,14 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
     for api in alt["apis"]:
         band = api.get("break_even_band") or {}
         table.add_row(
-            api["provider"] + ("" if api["source"] == "provider" else " *"), api["api_model"],
-            f"{api['input_usd_per_mtok']:.3f}", f"{api['output_usd_per_mtok']:.3f}", f"{api['usd_per_mtok']:.4f}",
-            _volume(api["break_even"]), f"{_volume(band.get('low'))} – {_volume(band.get('high'))}",
-        )  # fmt: skip
+            api["provider"] + ("" if api["source"] == "provider" else " *"),
+            api["api_model"],
+            f"{api['input_usd_per_mtok']:.3f}",
+            f"{api['output_usd_per_mtok']:.3f}",
+            f"{api['usd_per_mtok']:.4f}",
+            _volume(api["break_even"]),
+            f"{_volume(band.get('low'))} – {_volume(band.get('high'))}",
+        )
     show_table(
         table,
         drop=("band (slow-fast)", "$/Mtok in", "$/Mtok out", "model"),
@@ -62,6 +66,8 @@ def print_plan_apis(result: dict[str, Any]) -> None:
         be = api["break_even"] or {}
         volume = be.get("break_even_tokens_per_month")
         wins = "never (the API is cheaper per token at full load)" if volume is None else f"{volume / 1e9:,.2f}B/month"
-        console.print(f"  {w['name']}: self-hosted ${own:,.0f}/month vs {api['provider']} {api['api_model']} "
-                      f"${api['monthly_cost']:,.0f}/month at ${api['usd_per_mtok']:.3f}/Mtok → {alt['cheaper']} is "
-                      f"cheaper; one node beats that API from {wins}")  # fmt: skip
+        console.print(
+            f"  {w['name']}: self-hosted ${own:,.0f}/month vs {api['provider']} {api['api_model']} "
+            f"${api['monthly_cost']:,.0f}/month at ${api['usd_per_mtok']:.3f}/Mtok → {alt['cheaper']} is "
+            f"cheaper; one node beats that API from {wins}"
+        )

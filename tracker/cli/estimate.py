@@ -47,8 +47,13 @@ def estimate_cmd(
     from tracker.estimate.service import EstimateRequest, run_estimate
 
     try:
-        req = EstimateRequest(**job.model_dump(exclude_unset=True), gpu=gpu, memory_gb=memory_gb, price=price,
-                              **({} if gpus is None else {"gpus": gpus}))  # fmt: skip
+        req = EstimateRequest(
+            **job.model_dump(exclude_unset=True),
+            gpu=gpu,
+            memory_gb=memory_gb,
+            price=price,
+            **({} if gpus is None else {"gpus": gpus}),
+        )
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
         fail(f"--{str(error['loc'][0]).replace('_', '-')}: {error['msg']}")
@@ -70,28 +75,58 @@ def _print_serving(result: dict[str, Any], wide: bool) -> None:
     """An inference job (`--kind inference`): throughput, latency and $/Mtok per card, then the terms."""
     job = result["job"]
     load = f" · {job['tokens_per_month']:.3g} tokens/month" if job["tokens_per_month"] else ""
-    console.print(f"[bold]job:[/] {job['model_name']} · {job['precision']} weights, {job['kv_precision']} KV · "
-                  f"{job['prompt_tokens']:,} in / {job['output_tokens']:,} out · {job['engine']}{load}")  # fmt: skip
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption="layout: replicas x tensor parallel; users: in flight "
-                  "/ most that fit; $/Mtok: the whole price over output tokens; in: the prefill share over input "
-                  "tokens; band: 10-90 %")  # fmt: skip
-    for col in ("gpu", "n", "layout", "GB/GPU", "fits", "users", "tok/s", "band", "/user", "TTFT", "$/Mtok", "in",
-                "GPUs", "$/month"):  # fmt: skip
+    console.print(
+        f"[bold]job:[/] {job['model_name']} · {job['precision']} weights, {job['kv_precision']} KV · "
+        f"{job['prompt_tokens']:,} in / {job['output_tokens']:,} out · {job['engine']}{load}"
+    )
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        caption="layout: replicas x tensor parallel; users: in flight "
+        "/ most that fit; $/Mtok: the whole price over output tokens; in: the prefill share over input "
+        "tokens; band: 10-90 %",
+    )
+    for col in (
+        "gpu",
+        "n",
+        "layout",
+        "GB/GPU",
+        "fits",
+        "users",
+        "tok/s",
+        "band",
+        "/user",
+        "TTFT",
+        "$/Mtok",
+        "in",
+        "GPUs",
+        "$/month",
+    ):
         table.add_column(col, justify="left" if col in ("gpu", "layout", "fits") else "right", no_wrap=col == "gpu")
     for r in result["rows"]:
         low, high = r["band"]["tokens_per_second"]
         table.add_row(
-            r["gpu"], f"{r['gpus']:g}", r["layout"], f"{r['vram_gb']:.1f}",
+            r["gpu"],
+            f"{r['gpus']:g}",
+            r["layout"],
+            f"{r['vram_gb']:.1f}",
             "[green]yes[/]" if r["fits"] else f"[red]no[/] {r['reason'] or ''}",
-            f"{r['concurrency']}/{r['max_concurrency']}", f"{r['tokens_per_second']:,.0f}",
-            f"{low:,.0f}–{high:,.0f}", f"{r['per_user_tokens_per_second']:,.1f}", f"{r['ttft_s']:.2f}",
-            _money(r["usd_per_mtok"], 3), _money(r["usd_per_mtok_input"], 3),
-            "–" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}", _money(r["monthly_cost"], 0),
-        )  # fmt: skip
+            f"{r['concurrency']}/{r['max_concurrency']}",
+            f"{r['tokens_per_second']:,.0f}",
+            f"{low:,.0f}–{high:,.0f}",
+            f"{r['per_user_tokens_per_second']:,.1f}",
+            f"{r['ttft_s']:.2f}",
+            _money(r["usd_per_mtok"], 3),
+            _money(r["usd_per_mtok_input"], 3),
+            "–" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}",
+            _money(r["monthly_cost"], 0),
+        )
     show_table(table, drop=("in", "band", "GPUs", "/user", "GB/GPU", "TTFT"), wide=wide)
     for r in result["rows"][:1]:
-        console.print(f"[bold]{r['gpu']} × {r['gpus']:g}[/] memory GB/GPU: " + ", ".join(
-            f"{k} {v:.2f}" for k, v in r["vram_breakdown"].items()))  # fmt: skip
+        console.print(
+            f"[bold]{r['gpu']} × {r['gpus']:g}[/] memory GB/GPU: "
+            + ", ".join(f"{k} {v:.2f}" for k, v in r["vram_breakdown"].items())
+        )
         terms = ", ".join(f"{k} {v:.5f}" for k, v in r["step_time_breakdown"].items())
         reason = f" · [red]{r['reason']}[/]" if r["reason"] else ""
         console.print(f"decode step s: {terms} · prefill {r['prefill_seconds']:.4f} s{reason}")
@@ -209,33 +244,7 @@ def calibrate_cmd(
         + f" · VRAM {_pct(s['median_abs_vram_error'], signed=False)} over {s['vram_rows']} rows"
     )
     if aset.step_model:
-        per = Table(title="per stack: MdAPE (leave-one-source-out)", box=box.SIMPLE_HEAD, pad_edge=False)
-        for col in ("stack", "tok/s rows", "tok/s", "LOSO", "VRAM rows", "VRAM"):
-            per.add_column(col, justify="left" if col == "stack" else "right")
-        for stack, st in s["per_stack"].items():
-            per.add_row(stack, str(st["tokens_per_second_rows"]),
-                        _pct(st["tokens_per_second_mdape"], signed=False),
-                        _pct(st["tokens_per_second_mdape_loso"], signed=False), str(st["vram_rows"]),
-                        _pct(st["vram_mdape"], signed=False))  # fmt: skip
-        show_table(per)
-        step = get_assumptions(aset.name).describe()["step"]
-        console.print(
-            "[bold]step model:[/]\n"
-            + "\n".join(
-                f"  {k}: {_terms(v)}"
-                for k, v in step.items()
-                if k not in ("source", "link_gb_s", "activation_elements")
-            )
-        )
-        console.print("[bold]sources:[/]\n[dim]" + "\n".join(f"  {k}: {v}" for k, v in step["source"].items()) + "[/]")
-        if s["card_ratios"]:
-            ratios = Table(title="card speed ratios (same source, same job)", box=box.SIMPLE_HEAD, pad_edge=False)
-            for col in ("rows", "cards", "measured", "est.", "err", "LOSO err"):
-                ratios.add_column(col, justify="right" if col in ("measured", "est.", "err", "LOSO err") else "left")
-            for q in s["card_ratios"]:
-                ratios.add_row(" / ".join(q["rows"]), " / ".join(q["cards"]), f"{q['measured']:.2f}",
-                               f"{q['estimated']:.2f}", _pct(q["error"]), _pct(q["error_loso"]))  # fmt: skip
-            show_table(ratios, wrap=("rows", "cards"))
+        _print_step_model(aset.name, s)
         return
     eff = Table(title="efficiency (fraction of dense BF16 peak)", box=box.SIMPLE_HEAD, pad_edge=False)
     eff.add_column("architecture")
@@ -246,6 +255,45 @@ def calibrate_cmd(
     show_table(eff)
     if aset.fitted:
         console.print("[dim]" + "\n".join(f"{k}: {v}" for k, v in aset.efficiency.source.items()) + "[/]")
+
+
+def _print_step_model(name: str, s: dict[str, Any]) -> None:
+    """The step model's per-stack errors, its fitted settings and sources, and the card speed ratios."""
+    per = Table(title="per stack: MdAPE (leave-one-source-out)", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("stack", "tok/s rows", "tok/s", "LOSO", "VRAM rows", "VRAM"):
+        per.add_column(col, justify="left" if col == "stack" else "right")
+    for stack, st in s["per_stack"].items():
+        per.add_row(
+            stack,
+            str(st["tokens_per_second_rows"]),
+            _pct(st["tokens_per_second_mdape"], signed=False),
+            _pct(st["tokens_per_second_mdape_loso"], signed=False),
+            str(st["vram_rows"]),
+            _pct(st["vram_mdape"], signed=False),
+        )
+    show_table(per)
+    step = get_assumptions(name).describe()["step"]
+    console.print(
+        "[bold]step model:[/]\n"
+        + "\n".join(
+            f"  {k}: {_terms(v)}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")
+        )
+    )
+    console.print("[bold]sources:[/]\n[dim]" + "\n".join(f"  {k}: {v}" for k, v in step["source"].items()) + "[/]")
+    if s["card_ratios"]:
+        ratios = Table(title="card speed ratios (same source, same job)", box=box.SIMPLE_HEAD, pad_edge=False)
+        for col in ("rows", "cards", "measured", "est.", "err", "LOSO err"):
+            ratios.add_column(col, justify="right" if col in ("measured", "est.", "err", "LOSO err") else "left")
+        for q in s["card_ratios"]:
+            ratios.add_row(
+                " / ".join(q["rows"]),
+                " / ".join(q["cards"]),
+                f"{q['measured']:.2f}",
+                f"{q['estimated']:.2f}",
+                _pct(q["error"]),
+                _pct(q["error_loso"]),
+            )
+        show_table(ratios, wrap=("rows", "cards"))
 
 
 def _terms(value: Any) -> str:
@@ -259,8 +307,20 @@ def _print_calibration_rows(report: Any, name: str, wide: bool) -> None:
     """Each calibration row, its estimate and errors; each distinct note once, numbered, below the table."""
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=f"assumptions: {name}")
     notes: dict[str, int] = {}  # each distinct note once, below the table: a sentence does not fit a cell
-    for col in ("row", "stack", "job", "gpu", "tok/s", "est.", "err", "LOO", "VRAM GB", "VRAM est.", "VRAM err",
-                "note"):  # fmt: skip
+    for col in (
+        "row",
+        "stack",
+        "job",
+        "gpu",
+        "tok/s",
+        "est.",
+        "err",
+        "LOO",
+        "VRAM GB",
+        "VRAM est.",
+        "VRAM err",
+        "note",
+    ):
         table.add_column(col, justify="left" if col in ("row", "stack", "job", "gpu", "note") else "right")
     for res in report.rows:
         d = res.as_dict()

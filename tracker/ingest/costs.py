@@ -115,8 +115,11 @@ def record_cost_terms(
 ) -> int:
     """Write the provider's changed cost terms (`ids`: offer key -> stored offer id, as ingest has
     them); returns the number of rows opened."""
-    stated = {ids[v.scraped.key]: found for v in valid if (found := _stated(v.scraped.attributes)) is not None
-              and v.scraped.key in ids}  # fmt: skip
+    stated = {
+        ids[v.scraped.key]: found
+        for v in valid
+        if (found := _stated(v.scraped.attributes)) is not None and v.scraped.key in ids
+    }
     open_rows: dict[int, str] = dict(
         session.execute(
             select(OfferCostTerms.offer_id, OfferCostTerms.digest)

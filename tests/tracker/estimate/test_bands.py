@@ -74,8 +74,11 @@ def test_the_band_contains_most_measured_rows_held_out():
 def test_vram_band_contains_most_measured_rows():
     rep = calibrate("hf-peft")
     rows = [(r.row, r.vram_error) for r in rep.rows if r.vram_error is not None]
-    inside = sum(1 for row, err in rows if vram_band(row.stack, row.method).low <= 1 / (1 + err)
-                 <= vram_band(row.stack, row.method).high)  # fmt: skip
+    inside = sum(
+        1
+        for row, err in rows
+        if vram_band(row.stack, row.method).low <= 1 / (1 + err) <= vram_band(row.stack, row.method).high
+    )
     assert len(rows) >= 30 and inside / len(rows) >= 0.8
 
 
@@ -97,9 +100,17 @@ def test_fits_band_compares_both_ends_with_the_card(gpu, method):
 
 
 def _row(gpu, cost, tps=1000.0, lo=0.8, hi=1.25, gpus=1.0, fits=True):
-    return {"gpu": gpu, "gpus": gpus, "fits": fits, "cost_per_run": Decimal(str(cost)), "hours": cost,
-            "usd_per_mtok": None, "tokens_per_second": tps, "tokens_per_second_low": tps * lo,
-            "tokens_per_second_high": tps * hi}  # fmt: skip
+    return {
+        "gpu": gpu,
+        "gpus": gpus,
+        "fits": fits,
+        "cost_per_run": Decimal(str(cost)),
+        "hours": cost,
+        "usd_per_mtok": None,
+        "tokens_per_second": tps,
+        "tokens_per_second_low": tps * lo,
+        "tokens_per_second_high": tps * hi,
+    }
 
 
 def test_within_band_of_best_overlaps_bands_but_not_for_the_same_card():

@@ -84,8 +84,9 @@ def test_the_budget_table_is_a_straight_line_so_its_fill_is_one():
     """The reason budget_fill = 1.0: each column is exactly linear in the card size, i.e. a line through
     measured peaks evaluated at card sizes, not an OOM search that would stop short of the budget."""
     for model, stack in (("llama-3.1-8b", "unsloth"), ("llama-3.1-8b", "hf")):
-        pts = sorted((r.row.vram_gb, r.row.seq_len) for r in _budget_rows()
-                     if r.row.model == model and r.row.stack == stack)  # fmt: skip
+        pts = sorted(
+            (r.row.vram_gb, r.row.seq_len) for r in _budget_rows() if r.row.model == model and r.row.stack == stack
+        )
         assert len(pts) >= 6
         slopes = [(c2 - c1) / (b2 - b1) for (b1, c1), (b2, c2) in itertools.pairwise(pts)]
         assert max(slopes) / min(slopes) < 1.001, slopes

@@ -95,8 +95,9 @@ def test_quality_attribute_changes_refresh_the_stored_offer(engine, settings, cl
     do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=vast), offer("b", "3.00")))
     clock.advance(minutes=10)
     # Only a non-filtered attribute changed: the stored offer is not rewritten (the old copy is kept).
-    do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=vast | {"machine_id": 2}),
-                                             offer("b", "3.00")))  # fmt: skip
+    do_ingest(
+        engine, settings, clock, batch(offer("a", "2.00", attributes=vast | {"machine_id": 2}), offer("b", "3.00"))
+    )
     with session_scope(engine) as s:
         assert s.scalars(select(Offer.attributes).where(Offer.offer_key == "a")).one()["machine_id"] == 1
     clock.advance(minutes=10)

@@ -43,8 +43,10 @@ def test_terms_are_kept_change_only(engine, settings):
     changed = clock.advance(minutes=10)
     a2 = _terms(egress_usd_per_gb=Decimal("0.004"), download_mbps=Decimal("500"))
     do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=a2), offer("b", "3.00")))
-    assert history(engine, "a") == [(Decimal("0.004000"), Decimal("718.100"), first, changed),
-                                    (Decimal("0.004000"), Decimal("500.000"), changed, None)]  # fmt: skip
+    assert history(engine, "a") == [
+        (Decimal("0.004000"), Decimal("718.100"), first, changed),
+        (Decimal("0.004000"), Decimal("500.000"), changed, None),
+    ]
 
     gone = clock.advance(minutes=10)
     do_ingest(engine, settings, clock, batch(offer("b", "3.00")))
@@ -56,10 +58,15 @@ def test_terms_are_kept_change_only(engine, settings):
 def test_a_malformed_term_is_not_said():
     assert stated_terms({COST_TERMS: {"egress_usd_per_gb": "-1", "download_mbps": "fast"}}) is None
     assert stated_terms({COST_TERMS: {"stopped_bills": "yes", "egress_usd_per_gb": "0.01"}}) == {
-        "billing_increment_s": None, "billing_minimum_s": None, "included_disk_gb": None,
-        "disk_usd_per_gb_month": None, "egress_usd_per_gb": Decimal("0.010000"), "ingress_usd_per_gb": None,
-        "stopped_bills": None, "download_mbps": None,
-    }  # fmt: skip
+        "billing_increment_s": None,
+        "billing_minimum_s": None,
+        "included_disk_gb": None,
+        "disk_usd_per_gb_month": None,
+        "egress_usd_per_gb": Decimal("0.010000"),
+        "ingress_usd_per_gb": None,
+        "stopped_bills": None,
+        "download_mbps": None,
+    }
 
 
 def test_real_vast_bundles_state_disk_transfer_and_bandwidth():

@@ -198,9 +198,11 @@ def test_same_batch_is_idempotent(engine, settings, clock, rerun):
 
 def test_open_form_factor_is_assumed_conservatively_and_recorded(engine, settings, clock):
     report = do_ingest(
-        engine, settings, clock,
+        engine,
+        settings,
+        clock,
         batch(offer("v100", "0.50", gpu="Tesla V100 16GB"), offer("a100", "1.00", gpu="A100")),
-    )  # fmt: skip
+    )
     assert report.assumed_names == {"Tesla V100 16GB": "V100-PCIE-16GB"}  # PCIe: the slower of the two
     assert report.unknown_names == {"A100": 1}  # memory open too: not guessed
     with session_scope(engine) as s:

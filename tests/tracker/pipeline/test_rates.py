@@ -103,8 +103,11 @@ def test_a_replayed_eur_batch_on_a_fresh_store_fetches_its_rate_before_ingest(en
     from tracker.storage.tables import Offer
 
     assert stored(engine) == {}
-    (report,) = asyncio.run(run_scrape([ScrapeJob(Hetzner, "replay", Cassette.load(bundled_cassette("hetzner")))],
-                                       engine, settings, clock=clock))  # fmt: skip
+    (report,) = asyncio.run(
+        run_scrape(
+            [ScrapeJob(Hetzner, "replay", Cassette.load(bundled_cassette("hetzner")))], engine, settings, clock=clock
+        )
+    )
     assert report.status == "ok" and report.offers_valid > 0
     assert not any("EUR" in reason for reason in report.invalid)
     assert stored(engine)["EUR"] == Decimal("1.1476")

@@ -175,8 +175,12 @@ def test_serving_workloads_without_the_serving_estimate_are_unsupported(engine, 
 
     _market(engine, settings, clock)
     monkeypatch.setattr(service, "serving_estimator", lambda: None)
-    serve = {"name": "serve", "kind": "inference", "job": {"model": "llama-3.1-8b"},
-             "volume": {"tokens_per_month": "1B"}}  # fmt: skip
+    serve = {
+        "name": "serve",
+        "kind": "inference",
+        "job": {"model": "llama-3.1-8b"},
+        "volume": {"tokens_per_month": "1B"},
+    }
     result = _plan(engine, settings, clock, [SMALL, serve])
     entry = result["workloads"][1]
     assert entry["status"] == "unsupported" and "serving" in entry["reason"] and entry["choice"] is None
@@ -184,9 +188,11 @@ def test_serving_workloads_without_the_serving_estimate_are_unsupported(engine, 
 
 
 SERVE: dict[str, Any] = {
-    "name": "serve", "kind": "inference",
+    "name": "serve",
+    "kind": "inference",
     "job": {"model": "llama-3.1-8b", "prompt_tokens": 500, "output_tokens": 200, "concurrency": 16},
-    "volume": {"tokens_per_month": "2B", "peak_to_average": 3}}  # fmt: skip
+    "volume": {"tokens_per_month": "2B", "peak_to_average": 3},
+}
 
 
 def _serving(job: dict, gpu: str, gpus: int = 1):

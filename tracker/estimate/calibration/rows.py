@@ -86,13 +86,21 @@ class MeasuredRow:
 
     def job(self) -> JobSpec:
         return make_job(
-            self.model, self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len,
-            batch=self.batch, grad_checkpointing=self.grad_checkpointing, tokens=1e6,
-            offload_activations=self.offload_activations, enforce_max_seq_len=not self.long_context,
+            self.model,
+            self.method,
+            rank=self.rank,
+            lora_targets=self.lora_targets,
+            seq_len=self.seq_len,
+            batch=self.batch,
+            grad_checkpointing=self.grad_checkpointing,
+            tokens=1e6,
+            offload_activations=self.offload_activations,
+            enforce_max_seq_len=not self.long_context,
             stack=self.stack if self.stack in stack_names() else None,
             parallel=self.parallelism if self.parallelism in ("ddp", "fsdp") else None,
-            precision=self.precision, grad_accum=self.grad_accum,
-        )  # fmt: skip
+            precision=self.precision,
+            grad_accum=self.grad_accum,
+        )
 
 
 @cache
