@@ -20,18 +20,22 @@ $(STAMP): pyproject.toml
 up: $(STAMP)
 	$(BIN)/gpu-tracker up $(if $(DEMO),--demo,) --host $(or $(HOST),127.0.0.1) --port $(or $(PORT),8000)
 
-## Run the whole test suite (SQLite and real PostgreSQL), plus ruff, the layering contracts and mypy --strict.
+## Run the whole test suite (SQLite and real PostgreSQL), plus ruff (lint and format), the layering contracts, mypy --strict and mypy on the tests.
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict tracker providers api
+	$(BIN)/mypy tests
 	$(BIN)/pytest -q
 
-## ruff, the layering contracts and mypy --strict, without the tests.
+## ruff (lint and format), the layering contracts, mypy --strict and mypy on the tests, without the tests.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy --strict tracker providers api
+	$(BIN)/mypy tests
 
 ## Migrate the configured database (TRACKER_DATABASE_URL, default the embedded SQLite).
 migrate: $(STAMP)

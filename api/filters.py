@@ -26,9 +26,7 @@ def query_name(field: str) -> str:
     return FLAGS.get(field, field)
 
 
-def offer_filters(
-    exclude: Iterable[str] = (), defaults: dict[str, Any] | None = None
-) -> Callable[..., OfferFilters]:
+def offer_filters(exclude: Iterable[str] = (), defaults: dict[str, Any] | None = None) -> Callable[..., OfferFilters]:
     """A dependency giving the route the filters (all but `exclude`), read from the query string."""
     skip, defaults = frozenset(exclude), defaults or {}
     fields = {n: f for n, f in OfferFilters.model_fields.items() if n not in skip}

@@ -48,13 +48,18 @@ def metrics_for(app: FastAPI) -> AppMetrics:
         return existing
     registry = CollectorRegistry()
     requests = Counter(
-        f"{PREFIX}_http_requests", "HTTP requests served, by method, route template and status code",
-        ["method", "route", "status"], registry=registry,
-    )  # fmt: skip
+        f"{PREFIX}_http_requests",
+        "HTTP requests served, by method, route template and status code",
+        ["method", "route", "status"],
+        registry=registry,
+    )
     latency = Histogram(
-        f"{PREFIX}_http_request_duration_seconds", "Time to serve an HTTP request (until the response is sent)",
-        ["method", "route"], buckets=LATENCY_BUCKETS, registry=registry,
-    )  # fmt: skip
+        f"{PREFIX}_http_request_duration_seconds",
+        "Time to serve an HTTP request (until the response is sent)",
+        ["method", "route"],
+        buckets=LATENCY_BUCKETS,
+        registry=registry,
+    )
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     GCCollector(registry=registry)

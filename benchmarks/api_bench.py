@@ -57,8 +57,18 @@ def _free_port() -> int:
 def server(database_url: str, data_dir: str) -> Any:
     port = _free_port()
     env = os.environ | {"BENCH_DATABASE_URL": database_url, "BENCH_DATA_DIR": data_dir}
-    argv = [sys.executable, "-m", "uvicorn", "--factory", "benchmarks.server:build", "--host", "127.0.0.1",
-            "--port", str(port), *UVICORN_ARGS]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--factory",
+        "benchmarks.server:build",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        *UVICORN_ARGS,
+    ]
     proc = subprocess.Popen(argv, env=env, cwd=REPO)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -83,8 +93,21 @@ def server(database_url: str, data_dir: str) -> Any:
 
 
 def run_load(base: str, load: Load, duration: float, concurrency: int, warmup: float) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "benchmarks.loadgen", "--url", base + load.path, "--method", load.method,
-            "--concurrency", str(concurrency), "--duration", str(duration), "--warmup", str(warmup)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "benchmarks.loadgen",
+        "--url",
+        base + load.path,
+        "--method",
+        load.method,
+        "--concurrency",
+        str(concurrency),
+        "--duration",
+        str(duration),
+        "--warmup",
+        str(warmup),
+    ]
     if load.body is not None:
         argv += ["--body", json.dumps(load.body)]
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=duration + warmup + 120, cwd=REPO)
@@ -139,13 +162,19 @@ def run(
     report.add(
         Figure(
             name=f"{backend} POST /v1/rank p99 at {concurrency} connections",
-            value=rank["p99_ms"], unit="ms", anchor=paired_hello["p99_ms"], anchor_label="hello p99", anchor_unit="ms",
-            ratio=rank["p99_ms"] / paired_hello["p99_ms"], ratio_label="x hello p99", target="<= 100 ms",
+            value=rank["p99_ms"],
+            unit="ms",
+            anchor=paired_hello["p99_ms"],
+            anchor_label="hello p99",
+            anchor_unit="ms",
+            ratio=rank["p99_ms"] / paired_hello["p99_ms"],
+            ratio_label="x hello p99",
+            target="<= 100 ms",
             ok=rank["p99_ms"] <= 100,
             note=f"p50 {rank['p50_ms']:.0f} ms; {rank['rate']:.1f} req/s = {1000 / rank['rate']:.0f} ms of server "
             f"per request, so {concurrency} queued requests wait ~{concurrency * 1000 / rank['rate']:.0f} ms",
         )
-    )  # fmt: skip
+    )
     every = [r for pair in pairs for r in pair]
     errors = sum(r["errors"] for r in every)
     total = sum(r["requests"] for r in every)
@@ -155,18 +184,34 @@ def run(
             kinds[k] = kinds.get(k, 0) + v
     report.add(
         Figure(
-            name=f"{backend} API errors under load", value=errors, unit="errors", anchor=total,
-            anchor_label="of", anchor_unit="requests", ratio=errors / total if total else 0.0, ratio_label="",
-            target="== 0", ok=errors == 0, note=", ".join(f"{k}: {v}" for k, v in kinds.items()),
+            name=f"{backend} API errors under load",
+            value=errors,
+            unit="errors",
+            anchor=total,
+            anchor_label="of",
+            anchor_unit="requests",
+            ratio=errors / total if total else 0.0,
+            ratio_label="",
+            target="== 0",
+            ok=errors == 0,
+            note=", ".join(f"{k}: {v}" for k, v in kinds.items()),
         )
-    )  # fmt: skip
+    )
     report.add(
         Figure(
-            name=f"{backend} API server peak RSS under load", value=peak_rss / 2**20, unit="MiB",
-            anchor=idle_rss / 2**20, anchor_label="idle after start", anchor_unit="MiB", ratio=peak_rss / idle_rss,
-            ratio_label="x idle", target="info", ok=None, note="uvicorn VmHWM: " + ", ".join(peaks),
+            name=f"{backend} API server peak RSS under load",
+            value=peak_rss / 2**20,
+            unit="MiB",
+            anchor=idle_rss / 2**20,
+            anchor_label="idle after start",
+            anchor_unit="MiB",
+            ratio=peak_rss / idle_rss,
+            ratio_label="x idle",
+            target="info",
+            ok=None,
+            note="uvicorn VmHWM: " + ", ".join(peaks),
         )
-    )  # fmt: skip
+    )
 
 
 def _add(
@@ -184,10 +229,17 @@ def _add(
     client_share = r["client_cpu_s"] / r["wall_s"]
     report.add(
         Figure(
-            name=f"{backend} {name} (64 conns)", value=r["rate"], unit="req/s", anchor=hello["rate"],
-            anchor_label="hello", anchor_unit="req/s", ratio=r["rate"] / hello["rate"], ratio_label="x", target=target,
+            name=f"{backend} {name} (64 conns)",
+            value=r["rate"],
+            unit="req/s",
+            anchor=hello["rate"],
+            anchor_label="hello",
+            anchor_unit="req/s",
+            ratio=r["rate"] / hello["rate"],
+            ratio_label="x",
+            target=target,
             ok=ok,
             note=f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, {r['requests']} requests, {r['errors']} errors; "
             f"CPU server {server_share:.0%} client {client_share:.0%}" + (f"; {extra}" if extra else ""),
         )
-    )  # fmt: skip
+    )

@@ -44,18 +44,59 @@ TABLES = Base.metadata.tables
 CARD = "H100-SXM-80GB"
 PRICING = "on_demand"
 OFFER_COLUMNS = (
-    "id", "provider", "offer_key", "gpu_id", "gpu_family", "raw_gpu_name", "gpu_count", "gpu_memory_gb",
-    "form_factor", "pricing", "reserved_term", "region", "instance_type", "available", "vcpus", "ram_gb",
-    "attributes", "demo", "first_seen", "last_seen", "delisted_at", "price_per_hour", "price_per_gpu_hour",
-)  # fmt: skip
+    "id",
+    "provider",
+    "offer_key",
+    "gpu_id",
+    "gpu_family",
+    "raw_gpu_name",
+    "gpu_count",
+    "gpu_memory_gb",
+    "form_factor",
+    "pricing",
+    "reserved_term",
+    "region",
+    "instance_type",
+    "available",
+    "vcpus",
+    "ram_gb",
+    "attributes",
+    "demo",
+    "first_seen",
+    "last_seen",
+    "delisted_at",
+    "price_per_hour",
+    "price_per_gpu_hour",
+)
 PRICE_COLUMNS = (
-    "id", "offer_id", "gpu_id", "pricing", "valid_from", "valid_to", "price_per_hour", "price_per_gpu_hour", "run_id",
+    "id",
+    "offer_id",
+    "gpu_id",
+    "pricing",
+    "valid_from",
+    "valid_to",
+    "price_per_hour",
+    "price_per_gpu_hour",
+    "run_id",
 )
 RUN_COLUMNS = (
-    "id", "provider", "source", "status", "started_at", "finished_at", "observed_at", "offers_seen", "offers_valid",
-    "offers_new", "price_rows", "offers_closed", "offers_reopened", "unknown_names", "invalid_offers",
+    "id",
+    "provider",
+    "source",
+    "status",
+    "started_at",
+    "finished_at",
+    "observed_at",
+    "offers_seen",
+    "offers_valid",
+    "offers_new",
+    "price_rows",
+    "offers_closed",
+    "offers_reopened",
+    "unknown_names",
+    "invalid_offers",
     "parser_version",
-)  # fmt: skip
+)
 
 
 @dataclass
@@ -78,13 +119,26 @@ def _tables(year: Year, hours: int) -> tuple[list[dict[str, Any]], list[dict[str
     plan, last = year.plan, year.plan.at(hours - 1)
     counts = [len(c) for c in plan.changes[:hours]]
     runs = [
-        {"id": h + 1, "provider": PROVIDER, "source": "live", "status": "ok", "started_at": plan.at(h),
-         "finished_at": plan.at(h) + timedelta(seconds=2), "observed_at": plan.at(h),
-         "offers_seen": len(plan.base), "offers_valid": len(plan.base),
-         "offers_new": len(plan.base) if h == 0 else 0, "price_rows": len(plan.base) if h == 0 else counts[h],
-         "offers_closed": 0, "offers_reopened": 0, "unknown_names": 0, "invalid_offers": 0, "parser_version": "1"}
+        {
+            "id": h + 1,
+            "provider": PROVIDER,
+            "source": "live",
+            "status": "ok",
+            "started_at": plan.at(h),
+            "finished_at": plan.at(h) + timedelta(seconds=2),
+            "observed_at": plan.at(h),
+            "offers_seen": len(plan.base),
+            "offers_valid": len(plan.base),
+            "offers_new": len(plan.base) if h == 0 else 0,
+            "price_rows": len(plan.base) if h == 0 else counts[h],
+            "offers_closed": 0,
+            "offers_reopened": 0,
+            "unknown_names": 0,
+            "invalid_offers": 0,
+            "parser_version": "1",
+        }
         for h in range(hours)
-    ]  # fmt: skip
+    ]
     prices = final_prices(plan, hours)
     offers = []
     for i, v in enumerate(year.valid):
@@ -92,16 +146,31 @@ def _tables(year: Year, hours: int) -> tuple[list[dict[str, Any]], list[dict[str
         values["price_per_hour"] = prices[i]
         values["price_per_gpu_hour"] = _per_gpu(prices[i], v)
         offers.append(
-            {"id": i + 1, "provider": PROVIDER, "offer_key": v.scraped.key, "first_seen": plan.t0, "last_seen": last,
-             "delisted_at": None} | values
-        )  # fmt: skip
+            {
+                "id": i + 1,
+                "provider": PROVIDER,
+                "offer_key": v.scraped.key,
+                "first_seen": plan.t0,
+                "last_seen": last,
+                "delisted_at": None,
+            }
+            | values
+        )
     rows = year.rows if hours == year.hours else history_rows(plan, hours, year.valid)
     price_rows = [
-        {"id": n + 1, "offer_id": r.offer + 1, "gpu_id": year.valid[r.offer].gpu.id,
-         "pricing": year.valid[r.offer].scraped.pricing.value, "valid_from": r.valid_from, "valid_to": r.valid_to,
-         "price_per_hour": r.price_per_hour, "price_per_gpu_hour": r.price_per_gpu_hour, "run_id": r.hour + 1}
+        {
+            "id": n + 1,
+            "offer_id": r.offer + 1,
+            "gpu_id": year.valid[r.offer].gpu.id,
+            "pricing": year.valid[r.offer].scraped.pricing.value,
+            "valid_from": r.valid_from,
+            "valid_to": r.valid_to,
+            "price_per_hour": r.price_per_hour,
+            "price_per_gpu_hour": r.price_per_gpu_hour,
+            "run_id": r.hour + 1,
+        }
         for n, r in enumerate(rows)
-    ]  # fmt: skip
+    ]
     return runs, offers, price_rows
 
 
@@ -165,24 +234,35 @@ def verify_against_ingest(engine: Engine, year: Year, hours: int) -> tuple[int, 
     _, offers, prices = _tables(year, hours)
     key_of = {o["id"]: o["offer_key"] for o in offers}
     expected = {
-        (key_of[p["offer_id"]], p["gpu_id"], p["pricing"], p["valid_from"], p["valid_to"], p["price_per_hour"],
-         p["price_per_gpu_hour"])
+        (
+            key_of[p["offer_id"]],
+            p["gpu_id"],
+            p["pricing"],
+            p["valid_from"],
+            p["valid_to"],
+            p["price_per_hour"],
+            p["price_per_gpu_hour"],
+        )
         for p in prices
-    }  # fmt: skip
+    }
     with session_scope(engine) as s:
         stored = {
             tuple(r)
             for r in s.execute(
-                select(Offer.offer_key, OfferPrice.gpu_id, OfferPrice.pricing, OfferPrice.valid_from,
-                       OfferPrice.valid_to, OfferPrice.price_per_hour, OfferPrice.price_per_gpu_hour)
-                .join(Offer, Offer.id == OfferPrice.offer_id)
+                select(
+                    Offer.offer_key,
+                    OfferPrice.gpu_id,
+                    OfferPrice.pricing,
+                    OfferPrice.valid_from,
+                    OfferPrice.valid_to,
+                    OfferPrice.price_per_hour,
+                    OfferPrice.price_per_gpu_hour,
+                ).join(Offer, Offer.id == OfferPrice.offer_id)
             )
         }
         live = {
             r.offer_key: (r.first_seen, r.last_seen, r.price_per_hour, r.price_per_gpu_hour, r.delisted_at)
-            for r in s.execute(select(Offer))
-            .scalars()
-            .all()
+            for r in s.execute(select(Offer)).scalars().all()
         }
     diffs = [f"missing {e}" for e in sorted(expected - stored, key=str)[:3]]
     diffs += [f"unexpected {e}" for e in sorted(stored - expected, key=str)[:3]]
@@ -256,11 +336,18 @@ def run(
     report.add(
         Figure(
             name=f"{backend} history rows, {len(year.plan.base):,} offers x {year.hours:,} hourly scrapes",
-            value=n_rows, unit="rows", anchor=snapshot_rows, anchor_label="snapshot-per-scrape", anchor_unit="rows",
-            ratio=snapshot_rows / n_rows, ratio_label="x fewer", target=">= 20x fewer",
-            ok=snapshot_rows / n_rows >= 20, note=f"bulk-loaded in {load_s:.1f} s",
+            value=n_rows,
+            unit="rows",
+            anchor=snapshot_rows,
+            anchor_label="snapshot-per-scrape",
+            anchor_unit="rows",
+            ratio=snapshot_rows / n_rows,
+            ratio_label="x fewer",
+            target=">= 20x fewer",
+            ok=snapshot_rows / n_rows >= 20,
+            note=f"bulk-loaded in {load_s:.1f} s",
         )
-    )  # fmt: skip
+    )
     if backend == "postgres":
         _sizes_pg(report, url, n_rows, snapshot_rows)
     else:
@@ -288,13 +375,19 @@ def run(
         report.add(
             Figure(
                 name=f"{backend} GET /v1/market/history {CARD} {interval} x {days} d",
-                value=median_s * 1000, unit="ms", anchor=anchor_s * 1000, anchor_label="fetch rows", anchor_unit="ms",
-                ratio=anchor_s / median_s, ratio_label="x fetch speed",
-                target="<= 200 ms" if target else "info", ok=None if target is None else median_s <= target,
+                value=median_s * 1000,
+                unit="ms",
+                anchor=anchor_s * 1000,
+                anchor_label="fetch rows",
+                anchor_unit="ms",
+                ratio=anchor_s / median_s,
+                ratio_label="x fetch speed",
+                target="<= 200 ms" if target else "info",
+                ok=None if target is None else median_s <= target,
                 note=f"{buckets} buckets from {n_fetched:,} price rows; max {max_s * 1000:.0f} ms of {repeat}; "
                 f"tracker.market.service.market_history alone {compute_s * 1000:.0f} ms",
             )
-        )  # fmt: skip
+        )
     client.close()
 
 
@@ -306,8 +399,9 @@ def _time_view(
     for _ in range(repeat):
         t = time.perf_counter()
         with session_scope(engine) as session:
-            market_history(session, settings, now, gpu_ids=[CARD], pricing=PRICING, interval=interval, start=start,
-                           end=end)  # fmt: skip
+            market_history(
+                session, settings, now, gpu_ids=[CARD], pricing=PRICING, interval=interval, start=start, end=end
+            )
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
@@ -340,12 +434,19 @@ def _sizes_pg(report: Report, url: str, n_rows: int, snapshot_rows: int) -> None
     report.add(
         Figure(
             name="postgres history size, offer_prices + indexes",
-            value=prices_bytes / 2**20, unit="MiB", anchor=projected / 2**20, anchor_label="snapshot-per-scrape",
-            anchor_unit="MiB", ratio=projected / prices_bytes, ratio_label="x smaller", target="info", ok=None,
+            value=prices_bytes / 2**20,
+            unit="MiB",
+            anchor=projected / 2**20,
+            anchor_label="snapshot-per-scrape",
+            anchor_unit="MiB",
+            ratio=projected / prices_bytes,
+            ratio_label="x smaller",
+            target="info",
+            ok=None,
             note=f"{prices_bytes / n_rows:.0f} B/row vs {sample_bytes / sample:.0f} B/row measured on a "
             f"{sample:,}-row sample; whole database {db_bytes / 2**20:.0f} MiB",
         )
-    )  # fmt: skip
+    )
 
 
 def _sizes_sqlite(report: Report, path: str, n_rows: int, snapshot_rows: int) -> None:
@@ -366,22 +467,35 @@ def _sizes_sqlite(report: Report, path: str, n_rows: int, snapshot_rows: int) ->
     report.add(
         Figure(
             name="sqlite history size, " + ("offer_prices + indexes" if prices_bytes else "whole file"),
-            value=value / 2**20, unit="MiB", anchor=per_row * snapshot_rows / 2**20,
-            anchor_label="snapshot-per-scrape (same B/row)", anchor_unit="MiB", ratio=snapshot_rows / n_rows,
-            ratio_label="x smaller", target="info", ok=None, note=f"whole file {db_bytes / 2**20:.0f} MiB",
+            value=value / 2**20,
+            unit="MiB",
+            anchor=per_row * snapshot_rows / 2**20,
+            anchor_label="snapshot-per-scrape (same B/row)",
+            anchor_unit="MiB",
+            ratio=snapshot_rows / n_rows,
+            ratio_label="x smaller",
+            target="info",
+            ok=None,
+            note=f"whole file {db_bytes / 2**20:.0f} MiB",
         )
-    )  # fmt: skip
+    )
 
 
-def verify_figure(report: Report, matched: int, expected: int, per_ingest_s: float, diffs: list[str], hours: int,
-                  n_offers: int) -> None:  # fmt: skip
+def verify_figure(
+    report: Report, matched: int, expected: int, per_ingest_s: float, diffs: list[str], hours: int, n_offers: int
+) -> None:
     report.add(
         Figure(
             name=f"postgres history bulk rows == real ingest replay of first {hours} h",
-            value=matched, unit="rows match", anchor=expected, anchor_label="expected", anchor_unit="rows",
-            ratio=matched / expected if expected else 0.0, ratio_label="", target="== 1 and no diff",
+            value=matched,
+            unit="rows match",
+            anchor=expected,
+            anchor_label="expected",
+            anchor_unit="rows",
+            ratio=matched / expected if expected else 0.0,
+            ratio_label="",
+            target="== 1 and no diff",
             ok=matched == expected and not diffs,
             note="; ".join(diffs) if diffs else f"hourly ingest of {n_offers:,} offers: {per_ingest_s * 1000:.0f} ms",
         )
-    )  # fmt: skip
-
+    )

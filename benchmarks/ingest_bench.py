@@ -32,10 +32,28 @@ from tracker.storage.tables import ScrapeRun
 
 PROVIDER = "vastai"
 BARE_COLUMNS = (
-    "provider", "offer_key", "gpu_id", "gpu_family", "raw_gpu_name", "gpu_count", "gpu_memory_gb", "form_factor",
-    "pricing", "reserved_term", "region", "instance_type", "available", "vcpus", "ram_gb", "attributes", "demo",
-    "first_seen", "last_seen", "price_per_hour", "price_per_gpu_hour",
-)  # fmt: skip
+    "provider",
+    "offer_key",
+    "gpu_id",
+    "gpu_family",
+    "raw_gpu_name",
+    "gpu_count",
+    "gpu_memory_gb",
+    "form_factor",
+    "pricing",
+    "reserved_term",
+    "region",
+    "instance_type",
+    "available",
+    "vcpus",
+    "ram_gb",
+    "attributes",
+    "demo",
+    "first_seen",
+    "last_seen",
+    "price_per_hour",
+    "price_per_gpu_hour",
+)
 PG_BARE = """CREATE TABLE bench_bare_offers (
     provider varchar(64), offer_key varchar(255), gpu_id varchar(64), gpu_family varchar(64),
     raw_gpu_name varchar(255), gpu_count numeric(8,3), gpu_memory_gb numeric(8,2), form_factor varchar(32),
@@ -108,13 +126,29 @@ def _bare_rows(valid: list[ValidOffer], at: datetime, sqlite: bool) -> list[tupl
         num: Any = float if sqlite else (lambda x: x)  # sqlite3 has no Decimal adapter
         rows.append(
             (
-                PROVIDER, s.key, v.gpu.id, v.gpu.family, s.gpu_name, num(s.gpu_count),
-                None if s.gpu_memory_gb is None else num(s.gpu_memory_gb), v.gpu.form_factor, s.pricing.value,
-                s.reserved_term, s.region, s.instance_type, s.available,
-                None if s.vcpus is None else num(s.vcpus), None if s.ram_gb is None else num(s.ram_gb),
-                json.dumps(s.attributes), False, stamp, stamp, num(v.price_per_hour), num(v.price_per_gpu_hour),
+                PROVIDER,
+                s.key,
+                v.gpu.id,
+                v.gpu.family,
+                s.gpu_name,
+                num(s.gpu_count),
+                None if s.gpu_memory_gb is None else num(s.gpu_memory_gb),
+                v.gpu.form_factor,
+                s.pricing.value,
+                s.reserved_term,
+                s.region,
+                s.instance_type,
+                s.available,
+                None if s.vcpus is None else num(s.vcpus),
+                None if s.ram_gb is None else num(s.ram_gb),
+                json.dumps(s.attributes),
+                False,
+                stamp,
+                stamp,
+                num(v.price_per_hour),
+                num(v.price_per_gpu_hour),
             )
-        )  # fmt: skip
+        )
     return rows
 
 
@@ -159,8 +193,9 @@ class Anchor:
             self.lite.execute("DELETE FROM bench_bare_offers")
             self.lite.commit()
             t = time.perf_counter()
-            self.lite.executemany(f"INSERT INTO bench_bare_offers VALUES ({', '.join('?' * len(BARE_COLUMNS))})",
-                                  self.rows)  # fmt: skip
+            self.lite.executemany(
+                f"INSERT INTO bench_bare_offers VALUES ({', '.join('?' * len(BARE_COLUMNS))})", self.rows
+            )
             self.lite.commit()
         seconds = time.perf_counter() - t
         self.times.append(seconds)
@@ -178,8 +213,9 @@ def run(report: Report, backend: str, engine: Engine, work: Workload, repeat: in
     """Leaves `engine`'s database holding the live snapshot (for the API and rank sections)."""
     settings = Settings(database_url=engine.url.render_as_string(hide_password=False))
     n = work.n_offers
-    anchor = Anchor(backend, engine.url.render_as_string(hide_password=False) if backend == "postgres" else sqlite_path,
-                    work.valid)  # fmt: skip
+    anchor = Anchor(
+        backend, engine.url.render_as_string(hide_password=False) if backend == "postgres" else sqlite_path, work.valid
+    )
     sql = StatementTimer(engine)
     cases: dict[str, tuple[list[float], list[float], str]] = {}
 
@@ -219,9 +255,16 @@ def run(report: Report, backend: str, engine: Engine, work: Workload, repeat: in
         report.add(
             Figure(
                 name=f"{backend} ingest {n:,} offers, {case}",
-                value=rate, unit="offers/s", anchor=anchor_rate, anchor_label=anchor.label, anchor_unit="rows/s",
-                ratio=rate / anchor_rate, ratio_label="x", target=f">= {target}x", ok=rate / anchor_rate >= target,
+                value=rate,
+                unit="offers/s",
+                anchor=anchor_rate,
+                anchor_label=anchor.label,
+                anchor_unit="rows/s",
+                ratio=rate / anchor_rate,
+                ratio_label="x",
+                target=f">= {target}x",
+                ok=rate / anchor_rate >= target,
                 note=f"{seconds * 1000:.0f} ms per batch vs {anchor_s * 1000:.0f} ms {anchor.label}, medians of "
                 f"{len(times)} alternated; SQL per batch: {where}",
             )
-        )  # fmt: skip
+        )

@@ -46,8 +46,16 @@ def run(report: Report, backend: str, database_url: str, work_dir: Path, n_offer
             note = f"exit {status}: {out[-300:]!r}"
         report.add(
             Figure(
-                name=f"{backend} worker peak RSS, {label}", value=peak / 2**20, unit="MiB", anchor=floor / 2**20,
-                anchor_label="import floor", anchor_unit="MiB", ratio=peak / floor, ratio_label="x floor",
-                target="info" if status == 0 else "exit 0", ok=None if status == 0 else False, note=note,
+                name=f"{backend} worker peak RSS, {label}",
+                value=peak / 2**20,
+                unit="MiB",
+                anchor=floor / 2**20,
+                anchor_label="import floor",
+                anchor_unit="MiB",
+                ratio=peak / floor,
+                ratio_label="x floor",
+                target="info" if status == 0 else "exit 0",
+                ok=None if status == 0 else False,
+                note=note,
             )
-        )  # fmt: skip
+        )

@@ -25,16 +25,29 @@ WORKLOADS = 20
 TARGET_S = 1.0
 # Training jobs of every size, and serving of small and large models: the seed's mix, repeated with variations.
 _TRAINING = [
-    ("llama-3.2-1b", "lora", "5M"), ("llama-3.1-8b", "qlora", "22.5M"), ("qwen2.5-7b", "lora", "40M"),
-    ("mistral-7b", "full", "20M"), ("qwen2.5-14b", "qlora", "30M"), ("gemma-2-27b", "qlora", "15M"),
-    ("qwen2.5-32b", "lora", "10M"), ("llama-3.1-70b", "qlora", "10M"), ("llama-3.1-70b", "full", "50M"),
-    ("mixtral-8x7b", "qlora", "12M"), ("phi-3-mini", "full", "8M"), ("llama-3.2-3b", "lora", "6M"),
-    ("qwen2.5-72b", "qlora", "9M"), ("gemma-2-9b", "lora", "18M"),
-]  # fmt: skip
+    ("llama-3.2-1b", "lora", "5M"),
+    ("llama-3.1-8b", "qlora", "22.5M"),
+    ("qwen2.5-7b", "lora", "40M"),
+    ("mistral-7b", "full", "20M"),
+    ("qwen2.5-14b", "qlora", "30M"),
+    ("gemma-2-27b", "qlora", "15M"),
+    ("qwen2.5-32b", "lora", "10M"),
+    ("llama-3.1-70b", "qlora", "10M"),
+    ("llama-3.1-70b", "full", "50M"),
+    ("mixtral-8x7b", "qlora", "12M"),
+    ("phi-3-mini", "full", "8M"),
+    ("llama-3.2-3b", "lora", "6M"),
+    ("qwen2.5-72b", "qlora", "9M"),
+    ("gemma-2-9b", "lora", "18M"),
+]
 _SERVING = [
-    ("llama-3.1-8b", "bf16", 16, "2B"), ("llama-3.1-70b", "fp8", 64, "5B"), ("qwen2.5-7b", "bf16", 32, "1B"),
-    ("llama-3.2-3b", "bf16", 8, "500M"), ("qwen2.5-32b", "fp8", 32, "3B"), ("mistral-7b", "bf16", 16, "800M"),
-]  # fmt: skip
+    ("llama-3.1-8b", "bf16", 16, "2B"),
+    ("llama-3.1-70b", "fp8", 64, "5B"),
+    ("qwen2.5-7b", "bf16", 32, "1B"),
+    ("llama-3.2-3b", "bf16", 8, "500M"),
+    ("qwen2.5-32b", "fp8", 32, "3B"),
+    ("mistral-7b", "bf16", 16, "800M"),
+]
 
 
 def mix_document() -> dict[str, object]:
@@ -43,14 +56,24 @@ def mix_document() -> dict[str, object]:
         constraints: dict[str, object] = {"pricing": ["on_demand", "spot"]} if i % 3 == 0 else {}
         if i % 4 == 1:
             constraints["deadline_hours"] = 48
-        workloads.append({"name": f"train-{i}", "kind": "fine-tune" if i % 5 else "pretrain",
-                          "job": {"model": model, "method": method, "tokens": tokens},
-                          "volume": {"runs_per_month": 2 + i % 7, "peak_to_average": 1 + i % 3},
-                          "constraints": constraints})  # fmt: skip
+        workloads.append(
+            {
+                "name": f"train-{i}",
+                "kind": "fine-tune" if i % 5 else "pretrain",
+                "job": {"model": model, "method": method, "tokens": tokens},
+                "volume": {"runs_per_month": 2 + i % 7, "peak_to_average": 1 + i % 3},
+                "constraints": constraints,
+            }
+        )
     for i, (model, precision, users, monthly) in enumerate(_SERVING):
-        workloads.append({"name": f"serve-{i}", "kind": "inference" if i % 2 == 0 else "batch-inference",
-                          "job": {"model": model, "precision": precision, "concurrency": users},
-                          "volume": {"tokens_per_month": monthly, "peak_to_average": 2}})  # fmt: skip
+        workloads.append(
+            {
+                "name": f"serve-{i}",
+                "kind": "inference" if i % 2 == 0 else "batch-inference",
+                "job": {"model": model, "precision": precision, "concurrency": users},
+                "volume": {"tokens_per_month": monthly, "peak_to_average": 2},
+            }
+        )
     assert len(workloads) == WORKLOADS
     return {"workloads": workloads}
 
@@ -80,13 +103,19 @@ def run(report: Report, backend: str, engine: Engine, repeat: int) -> None:
     report.add(
         Figure(
             name=f"{backend} plan {WORKLOADS} workloads over {n:,} live offers (in process)",
-            value=seconds * 1000, unit="ms", anchor=anchor_s * 1000, anchor_label=f"{WORKLOADS} rankings",
-            anchor_unit="ms", ratio=seconds / anchor_s, ratio_label="x 20 rankings", target=f"<= {TARGET_S:g} s",
+            value=seconds * 1000,
+            unit="ms",
+            anchor=anchor_s * 1000,
+            anchor_label=f"{WORKLOADS} rankings",
+            anchor_unit="ms",
+            ratio=seconds / anchor_s,
+            ratio_label="x 20 rankings",
+            target=f"<= {TARGET_S:g} s",
             ok=seconds <= TARGET_S,
             note=f"{planned} of {WORKLOADS} planned ({'with' if serving else 'without'} the serving estimate); "
             f"power cap {budget:,.0f} kW ({result['power']['algorithm']}); median of {repeat}",
         )
-    )  # fmt: skip
+    )
 
 
 __all__ = ["mix_document", "run"]

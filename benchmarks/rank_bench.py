@@ -45,9 +45,16 @@ def run(report: Report, backend: str, engine: Engine, repeat: int) -> None:
     report.add(
         Figure(
             name=f"{backend} rank {n:,} live offers for one job (in process)",
-            value=n / seconds, unit="offers/s", anchor=n / anchor_s, anchor_label="np.lexsort", anchor_unit="offers/s",
-            ratio=anchor_s / seconds, ratio_label="x sort speed", target="info", ok=None,
+            value=n / seconds,
+            unit="offers/s",
+            anchor=n / anchor_s,
+            anchor_label="np.lexsort",
+            anchor_unit="offers/s",
+            ratio=anchor_s / seconds,
+            ratio_label="x sort speed",
+            target="info",
+            ok=None,
             note=f"{seconds * 1000:.1f} ms per ranking (the /v1/rank p99 budget is 100 ms); "
             f"{result['fitting']:,} fit; median of {repeat}",
         )
-    )  # fmt: skip
+    )

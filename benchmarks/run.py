@@ -51,8 +51,18 @@ class Sizes:
     import_days: int = 365
 
 
-QUICK = Sizes(offers=2_000, repeat=2, history_hours=24 * 30, verify_hours=6, query_repeat=3, api_seconds=2.0,
-              rank_repeat=5, plan_repeat=3, import_offers=2_000, import_days=60)  # fmt: skip
+QUICK = Sizes(
+    offers=2_000,
+    repeat=2,
+    history_hours=24 * 30,
+    verify_hours=6,
+    query_repeat=3,
+    api_seconds=2.0,
+    rank_repeat=5,
+    plan_repeat=3,
+    import_offers=2_000,
+    import_days=60,
+)
 
 
 def postgres_ok(report: Report) -> bool:
@@ -84,8 +94,9 @@ def run_postgres(
     with pg_database("verify") as url:
         engine = migrated(url)
         matched, expected, per_ingest, diffs = history_bench.verify_against_ingest(engine, year, sizes.verify_hours)
-        history_bench.verify_figure(report, matched, expected, per_ingest, diffs, sizes.verify_hours,
-                                    sizes.history_offers)  # fmt: skip
+        history_bench.verify_figure(
+            report, matched, expected, per_ingest, diffs, sizes.verify_hours, sizes.history_offers
+        )
         engine.dispose()
     with pg_database("history") as url:
         engine = migrated(url)
@@ -103,9 +114,7 @@ def run_postgres(
         memory_bench.run(report, "postgres", url, tmp, sizes.offers)
 
 
-def run_sqlite(
-    report: Report, sizes: Sizes, work: ingest_bench.Workload, year: history_bench.Year, tmp: Path
-) -> None:
+def run_sqlite(report: Report, sizes: Sizes, work: ingest_bench.Workload, year: history_bench.Year, tmp: Path) -> None:
     path = tmp / "bench.db"
     url = f"sqlite:///{path}"
     engine = migrated(url)
@@ -118,8 +127,15 @@ def run_sqlite(
     api_bench.run(report, "sqlite", url, str(tmp), duration=sizes.api_seconds)
 
     section("§8 history import, sqlite")
-    import_bench.run(report, "sqlite", f"sqlite:///{tmp / 'import.db'}", tmp, sizes.import_offers, sizes.import_days,
-                     str(tmp / "import_anchor.db"))  # fmt: skip
+    import_bench.run(
+        report,
+        "sqlite",
+        f"sqlite:///{tmp / 'import.db'}",
+        tmp,
+        sizes.import_offers,
+        sizes.import_days,
+        str(tmp / "import_anchor.db"),
+    )
 
     section(f"§2 history, sqlite ({sizes.history_offers:,} offers x {sizes.history_hours:,} h)")
     hpath = tmp / "history.db"
@@ -163,11 +179,18 @@ def main(argv: list[str] | None = None) -> Report:
     elapsed = time.perf_counter() - started
     report.add(
         Figure(
-            name="make bench wall time" + (" (--quick)" if args.quick else ""), value=elapsed / 60, unit="min",
-            anchor=BUDGET_S / 60, anchor_label="budget", anchor_unit="min", ratio=elapsed / BUDGET_S,
-            ratio_label="x budget", target="< 1x", ok=elapsed < BUDGET_S,
+            name="make bench wall time" + (" (--quick)" if args.quick else ""),
+            value=elapsed / 60,
+            unit="min",
+            anchor=BUDGET_S / 60,
+            anchor_label="budget",
+            anchor_unit="min",
+            ratio=elapsed / BUDGET_S,
+            ratio_label="x budget",
+            target="< 1x",
+            ok=elapsed < BUDGET_S,
         )
-    )  # fmt: skip
+    )
     print("\n" + report.markdown(), flush=True)
     counts = {v: sum(f.verdict == v for f in report.figures) for v in ("PASS", "FAIL", "INFO")}
     print(f"\n{counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['INFO']} INFO", flush=True)

@@ -39,9 +39,7 @@ def run_migrations_online() -> None:
         with context.begin_transaction():
             context.run_migrations()
         return
-    connectable = engine_from_config(
-        {"sqlalchemy.url": _url()}, prefix="sqlalchemy.", poolclass=pool.NullPool
-    )
+    connectable = engine_from_config({"sqlalchemy.url": _url()}, prefix="sqlalchemy.", poolclass=pool.NullPool)
     with connectable.connect() as connection:
         _configure(connection)
         with context.begin_transaction():

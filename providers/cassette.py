@@ -91,9 +91,18 @@ SECRET_HEADERS = {
     "x-crusoe-timestamp",
 }
 SECRET_PARAMS = {
-    "key", "api_key", "apikey", "token", "access_token", "refresh_token", "id_token", "client_secret", "password",
-    "accesstoken", "encryptedaccesstoken",  # ABP logins (Denvr) answer a camelCase token
-}  # fmt: skip
+    "key",
+    "api_key",
+    "apikey",
+    "token",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "client_secret",
+    "password",
+    "accesstoken",
+    "encryptedaccesstoken",  # ABP logins (Denvr) answer a camelCase token
+}
 
 
 class CassetteError(Exception):

@@ -84,8 +84,12 @@ TEXT_LIMITS: Mapping[str, int] = {
     "key": 255, "gpu_name": 255, "region": 128, "instance_type": 128, "reserved_term": 16,
 }  # fmt: skip  # `currency` is stored as the ISO code ingest's FX step reads it as (or the offer is set aside)
 NUMBER_LIMITS: Mapping[str, int] = {
-    "gpu_count": 10**5, "price_per_hour": 10**8, "gpu_memory_gb": 10**6, "vcpus": 10**6, "ram_gb": 10**8,
-}  # fmt: skip
+    "gpu_count": 10**5,
+    "price_per_hour": 10**8,
+    "gpu_memory_gb": 10**6,
+    "vcpus": 10**6,
+    "ram_gb": 10**8,
+}
 
 
 def offer_problem(offer: ScrapedOffer) -> str | None:

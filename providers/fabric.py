@@ -47,18 +47,39 @@ NETWORKS = ("infiniband", "roce", "ethernet")
 
 # Provider words → our values. Compared lower-case with spaces, dashes and underscores removed.
 _LINK_WORDS = {
-    "nvswitch": "nvswitch", "hgx": "nvswitch", "dgx": "nvswitch",
-    "nvlink": "nvlink", "sxm": "nvlink", "sxm2": "nvlink", "sxm3": "nvlink", "sxm4": "nvlink", "sxm5": "nvlink",
-    "sxm6": "nvlink", "nvl": "nvlink",
-    "xgmi": "xgmi", "infinityfabric": "xgmi", "oam": "xgmi",
-    "pcie": "pcie", "pci": "pcie",
-}  # fmt: skip
+    "nvswitch": "nvswitch",
+    "hgx": "nvswitch",
+    "dgx": "nvswitch",
+    "nvlink": "nvlink",
+    "sxm": "nvlink",
+    "sxm2": "nvlink",
+    "sxm3": "nvlink",
+    "sxm4": "nvlink",
+    "sxm5": "nvlink",
+    "sxm6": "nvlink",
+    "nvl": "nvlink",
+    "xgmi": "xgmi",
+    "infinityfabric": "xgmi",
+    "oam": "xgmi",
+    "pcie": "pcie",
+    "pci": "pcie",
+}
 _NETWORK_WORDS = {
-    "infiniband": "infiniband", "ib": "infiniband", "ndr": "infiniband", "hdr": "infiniband",
-    "xdr": "infiniband", "quantum2": "infiniband",
-    "roce": "roce", "rocev2": "roce", "rdma": "roce", "efa": "roce", "spectrumx": "roce",
-    "ethernet": "ethernet", "eth": "ethernet", "tcp": "ethernet",
-}  # fmt: skip
+    "infiniband": "infiniband",
+    "ib": "infiniband",
+    "ndr": "infiniband",
+    "hdr": "infiniband",
+    "xdr": "infiniband",
+    "quantum2": "infiniband",
+    "roce": "roce",
+    "rocev2": "roce",
+    "rdma": "roce",
+    "efa": "roce",
+    "spectrumx": "roce",
+    "ethernet": "ethernet",
+    "eth": "ethernet",
+    "tcp": "ethernet",
+}
 
 
 def _word(raw: object) -> str:

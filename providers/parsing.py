@@ -164,18 +164,68 @@ def upstream_provider(raw: Any) -> str | None:
 
 # ISO 4217 codes a price text may name: the currencies the rate source lists (the ECB's 30 and USD) and
 # those the dollar-style symbols below stand for. Any other three letters are refused, not passed on.
-ISO_CODES = frozenset({
-    "USD", "EUR", "GBP", "CHF", "JPY", "CNY", "CAD", "AUD", "NZD", "HKD", "SGD", "SEK", "NOK", "DKK", "PLN",
-    "CZK", "HUF", "RON", "BGN", "ISK", "TRY", "ILS", "INR", "IDR", "KRW", "MYR", "PHP", "THB", "ZAR", "BRL",
-    "MXN", "TWD",
-})  # fmt: skip
+ISO_CODES = frozenset(
+    {
+        "USD",
+        "EUR",
+        "GBP",
+        "CHF",
+        "JPY",
+        "CNY",
+        "CAD",
+        "AUD",
+        "NZD",
+        "HKD",
+        "SGD",
+        "SEK",
+        "NOK",
+        "DKK",
+        "PLN",
+        "CZK",
+        "HUF",
+        "RON",
+        "BGN",
+        "ISK",
+        "TRY",
+        "ILS",
+        "INR",
+        "IDR",
+        "KRW",
+        "MYR",
+        "PHP",
+        "THB",
+        "ZAR",
+        "BRL",
+        "MXN",
+        "TWD",
+    }
+)
 # Markers that name one currency. A bare "$" (USD, CAD, AUD, HKD, ...) or "¥" (JPY, CNY) names none: only
 # an adapter whose provider documents what its "$" is may say so (`dollar=`).
 _MARKERS = {
-    "€": "EUR", "£": "GBP", "₹": "INR", "₩": "KRW", "₺": "TRY", "₪": "ILS", "฿": "THB", "₱": "PHP", "ZŁ": "PLN",
-    "US$": "USD", "U$S": "USD", "CA$": "CAD", "C$": "CAD", "A$": "AUD", "AU$": "AUD", "HK$": "HKD",
-    "NZ$": "NZD", "S$": "SGD", "SG$": "SGD", "R$": "BRL", "MX$": "MXN", "NT$": "TWD",
-}  # fmt: skip
+    "€": "EUR",
+    "£": "GBP",
+    "₹": "INR",
+    "₩": "KRW",
+    "₺": "TRY",
+    "₪": "ILS",
+    "฿": "THB",
+    "₱": "PHP",
+    "ZŁ": "PLN",
+    "US$": "USD",
+    "U$S": "USD",
+    "CA$": "CAD",
+    "C$": "CAD",
+    "A$": "AUD",
+    "AU$": "AUD",
+    "HK$": "HKD",
+    "NZ$": "NZD",
+    "S$": "SGD",
+    "SG$": "SGD",
+    "R$": "BRL",
+    "MX$": "MXN",
+    "NT$": "TWD",
+}
 _AMBIGUOUS = frozenset({"$", "¥", "KR", "FR", "FR."})
 _PER_HOUR = re.compile(r"\s*(?:/\s*(?:h|hr|hour)|per\s+hour)\s*$", re.IGNORECASE)
 # One run of ASCII digits with separators, and the text around it (the currency markers).

@@ -95,8 +95,17 @@ def parse_sheet(sheet: dict[str, Any]) -> ScrapeResult:
     return result
 
 
-_FABRIC_KEYS = frozenset({"gpu_link", "network", "network_gbps_per_gpu", "network_gbps_per_node", "gpus_per_node",
-                          "cluster_nodes", "nodes_available"})  # fmt: skip
+_FABRIC_KEYS = frozenset(
+    {
+        "gpu_link",
+        "network",
+        "network_gbps_per_gpu",
+        "network_gbps_per_node",
+        "gpus_per_node",
+        "cluster_nodes",
+        "nodes_available",
+    }
+)
 
 
 def _fabric(rate: dict[str, Any], i: int, count: Decimal) -> dict[str, Any]:

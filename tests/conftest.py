@@ -24,9 +24,7 @@ from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine
 from tracker.storage.tables import DataVersion
 
-PG_ADMIN_URL = os.environ.get(
-    "TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
-)
+PG_ADMIN_URL = os.environ.get("TRACKER_TEST_PG_ADMIN_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 # The suite shares its Postgres with other clients (max_connections 100 by default): every engine the tests
 # build from settings (the fixtures', the CLI's, the app's) gets a small pool unless a test says otherwise,

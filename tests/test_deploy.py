@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information
 from typer.testing import CliRunner
 
 from providers.registry import all_providers
@@ -167,8 +167,9 @@ def compose_tool() -> list[str]:
 def _config(tool: list[str], path: Path) -> subprocess.CompletedProcess[str]:
     # Interpolation must not depend on the caller's environment or a local .env.
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
-    return subprocess.run([*tool, "-f", str(path), "config", "-q"], cwd=path.parent, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return subprocess.run(
+        [*tool, "-f", str(path), "config", "-q"], cwd=path.parent, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_docker_compose_config_accepts_the_file(compose_tool):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -64,8 +64,10 @@ def test_compose_adds_prometheus_and_grafana_under_the_monitoring_profile():
     assert all(services[n]["profiles"] == ["monitoring"] for n in monitoring)
     prom, graf = services["prometheus"], services["grafana"]
     assert "./docker/prometheus:/etc/prometheus:ro" in prom["volumes"]
-    assert {"./docker/grafana/provisioning:/etc/grafana/provisioning:ro",
-            "./docker/grafana/dashboards:/var/lib/grafana/dashboards:ro"} <= set(graf["volumes"])  # fmt: skip
+    assert {
+        "./docker/grafana/provisioning:/etc/grafana/provisioning:ro",
+        "./docker/grafana/dashboards:/var/lib/grafana/dashboards:ro",
+    } <= set(graf["volumes"])
     target = yaml.safe_load(PROMETHEUS.read_text())["scrape_configs"][0]
     assert target["metrics_path"] == "/metrics" and target["static_configs"][0]["targets"] == ["api:8000"]
     assert all(p.startswith("${TRACKER_BIND:-127.0.0.1}:") for n in monitoring for p in services[n]["ports"])
@@ -82,8 +84,14 @@ def compose_tool() -> list[str]:
 
 def test_docker_compose_config_accepts_the_monitoring_profile(compose_tool):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
-    done = subprocess.run([*compose_tool, "-f", str(COMPOSE), "--profile", "monitoring", "config", "-q"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [*compose_tool, "-f", str(COMPOSE), "--profile", "monitoring", "config", "-q"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -126,10 +134,16 @@ def test_the_dashboard_loads_under_grafanas_schema():
 
 def test_the_dashboard_covers_prices_health_alerts_and_timings():
     text = " ".join(expr for _, expr in _queries())
-    for series in ("gpu_tracker_price_median_usd_per_gpu_hour", "gpu_tracker_price_min_usd_per_gpu_hour",
-                   "gpu_tracker_provider_stale", "gpu_tracker_last_success_timestamp_seconds",
-                   "gpu_tracker_scrape_runs_total", "gpu_tracker_alert_rules",
-                   "gpu_tracker_scrape_duration_seconds_sum", "gpu_tracker_scrape_last_duration_seconds"):  # fmt: skip
+    for series in (
+        "gpu_tracker_price_median_usd_per_gpu_hour",
+        "gpu_tracker_price_min_usd_per_gpu_hour",
+        "gpu_tracker_provider_stale",
+        "gpu_tracker_last_success_timestamp_seconds",
+        "gpu_tracker_scrape_runs_total",
+        "gpu_tracker_alert_rules",
+        "gpu_tracker_scrape_duration_seconds_sum",
+        "gpu_tracker_scrape_last_duration_seconds",
+    ):
         assert series in text, series
 
 

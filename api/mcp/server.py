@@ -117,13 +117,18 @@ class Tools:
         with _as_tool_errors():
             prepared, plan = _job(request)
             filters = _filters(request)
-            options = RankOptions(sort_by=request.sort_by, include_unfit=request.include_unfit,
-                                  best_per_card=request.best_per_card, limit=request.limit,
-                                  gpu_only=request.gpu_only)  # fmt: skip
+            options = RankOptions(
+                sort_by=request.sort_by,
+                include_unfit=request.include_unfit,
+                best_per_card=request.best_per_card,
+                limit=request.limit,
+                gpu_only=request.gpu_only,
+            )
             max_age = timedelta(hours=request.max_age_hours) if request.max_age_hours else None
             with session_scope(self.engine) as session:
-                result = rank_offers(self.engine, session, self.settings, now, prepared, filters, options, max_age,
-                                     plan)  # fmt: skip
+                result = rank_offers(
+                    self.engine, session, self.settings, now, prepared, filters, options, max_age, plan
+                )
         return _json(result)
 
     def estimate(self, request: EstimateRequest) -> dict[str, Any]:
@@ -147,10 +152,19 @@ class Tools:
             ids = gpu_ids_for(gpu) if gpu else None
             max_age = timedelta(hours=max_age_hours) if max_age_hours else None
             with session_scope(self.engine) as session:
-                return _json(market_snapshot(self.engine, session, self.settings, now, gpu_ids=ids,
-                                             pricing=[p.value for p in pricing or []],
-                                             include_reference=include_reference, max_age=max_age,
-                                             aggregated=aggregated))  # fmt: skip
+                return _json(
+                    market_snapshot(
+                        self.engine,
+                        session,
+                        self.settings,
+                        now,
+                        gpu_ids=ids,
+                        pricing=[p.value for p in pricing or []],
+                        include_reference=include_reference,
+                        max_age=max_age,
+                        aggregated=aggregated,
+                    )
+                )
 
     def history(
         self,
@@ -166,15 +180,31 @@ class Tools:
         start = now - timedelta(days=days)
         with _as_tool_errors():
             if (now - start) / INTERVALS[interval] > MAX_BUCKETS:
-                raise FieldError(f"too many buckets: use a coarser interval than {interval} for this range",
-                                 "interval")  # fmt: skip
+                raise FieldError(f"too many buckets: use a coarser interval than {interval} for this range", "interval")
             ids = gpu_ids_for(gpu)
             with session_scope(self.engine) as session:
-                rows = market_history(session, self.settings, now, gpu_ids=ids, pricing=pricing.value,
-                                      interval=interval, start=start, end=now,
-                                      include_reference=include_reference)  # fmt: skip
-        return _json({"gpu": gpu, "gpu_ids": ids, "pricing": pricing.value, "interval": interval, "start": start,
-                      "end": now, "buckets": rows})  # fmt: skip
+                rows = market_history(
+                    session,
+                    self.settings,
+                    now,
+                    gpu_ids=ids,
+                    pricing=pricing.value,
+                    interval=interval,
+                    start=start,
+                    end=now,
+                    include_reference=include_reference,
+                )
+        return _json(
+            {
+                "gpu": gpu,
+                "gpu_ids": ids,
+                "pricing": pricing.value,
+                "interval": interval,
+                "start": start,
+                "end": now,
+                "buckets": rows,
+            }
+        )
 
     def availability(
         self,
@@ -191,8 +221,16 @@ class Tools:
             ids = gpu_ids_for(gpu)
             with session_scope(self.engine) as session:
                 rows = availability(session, self.settings, now, gpu_ids=ids, days=days, filters=chosen)
-        return _json({"as_of": now, "gpu": gpu, "gpu_ids": ids, "filters": chosen.model_dump(mode="json"),
-                      "days": days, "rows": rows})  # fmt: skip
+        return _json(
+            {
+                "as_of": now,
+                "gpu": gpu,
+                "gpu_ids": ids,
+                "filters": chosen.model_dump(mode="json"),
+                "days": days,
+                "rows": rows,
+            }
+        )
 
     def plan(self, request: PlanBody) -> dict[str, Any]:
         """A workload mix (fine-tuning and serving workloads) placed on the live offers that run each
@@ -226,8 +264,14 @@ def _resources(server: MCPServer, engine: Engine, settings: Settings) -> None:
     def api_prices() -> str:
         sheet = load_sheet()
         now = utcnow()
-        return encode({"read_on": sheet.read_on, "age_days": sheet.age_days(now), "stale": sheet.stale(now),
-                       "prices": [p.describe() for p in sheet.prices]}).decode()  # fmt: skip
+        return encode(
+            {
+                "read_on": sheet.read_on,
+                "age_days": sheet.age_days(now),
+                "stale": sheet.stale(now),
+                "prices": [p.describe() for p in sheet.prices],
+            }
+        ).decode()
 
     specs: tuple[tuple[str, str, Callable[[], str]], ...] = (
         ("providers", "Each provider's scrape health: last run, last success, age, offers, stale flag.", providers),
@@ -235,8 +279,7 @@ def _resources(server: MCPServer, engine: Engine, settings: Settings) -> None:
         ("api-prices", "Serverless inference API prices per model ($/Mtok, source URL, date read).", api_prices),
     )
     for name, description, fn in specs:
-        server.resource(f"gpu-tracker://{name}", name=name, description=description,
-                        mime_type="application/json")(fn)  # fmt: skip
+        server.resource(f"gpu-tracker://{name}", name=name, description=description, mime_type="application/json")(fn)
 
 
 def _api_locations(errors: list[Any]) -> list[dict[str, Any]]:

@@ -105,11 +105,13 @@ def alert_events(
     """Transitions (newest first, with the value that caused each) and notifications with their attempts."""
     if session.get(AlertRule, rule_id) is None:
         return _missing(rule_id)
-    return answer({
-        "rule_id": rule_id,
-        "events": events(session, rule_id, limit=limit),
-        "notifications": notifications(session, rule_id, limit=limit),
-    })  # fmt: skip
+    return answer(
+        {
+            "rule_id": rule_id,
+            "events": events(session, rule_id, limit=limit),
+            "notifications": notifications(session, rule_id, limit=limit),
+        }
+    )
 
 
 @router.post("/alerts/{rule_id}/test", response_model=TestSent)

@@ -51,5 +51,6 @@ def get_export(
             yield from stream_tar(session, fmt=format, generated_at=now, since=lo, until=hi)
 
     name = f"gpu-tracker-export-{now:%Y%m%dT%H%M%SZ}.tar"
-    return StreamingResponse(body(), media_type="application/x-tar",
-                             headers={"content-disposition": f'attachment; filename="{name}"'})  # fmt: skip
+    return StreamingResponse(
+        body(), media_type="application/x-tar", headers={"content-disposition": f'attachment; filename="{name}"'}
+    )

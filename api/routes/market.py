@@ -59,9 +59,18 @@ async def get_market(
     max_age = timedelta(hours=max_age_hours) if max_age_hours else None
 
     def compute(session: Session) -> dict[str, Any]:
-        return market_snapshot(engine, session, settings, now, gpu_ids=gpu_ids, pricing=kinds,
-                               include_reference=include_reference, max_age=max_age, aggregated=aggregated,
-                               live=live)  # fmt: skip
+        return market_snapshot(
+            engine,
+            session,
+            settings,
+            now,
+            gpu_ids=gpu_ids,
+            pricing=kinds,
+            include_reference=include_reference,
+            max_age=max_age,
+            aggregated=aggregated,
+            live=live,
+        )
 
     key = ("market", tuple(gpu_ids or ()), tuple(kinds), include_reference, max_age, aggregated)
     return json_response(await market_answer(request, key, compute, now, as_of="first"))
@@ -95,19 +104,43 @@ async def get_market_history(
 
     def compute(session: Session) -> bytes | dict[str, Any]:
         rows = market_history(
-            session, settings, now, gpu_ids=ids, pricing=pricing.value, interval=interval,
-            start=start_at, end=end_at, include_reference=include_reference,
-        )  # fmt: skip
+            session,
+            settings,
+            now,
+            gpu_ids=ids,
+            pricing=pricing.value,
+            interval=interval,
+            start=start_at,
+            end=end_at,
+            include_reference=include_reference,
+        )
         if format == "csv":
             out = io.StringIO()
             writer = csv.writer(out)
             writer.writerow(["bucket", "min", "p25", "median", "p75", "max", "offers", "providers"])
             for r in rows:
-                writer.writerow([r["bucket"].isoformat(), r["min"], r["p25"], r["median"], r["p75"], r["max"],
-                                 r["offers"], r["providers"]])  # fmt: skip
+                writer.writerow(
+                    [
+                        r["bucket"].isoformat(),
+                        r["min"],
+                        r["p25"],
+                        r["median"],
+                        r["p75"],
+                        r["max"],
+                        r["offers"],
+                        r["providers"],
+                    ]
+                )
             return out.getvalue().encode("utf-8")
-        return {"gpu": gpu, "gpu_ids": ids, "pricing": pricing.value, "interval": interval, "start": start_at,
-                "end": end_at, "buckets": rows}  # fmt: skip
+        return {
+            "gpu": gpu,
+            "gpu_ids": ids,
+            "pricing": pricing.value,
+            "interval": interval,
+            "start": start_at,
+            "end": end_at,
+            "buckets": rows,
+        }
 
     # Explicit bounds are keyed as written: the answer echoes them, offset included.
     bounds = (start.isoformat() if start else None, end.isoformat() if end else None)

@@ -20,7 +20,6 @@ from tracker.storage.engine import session_scope
 router = APIRouter(prefix="/v1", tags=["offers"])
 
 
-
 @router.get("/offers", response_model=OffersPage)
 async def list_offers(
     request: Request,

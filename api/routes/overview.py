@@ -30,8 +30,15 @@ def get_market_overview(
 ) -> Any:
     """Per card × pricing type: live min/p25/median/p75, offers, providers, demo flag, change over 7 and
     30 days (against the daily median of that day) and a 30-day sparkline of daily median and min."""
-    return answer(market_overview(
-        request.app.state.engine, session, request.app.state.settings, now,
-        pricing=[p.value for p in pricing or []], include_reference=include_reference, aggregated=aggregated,
-        live=live,
-    ))  # fmt: skip
+    return answer(
+        market_overview(
+            request.app.state.engine,
+            session,
+            request.app.state.settings,
+            now,
+            pricing=[p.value for p in pricing or []],
+            include_reference=include_reference,
+            aggregated=aggregated,
+            live=live,
+        )
+    )

@@ -67,8 +67,9 @@ class PlanBody(BaseModel):
         try:
             if self.source is not None:
                 return load_mix(self.source)
-            return validate_mix({"workloads": [w.model_dump(mode="json", exclude_unset=True)
-                                               for w in self.workloads or []]})  # fmt: skip
+            return validate_mix(
+                {"workloads": [w.model_dump(mode="json", exclude_unset=True) for w in self.workloads or []]}
+            )
         except MixError as exc:
             prefix = "source" if self.source is not None else "body"
             raise FieldError(exc.message, f"{prefix}.{exc.field}" if exc.field else prefix) from None
@@ -93,9 +94,10 @@ def _plan_slot(request: Request) -> Iterator[None]:
         slots = request.app.state.plan_slots = threading.BoundedSemaphore(MAX_CONCURRENT_PLANS)
     if not slots.acquire(blocking=False):
         raise HTTPException(
-            429, f"{MAX_CONCURRENT_PLANS} plans are being computed; retry shortly",
+            429,
+            f"{MAX_CONCURRENT_PLANS} plans are being computed; retry shortly",
             headers={"Retry-After": str(RETRY_AFTER_S)},
-        )  # fmt: skip
+        )
     try:
         yield
     finally:

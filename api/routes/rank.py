@@ -73,8 +73,13 @@ async def post_rank(body: RankBody, request: Request, now: Now, live: Live) -> A
         # Errors (unknown model, GPU, bad job) propagate in the order they always did and are never cached.
         prepared, plan = _job(body)
         filters = _filters(body)
-        options = RankOptions(sort_by=body.sort_by, include_unfit=body.include_unfit,
-                              best_per_card=body.best_per_card, limit=body.limit, gpu_only=body.gpu_only)  # fmt: skip
+        options = RankOptions(
+            sort_by=body.sort_by,
+            include_unfit=body.include_unfit,
+            best_per_card=body.best_per_card,
+            limit=body.limit,
+            gpu_only=body.gpu_only,
+        )
         max_age = timedelta(hours=body.max_age_hours) if body.max_age_hours else None
         return rank_offers(engine, session, settings, now, prepared, filters, options, max_age, plan, live=live)
 
@@ -90,10 +95,19 @@ async def post_rank_history(body: RankHistoryBody, request: Request, now: Now) -
         prepared, plan = _job(body)
         ids = gpu_ids_for(body.gpu) if body.gpu else [g.id for g in get_catalog().all()]
         result = rank_history(
-            session, settings, now, prepared, gpu_ids=ids, pricing=body.pricing.value,
-            statistic=body.statistic, start=now - timedelta(days=body.days), end=now,
-            include_reference=body.include_reference, plan=plan, gpu_only=body.gpu_only,
-        )  # fmt: skip
+            session,
+            settings,
+            now,
+            prepared,
+            gpu_ids=ids,
+            pricing=body.pricing.value,
+            statistic=body.statistic,
+            start=now - timedelta(days=body.days),
+            end=now,
+            include_reference=body.include_reference,
+            plan=plan,
+            gpu_only=body.gpu_only,
+        )
         if not body.gpu:  # all cards: keep those with data, so the answer stays small
             result["series"] = [s for s in result["series"] if s["points"]]
         return result

@@ -127,8 +127,11 @@ def parse_price(payload: Any, region: str, itype: str) -> ScrapedOffer:
         raise ProviderError(f"{region}:{itype}: price without a currency")
     details = price.get("DetailInfos")
     detail = details.get("DetailInfo") if isinstance(details, dict) else None
-    own = [d for d in detail if isinstance(d, dict) and d.get("Resource") == "instanceType"] if isinstance(
-        detail, list) else []  # fmt: skip
+    own = (
+        [d for d in detail if isinstance(d, dict) and d.get("Resource") == "instanceType"]
+        if isinstance(detail, list)
+        else []
+    )
     amount = to_decimal(own[0].get("TradePrice") if own else require(price, "TradePrice", where), f"{where}.TradePrice")
     if amount <= 0:
         raise ProviderError(f"{region}:{itype}: price {amount}")
@@ -217,10 +220,14 @@ class AlibabaCloud(Provider):
 
         jobs = []
         for region, itype in pairs:
-            jobs.append(ask("DescribePrice", region, {"ResourceType": "instance", "InstanceType": itype,
-                                                      "PriceUnit": "Hour"}))  # fmt: skip
-            jobs.append(ask("DescribeSpotPriceHistory", region, {"InstanceType": itype, "NetworkType": "vpc",
-                                                                 "OSType": "linux"}))  # fmt: skip
+            jobs.append(
+                ask("DescribePrice", region, {"ResourceType": "instance", "InstanceType": itype, "PriceUnit": "Hour"})
+            )
+            jobs.append(
+                ask(
+                    "DescribeSpotPriceHistory", region, {"InstanceType": itype, "NetworkType": "vpc", "OSType": "linux"}
+                )
+            )
         answers = await gather_bounded(jobs, CONCURRENCY)
         result = ScrapeResult()
         for n, (region, itype) in enumerate(pairs):

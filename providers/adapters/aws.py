@@ -71,10 +71,17 @@ from providers.http import (
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS: tuple[str, ...] = (
-    "us-east-1", "us-east-2", "us-west-2", "ca-central-1",
-    "eu-west-1", "eu-central-1", "eu-north-1",
-    "ap-northeast-1", "ap-south-1", "ap-southeast-2",
-)  # fmt: skip
+    "us-east-1",
+    "us-east-2",
+    "us-west-2",
+    "ca-central-1",
+    "eu-west-1",
+    "eu-central-1",
+    "eu-north-1",
+    "ap-northeast-1",
+    "ap-south-1",
+    "ap-southeast-2",
+)
 CONCURRENCY = 3
 MAX_PREAMBLE_ROWS = 10
 # A real row is 1–2 KB: a body with no line end, or a quote never closed, must not collect the file in memory.
@@ -82,10 +89,22 @@ MAX_ROW_BYTES = 2**20
 RESERVED_TERMS = {"1yr": "1y", "3yr": "3y"}
 
 REQUIRED = (
-    "Instance Type", "TermType", "PricePerUnit", "Unit", "Currency", "Tenancy", "Operating System",
-    "CapacityStatus", "Pre Installed S/W", "vCPU", "Memory", "GPU", "LeaseContractLength",
-    "PurchaseOption", "OfferingClass",
-)  # fmt: skip
+    "Instance Type",
+    "TermType",
+    "PricePerUnit",
+    "Unit",
+    "Currency",
+    "Tenancy",
+    "Operating System",
+    "CapacityStatus",
+    "Pre Installed S/W",
+    "vCPU",
+    "Memory",
+    "GPU",
+    "LeaseContractLength",
+    "PurchaseOption",
+    "OfferingClass",
+)
 
 # Cheap byte-level pre-filter: a quoted cell holding a p*/g*/gr* instance type.
 _GPU_ROW = re.compile(rb'"(?:p\d|g\d|gr\d)[a-z0-9-]*\.[a-z0-9]+"')
@@ -118,22 +137,45 @@ INSTANCES: dict[str, Gpu] = {
     **_family("A100 SXM 80GB", 80, {"p4de.24xlarge": "8"}),
     **_family("V100 SXM2 16GB", 16, {"p3.2xlarge": "1", "p3.8xlarge": "4", "p3.16xlarge": "8"}),
     **_family("V100 SXM2 32GB", 32, {"p3dn.24xlarge": "8"}),
-    **_family("A10G 24GB", 24, {f"g5.{s}": "1" for s in _SMALL}
-              | {"g5.12xlarge": "4", "g5.24xlarge": "4", "g5.48xlarge": "8"}),
-    **_family("L4 24GB", 24, {f"g6.{s}": "1" for s in _SMALL}
-              | {"g6.12xlarge": "4", "g6.24xlarge": "4", "g6.48xlarge": "8",
-                 "gr6.4xlarge": "1", "gr6.8xlarge": "1",
-                 "g6f.large": "0.125", "g6f.xlarge": "0.125", "g6f.2xlarge": "0.25", "g6f.4xlarge": "0.5",
-                 "gr6f.4xlarge": "0.5"}),
-    **_family("L40S 48GB", 48, {f"g6e.{s}": "1" for s in _SMALL}
-              | {"g6e.12xlarge": "4", "g6e.24xlarge": "4", "g6e.48xlarge": "8"}),
+    **_family(
+        "A10G 24GB", 24, {f"g5.{s}": "1" for s in _SMALL} | {"g5.12xlarge": "4", "g5.24xlarge": "4", "g5.48xlarge": "8"}
+    ),
+    **_family(
+        "L4 24GB",
+        24,
+        {f"g6.{s}": "1" for s in _SMALL}
+        | {
+            "g6.12xlarge": "4",
+            "g6.24xlarge": "4",
+            "g6.48xlarge": "8",
+            "gr6.4xlarge": "1",
+            "gr6.8xlarge": "1",
+            "g6f.large": "0.125",
+            "g6f.xlarge": "0.125",
+            "g6f.2xlarge": "0.25",
+            "g6f.4xlarge": "0.5",
+            "gr6f.4xlarge": "0.5",
+        },
+    ),
+    **_family(
+        "L40S 48GB",
+        48,
+        {f"g6e.{s}": "1" for s in _SMALL} | {"g6e.12xlarge": "4", "g6e.24xlarge": "4", "g6e.48xlarge": "8"},
+    ),
     **_family("T4 16GB", 16, {f"g4dn.{s}": "1" for s in _SMALL} | {"g4dn.12xlarge": "4", "g4dn.metal": "8"}),
     # G5g: NVIDIA T4G, the T4 for Arm hosts (same chip and 16 GB)
-    **_family("T4 16GB", 16, {f"g5g.{s}": "1" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge")}
-              | {"g5g.16xlarge": "2", "g5g.metal": "2"}),
-    **_family("Radeon Pro V520 8GB", 8, {"g4ad.xlarge": "1", "g4ad.2xlarge": "1", "g4ad.4xlarge": "1",
-                                         "g4ad.8xlarge": "2", "g4ad.16xlarge": "4"}),
-}  # fmt: skip
+    **_family(
+        "T4 16GB",
+        16,
+        {f"g5g.{s}": "1" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge")}
+        | {"g5g.16xlarge": "2", "g5g.metal": "2"},
+    ),
+    **_family(
+        "Radeon Pro V520 8GB",
+        8,
+        {"g4ad.xlarge": "1", "g4ad.2xlarge": "1", "g4ad.4xlarge": "1", "g4ad.8xlarge": "2", "g4ad.16xlarge": "4"},
+    ),
+}
 
 
 def _dec(value: str, where: str) -> Decimal:

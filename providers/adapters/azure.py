@@ -54,13 +54,30 @@ API_VERSION = "2023-01-01-preview"
 MAX_PAGES_PER_REGION = 100
 
 REGIONS: tuple[str, ...] = (
-    "eastus", "eastus2", "southcentralus", "westus2", "westus3", "northcentralus", "centralus", "westus",
+    "eastus",
+    "eastus2",
+    "southcentralus",
+    "westus2",
+    "westus3",
+    "northcentralus",
+    "centralus",
+    "westus",
     "canadacentral",
-    "westeurope", "northeurope", "swedencentral", "uksouth", "francecentral", "germanywestcentral",
-    "switzerlandnorth", "norwayeast",
-    "japaneast", "koreacentral", "southeastasia", "australiaeast", "centralindia",
+    "westeurope",
+    "northeurope",
+    "swedencentral",
+    "uksouth",
+    "francecentral",
+    "germanywestcentral",
+    "switzerlandnorth",
+    "norwayeast",
+    "japaneast",
+    "koreacentral",
+    "southeastasia",
+    "australiaeast",
+    "centralindia",
     "uaenorth",
-)  # fmt: skip
+)
 
 
 def region_filter(region: str) -> str:

@@ -115,10 +115,13 @@ def _server(raw: dict[str, Any], where: str, notes: list[str]) -> list[ScrapedOf
         spot_attributes = attributes | {"usd_per_day": str(spot)}
         offers.append(
             ScrapedOffer(
-                key=f"{server_id}:spot", price_per_hour=spot / HOURS_PER_DAY, pricing=Pricing.spot,
-                attributes=spot_attributes, **common,
+                key=f"{server_id}:spot",
+                price_per_hour=spot / HOURS_PER_DAY,
+                pricing=Pricing.spot,
+                attributes=spot_attributes,
+                **common,
             )
-        )  # fmt: skip
+        )
     return offers
 
 

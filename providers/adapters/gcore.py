@@ -86,8 +86,11 @@ def _deleted(project: dict[str, Any]) -> bool:
 
 
 def pick_project(payload: Any) -> str:
-    live = [p for p in as_list(require(payload, "results", "projects"), "projects")
-            if isinstance(p, dict) and ident(p.get("id")) and not _deleted(p)]  # fmt: skip
+    live = [
+        p
+        for p in as_list(require(payload, "results", "projects"), "projects")
+        if isinstance(p, dict) and ident(p.get("id")) and not _deleted(p)
+    ]
     if not live:
         raise ProviderError("the account has no project to read GPU flavors in")
     live.sort(key=lambda p: not p.get("is_default"))

@@ -85,8 +85,9 @@ def _config(raw: dict[str, Any], where: str, replicas: dict[str, Decimal]) -> Sc
         if raw.get(field_name) is not None:
             attributes[field_name] = raw[field_name]
     link = gpu_link_of(raw.get("interconnect"), gpus=cards)
-    attributes |= fabric(gpu_link="nvlink" if raw.get("nvlink") is True and link in (None, "pcie") else link,
-                         gpus_per_node=cards)  # fmt: skip
+    attributes |= fabric(
+        gpu_link="nvlink" if raw.get("nvlink") is True and link in (None, "pcie") else link, gpus_per_node=cards
+    )
     available: bool | None = not sold_out
     if config_id in replicas:
         attributes["available_replicas"] = int(replicas[config_id])

@@ -106,10 +106,13 @@ def _plan(raw: dict[str, Any], where: str) -> list[ScrapedOffer] | str | None:
         )
         offers.append(
             ScrapedOffer(
-                key=f"{type_id}:{region}", price_per_hour=amount, region=region,
-                attributes=attributes | extra | {"regional_price": True}, **common,
+                key=f"{type_id}:{region}",
+                price_per_hour=amount,
+                region=region,
+                attributes=attributes | extra | {"regional_price": True},
+                **common,
             )
-        )  # fmt: skip
+        )
     return offers
 
 

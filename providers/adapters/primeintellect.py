@@ -173,8 +173,9 @@ def parse_page(payload: Any, result: ScrapeResult | None = None, seen: set[str] 
             if price_field != "onDemand":
                 attributes["price_field"] = price_field
             # `interconnect` is the box's inter-node bandwidth (Gbit/s), `interconnectType` its kind.
-            attributes |= fabric(network=raw.get("interconnectType"), network_gbps_per_node=raw.get("interconnect"),
-                                 gpus_per_node=count)  # fmt: skip
+            attributes |= fabric(
+                network=raw.get("interconnectType"), network_gbps_per_node=raw.get("interconnect"), gpus_per_node=count
+            )
             disk_price, disk_cost_terms = disk_terms(raw.get("disk"), where)
             if disk_cost_terms:
                 attributes[COST_TERMS] = disk_cost_terms

@@ -117,8 +117,9 @@ def parse(payload: Any) -> ScrapeResult:
                     attributes[extra] = config[extra]
             if raw.get("deployment_type"):
                 attributes["deployment_type"] = raw["deployment_type"]
-            attributes |= fabric(gpu_link=gpu_link(config.get("interconnect"), config.get("nvlink"), count),
-                                 gpus_per_node=count)  # fmt: skip
+            attributes |= fabric(
+                gpu_link=gpu_link(config.get("interconnect"), config.get("nvlink"), count), gpus_per_node=count
+            )
             for j, zone in enumerate(availability):
                 zwhere = f"{where}.availability[{j}]"
                 region = slug(require(zone, "region", zwhere))  # always a well-formed code ("FIN-01" → "fin-01")

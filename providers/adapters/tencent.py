@@ -98,14 +98,26 @@ def _hmac(key: bytes, message: str) -> bytes:
 
 
 def tc3_authorization(
-    secret_id: str, secret_key: str, *, timestamp: int, payload: bytes, service: str = SERVICE, host: str = HOST,
+    secret_id: str,
+    secret_key: str,
+    *,
+    timestamp: int,
+    payload: bytes,
+    service: str = SERVICE,
+    host: str = HOST,
     content_type: str = CONTENT_TYPE,
-) -> str:  # fmt: skip
+) -> str:
     """The `Authorization` header of a TC3-HMAC-SHA256-signed POST of `payload` (Tencent's API v3)."""
     canonical = "\n".join(
-        ["POST", "/", "", f"content-type:{content_type}\nhost:{host}\n", "content-type;host",
-         hashlib.sha256(payload).hexdigest()]
-    )  # fmt: skip
+        [
+            "POST",
+            "/",
+            "",
+            f"content-type:{content_type}\nhost:{host}\n",
+            "content-type;host",
+            hashlib.sha256(payload).hexdigest(),
+        ]
+    )
     date = datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d")
     scope = f"{date}/{service}/tc3_request"
     to_sign = f"TC3-HMAC-SHA256\n{timestamp}\n{scope}\n{hashlib.sha256(canonical.encode()).hexdigest()}"

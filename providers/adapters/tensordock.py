@@ -61,8 +61,10 @@ def smallest_machine(
     """(extra $/hour, vCPUs, RAM GB, disk GB, where the minimum came from) of the smallest VM with n GPUs;
     None when that VM exceeds what the location offers (a sold-out GPU, whose limits read 0, keeps its
     one priced placeholder)."""
-    stated = {k: to_optional_decimal(resources.get(k), f"{where}.resources.{k}")
-              for k in ("min_vcpus", "min_ram_gb", "min_storage_gb")}  # fmt: skip
+    stated = {
+        k: to_optional_decimal(resources.get(k), f"{where}.resources.{k}")
+        for k in ("min_vcpus", "min_ram_gb", "min_storage_gb")
+    }
     vcpus = stated["min_vcpus"] if stated["min_vcpus"] is not None else MIN_VCPUS_PER_GPU * n
     ram = stated["min_ram_gb"] if stated["min_ram_gb"] is not None else MIN_RAM_GB_PER_GPU * n
     disk = stated["min_storage_gb"] if stated["min_storage_gb"] is not None else MIN_STORAGE_GB

@@ -51,8 +51,9 @@ def parse_eurofxref(body: bytes, source: str = "ecb") -> list[DailyRates]:
     try:
         root = DefusedET.fromstring(body, forbid_dtd=True, forbid_entities=True, forbid_external=True)
     except DefusedXmlException:
-        raise RateSourceError("ECB rates: the answer declares a DTD or entities, which the ECB file never does; "
-                              "refused") from None  # fmt: skip
+        raise RateSourceError(
+            "ECB rates: the answer declares a DTD or entities, which the ECB file never does; refused"
+        ) from None
     except ElementTree.ParseError as exc:
         raise RateSourceError(f"ECB rates: the answer is not well-formed XML ({exc})") from None
     days = [cube for cube in root.iter(f"{_NS}Cube") if "time" in cube.attrib]

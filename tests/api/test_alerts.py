@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
@@ -102,7 +104,13 @@ def test_bad_input_is_422_naming_the_field(client, overrides, field):
 
 
 def test_schema_level_errors_are_422_too(client):
-    for bad in ({"threshold": "-2"}, {"condition": "sideways"}, {"colour": "red"}, {"pricing": "free"}):
+    bads: list[dict[str, Any]] = [
+        {"threshold": "-2"},
+        {"condition": "sideways"},
+        {"colour": "red"},
+        {"pricing": "free"},
+    ]
+    for bad in bads:
         response = client.post("/v1/alerts", json=body(**bad), headers=AUTH)
         assert response.status_code == 422
         locs = [e["loc"][-1] for e in response.json()["detail"]]

@@ -57,8 +57,14 @@ def test_market_history_json_and_csv(client):
 
 
 def test_rank_and_best_per_card(client):
-    job = {"model": "llama-3.1-8b", "method": "qlora", "examples": 5000, "tokens_per_example": 1500, "epochs": 3,
-           "assumptions": "seed"}  # fmt: skip
+    job = {
+        "model": "llama-3.1-8b",
+        "method": "qlora",
+        "examples": 5000,
+        "tokens_per_example": 1500,
+        "epochs": 3,
+        "assumptions": "seed",
+    }
     body = client.post("/v1/rank", json=job).json()
     rows = body["rows"]
     assert body["assumptions"] == "seed" and rows
@@ -119,8 +125,9 @@ def test_bad_input_is_4xx_naming_the_field(client, method, path, kwargs, status,
 def test_history_rejects_naive_and_inverted_ranges(client):
     r = client.get("/v1/market/history", params={"gpu": "H100", "start": "2026-01-02T00:00:00"})
     assert r.status_code == 422 and "timezone" in r.text
-    r = client.get("/v1/market/history",
-                   params={"gpu": "H100", "start": "2026-02-01T00:00:00Z", "end": "2026-01-01T00:00:00Z"})  # fmt: skip
+    r = client.get(
+        "/v1/market/history", params={"gpu": "H100", "start": "2026-02-01T00:00:00Z", "end": "2026-01-01T00:00:00Z"}
+    )
     assert r.status_code == 422 and "before" in r.text
 
 

@@ -17,9 +17,15 @@ TOKEN = "bad-input-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 JSON = AUTH | {"content-type": "application/json"}
 CONFIG = {
-    "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
-}  # fmt: skip
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
 JOB = {"model": "llama-3.1-8b", "tokens": "1M"}
 ALERT = {"gpu": "H100-SXM-80GB", "condition": "below", "threshold": "0.01", "allow_immediate": True}
 JOB_ROUTES = ["/v1/estimate", "/v1/rank", "/v1/rank/history"]
@@ -108,9 +114,17 @@ def test_the_examples_form_is_bounded_too(client: TestClient, path: str) -> None
     _refused(client.post(path, json=job), "examples")
 
 
-LARGEST = {"hidden_size": 1 << 16, "num_attention_heads": 1 << 10, "head_dim": 1 << 11, "intermediate_size": 1 << 19,
-           "num_hidden_layers": 1 << 10, "vocab_size": 1 << 22, "num_local_experts": 1 << 10,
-           "num_experts_per_tok": 1 << 10, "max_position_embeddings": 1 << 30}  # fmt: skip
+LARGEST = {
+    "hidden_size": 1 << 16,
+    "num_attention_heads": 1 << 10,
+    "head_dim": 1 << 11,
+    "intermediate_size": 1 << 19,
+    "num_hidden_layers": 1 << 10,
+    "vocab_size": 1 << 22,
+    "num_local_experts": 1 << 10,
+    "num_experts_per_tok": 1 << 10,
+    "max_position_embeddings": 1 << 30,
+}
 
 
 def test_a_job_past_any_plausible_compute_is_refused(client: TestClient) -> None:
@@ -176,9 +190,14 @@ def test_history_bounds_outside_the_calendar_window_are_refused(
 
 @pytest.mark.parametrize(
     "until",
-    ["0001-01-01T00:00:00+05:00", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59-05:00", "9999-12-31T23:59:59Z",
-     "2100-01-01T00:00:00Z"],
-)  # fmt: skip
+    [
+        "0001-01-01T00:00:00+05:00",
+        "0001-01-01T00:00:00Z",
+        "9999-12-31T23:59:59-05:00",
+        "9999-12-31T23:59:59Z",
+        "2100-01-01T00:00:00Z",
+    ],
+)
 def test_a_silence_at_the_calendar_edges_is_refused(client: TestClient, until: str) -> None:
     _refused(client.post("/v1/alerts", json=ALERT | {"silenced_until": until}, headers=AUTH), "silenced_until")
     created = client.post("/v1/alerts", json=ALERT, headers=AUTH)

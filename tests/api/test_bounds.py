@@ -185,8 +185,11 @@ def test_random_methods_and_paths_add_a_handful_of_series(client):
         prefix = rng.choice(["/v1/", "/static/", "/v1/alerts/", "/x/"])
         path = prefix + "".join(rng.choices(string.ascii_lowercase, k=6))
         client.request(method, path)
-    added = _label_sets(client) - before - {("requests", 'method="GET",route="/metrics",status="200"'),
-                                            ("duration", 'method="GET",route="/metrics"')}  # fmt: skip
+    added = (
+        _label_sets(client)
+        - before
+        - {("requests", 'method="GET",route="/metrics",status="200"'), ("duration", 'method="GET",route="/metrics"')}
+    )
     # Each label from a small set: method "other", a route template or <unmatched>, a known status. Before,
     # each invented method was a label value of its own: about a thousand label sets, 18 series each.
     assert len(added) <= 8, sorted(added)
@@ -214,10 +217,24 @@ def test_a_405_lists_the_allowed_methods(client, method, path, allow):
 
 @pytest.mark.parametrize(
     "path",
-    ["/healthz", "/v1/market", "/v1/offers?limit=3", "/v1/market/history?gpu=H100", "/v1/providers", "/v1/models",
-     "/v1/gpus", "/v1/assumptions", "/v1/market/overview", "/metrics", "/", "/static/js/api.js", "/openapi.json",
-     "/v1/market/history", "/v1/nothing-here"],
-)  # fmt: skip
+    [
+        "/healthz",
+        "/v1/market",
+        "/v1/offers?limit=3",
+        "/v1/market/history?gpu=H100",
+        "/v1/providers",
+        "/v1/models",
+        "/v1/gpus",
+        "/v1/assumptions",
+        "/v1/market/overview",
+        "/metrics",
+        "/",
+        "/static/js/api.js",
+        "/openapi.json",
+        "/v1/market/history",
+        "/v1/nothing-here",
+    ],
+)
 def test_head_is_served_wherever_get_is(client, path):
     get, head = client.get(path), client.head(path)
     assert head.status_code == get.status_code and head.content == b""
@@ -239,10 +256,9 @@ def test_head_on_a_post_route_is_a_405(client):
         ({"gpu": "H100", "start": "2026-01-02T00:00:00"}, "start"),
         ({"gpu": "H100", "end": "2026-01-02T00:00:00"}, "end"),
         ({"gpu": "H100", "start": "2026-02-01T00:00:00Z", "end": "2026-01-01T00:00:00Z"}, "start"),
-        ({"gpu": "H100", "interval": "1h", "start": "2020-01-01T00:00:00Z", "end": "2026-01-01T00:00:00Z"},
-         "interval"),
+        ({"gpu": "H100", "interval": "1h", "start": "2020-01-01T00:00:00Z", "end": "2026-01-01T00:00:00Z"}, "interval"),
     ],
-)  # fmt: skip
+)
 def test_every_history_422_names_its_field(client, params, field):
     r = client.get("/v1/market/history", params=params)
     assert r.status_code == 422 and r.json()["field"] == field, r.text
@@ -289,8 +305,10 @@ def test_cache_defeating_history_requests_keep_the_memo_within_its_byte_bound(en
     end = datetime(2021, 6, 1, tzinfo=UTC)
     for i in range(2000):
         at = end - timedelta(minutes=i)
-        r = client.get("/v1/market/history", params={"gpu": "H100", "end": at.isoformat(),
-                                                     "start": (at - timedelta(days=2)).isoformat()})  # fmt: skip
+        r = client.get(
+            "/v1/market/history",
+            params={"gpu": "H100", "end": at.isoformat(), "start": (at - timedelta(days=2)).isoformat()},
+        )
         assert r.status_code == 200
     entries, counted = table.memo_size()
     held = _footprint(table._derived)

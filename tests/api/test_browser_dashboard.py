@@ -77,8 +77,11 @@ def test_h100_history_chart_draws_a_year(browser, server):
     assert 24 < hourly <= 7 * 24 + 1
     # Pricing toggle: spot off removes its series.
     browser.find_element("css selector", '#history-pricing input[value="spot"]').click()
-    WebDriverWait(browser, 30).until(lambda d: "Spot median" not in d.execute_script(
-        "return window.dashboard.charts.history.series.map(s => s.label)"))
+    WebDriverWait(browser, 30).until(
+        lambda d: (
+            "Spot median" not in d.execute_script("return window.dashboard.charts.history.series.map(s => s.label)")
+        )
+    )
     assert console_errors(browser) == []
 
 
@@ -155,8 +158,12 @@ def widest(browser) -> list[str]:
     )
 
 
-VIEWS = [("market", "market", "market"), ("history", "history/H100-SXM-80GB/1y", "history"),
-         ("job", "job", "job"), ("health", "health", "health")]  # fmt: skip
+VIEWS = [
+    ("market", "market", "market"),
+    ("history", "history/H100-SXM-80GB/1y", "history"),
+    ("job", "job", "job"),
+    ("health", "health", "health"),
+]
 
 
 @pytest.mark.parametrize(("width", "height", "device"), [(*LAPTOP, "laptop"), (*PHONE, "phone")])

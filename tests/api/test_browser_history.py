@@ -65,8 +65,16 @@ def imported_year(tmp_path_factory):
             if ago in OUTAGE:
                 continue
             price = round(2.4 + 0.3 * math.sin(ago / 30), 2)
-            entry = {"id": H100, "displayName": "H100 SXM", "memoryInGb": 80, "maxGpuCount": 8, "secureCloud": True,
-                     "communityCloud": True, "securePrice": price, "communityPrice": round(price * 0.8, 2)}  # fmt: skip
+            entry = {
+                "id": H100,
+                "displayName": "H100 SXM",
+                "memoryInGb": 80,
+                "maxGpuCount": 8,
+                "secureCloud": True,
+                "communityCloud": True,
+                "securePrice": price,
+                "communityPrice": round(price * 0.8, 2),
+            }
             at = now - timedelta(days=ago)
             (snaps / f"{at:%Y-%m-%dT%H-%M-%S}+00-00_x.json").write_text(json.dumps([entry]))
         with session_scope(engine) as session:

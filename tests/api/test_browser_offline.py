@@ -13,8 +13,11 @@ pytestmark = pytest.mark.browser
 
 # Every name resolves to nothing except loopback, and any proxy is a dead port: a request that leaves
 # this machine fails at once, as it does on a host without a network.
-OFFLINE = ("--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--proxy-server=127.0.0.1:9",
-           "--proxy-bypass-list=127.0.0.1")  # fmt: skip
+OFFLINE = (
+    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+    "--proxy-server=127.0.0.1:9",
+    "--proxy-bypass-list=127.0.0.1",
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +35,14 @@ def test_the_offline_browser_really_is_offline(offline_browser) -> None:
 
 @pytest.mark.parametrize(
     ("fragment", "view", "state"),
-    [("market", "market", "ready"), ("history/H100-SXM-80GB/30d", "history", "ready"),
-     ("job", "job", "ready-form"), ("plan", "plan", "ready-form"), ("health", "health", "ready")],
-)  # fmt: skip
+    [
+        ("market", "market", "ready"),
+        ("history/H100-SXM-80GB/30d", "history", "ready"),
+        ("job", "job", "ready-form"),
+        ("plan", "plan", "ready-form"),
+        ("health", "health", "ready"),
+    ],
+)
 def test_every_view_loads_offline(offline_browser, server, fragment: str, view: str, state: str) -> None:
     open_view(offline_browser, server, fragment, view, state=state)
     assert console_errors(offline_browser) == []

@@ -34,8 +34,11 @@ def test_serving_form_ranks_by_usd_per_mtok_and_draws_the_concurrency_curve(brow
     _wait_serving(browser, "ready")
     rows = browser.find_elements("css selector", "#serving-table tbody tr")
     assert len(rows) >= 3
-    costs = [float(r.find_elements("css selector", "td")[2].text.lstrip("$").replace(",", "")) for r in rows
-             if not {"unfit", "sold-out"} & set((r.get_attribute("class") or "").split())]  # fmt: skip
+    costs = [
+        float(r.find_elements("css selector", "td")[2].text.lstrip("$").replace(",", ""))
+        for r in rows
+        if not {"unfit", "sold-out"} & set((r.get_attribute("class") or "").split())
+    ]
     assert costs == sorted(costs) and costs[0] > 0
     assert "live offers fit" in browser.find_element("id", "serving-summary").text
     chart = browser.execute_script(

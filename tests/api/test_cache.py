@@ -37,15 +37,23 @@ JOB_70B = {"model": "llama-3.1-70b", "method": "lora", "tokens": "8M", "assumpti
 
 
 def _market(engine, settings, clock, *, h100: str = "2.00") -> None:
-    do_ingest(engine, settings, clock, batch(
-        offer("h1", h100, region="us-texas"), offer("h2", "2.50", region="us-oregon"),
-        offer("h8", "15.20", count=8, region="eu-west", instance_type="8x"),
-        offer("hs", "0.90", pricing=Pricing.spot, region="us-texas", available=True),
-        offer("a1", "1.20", gpu="A100 SXM4", gpu_memory_gb=Decimal("80"), region="us-texas", available=False),
-        offer("a2", "2.40", gpu="A100 SXM4", count=2, gpu_memory_gb=Decimal("80")),
-        offer("mig", "0.45", gpu="A100 SXM4 80GB", count=Decimal("0.5"), gpu_memory_gb=Decimal("40"), region="us-utah"),
-        offer("l4", "0.60", gpu="L40S", region="ca-toronto", reserved_term="1y", pricing=Pricing.reserved),
-    ))  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("h1", h100, region="us-texas"),
+            offer("h2", "2.50", region="us-oregon"),
+            offer("h8", "15.20", count=8, region="eu-west", instance_type="8x"),
+            offer("hs", "0.90", pricing=Pricing.spot, region="us-texas", available=True),
+            offer("a1", "1.20", gpu="A100 SXM4", gpu_memory_gb=Decimal("80"), region="us-texas", available=False),
+            offer("a2", "2.40", gpu="A100 SXM4", count=2, gpu_memory_gb=Decimal("80")),
+            offer(
+                "mig", "0.45", gpu="A100 SXM4 80GB", count=Decimal("0.5"), gpu_memory_gb=Decimal("40"), region="us-utah"
+            ),
+            offer("l4", "0.60", gpu="L40S", region="ca-toronto", reserved_term="1y", pricing=Pricing.reserved),
+        ),
+    )
 
 
 @pytest.fixture
@@ -100,8 +108,9 @@ def test_second_identical_request_is_not_recomputed(client, clock, monkeypatch, 
 
 
 @pytest.mark.parametrize(("method", "path", "kwargs", "module", "name"), REQUESTS)
-def test_ingest_and_the_minute_invalidate(engine, settings, client, clock, monkeypatch, method, path, kwargs, module,
-                                          name):  # fmt: skip
+def test_ingest_and_the_minute_invalidate(
+    engine, settings, client, clock, monkeypatch, method, path, kwargs, module, name
+):
     calls = _counting(monkeypatch, module, name)
     getattr(client, method)(path, **kwargs)
     _market(engine, settings, clock, h100="1.50")
@@ -118,9 +127,11 @@ def test_answers_reflect_the_new_prices_after_ingest(engine, settings, client, c
         offers = client.get("/v1/offers", params={"gpu": "H100 SXM"}).json()["offers"]
         cards = client.get("/v1/market", params={"gpu": "H100 SXM"}).json()["cards"]
         ranked = client.post("/v1/rank", json=JOB | {"gpu": "H100 SXM", "pricing": ["on_demand"]}).json()["rows"]
-        return (next(o["price_per_hour"] for o in offers if o["offer_key"] == "h1"),
-                next(c["min"] for c in cards if c["pricing"] == "on_demand"),
-                next(r["price_per_hour"] for r in ranked if r["offer_key"] == "h1"))  # fmt: skip
+        return (
+            next(o["price_per_hour"] for o in offers if o["offer_key"] == "h1"),
+            next(c["min"] for c in cards if c["pricing"] == "on_demand"),
+            next(r["price_per_hour"] for r in ranked if r["offer_key"] == "h1"),
+        )
 
     version = data_version(engine)
     assert h1_prices() == (2.0, 1.9, 2.0)  # the 8-GPU machine is $1.90 per GPU-hour
@@ -166,35 +177,72 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
         rows = [offer_row(o) for o in current_offers(s, filters)]
         prepared = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
         plan = plan_for(JobInput(**JOB_70B), prepared.job)  # the whole run's cost, as the API ranks (tracker.costs)
-        ranked = rank_offers(engine, s, settings, now, prepared, RankFilters(), RankOptions(include_unfit=True),
-                             plan=plan)  # fmt: skip
+        ranked = rank_offers(
+            engine, s, settings, now, prepared, RankFilters(), RankOptions(include_unfit=True), plan=plan
+        )
         prepared_8b = prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed")
-        history = market_history(s, settings, now, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h",
-                                 start=now - timedelta(days=1), end=now)  # fmt: skip
-        trend = rank_history(s, settings, now, prepared_8b, gpu_ids=["A100-SXM-80GB"], pricing="on_demand",
-                             statistic="median", start=now - timedelta(days=7), end=now,
-                             plan=plan_for(JobInput(**JOB), prepared_8b.job))  # fmt: skip
+        history = market_history(
+            s,
+            settings,
+            now,
+            gpu_ids=["H100-SXM-80GB"],
+            pricing="on_demand",
+            interval="1h",
+            start=now - timedelta(days=1),
+            end=now,
+        )
+        trend = rank_history(
+            s,
+            settings,
+            now,
+            prepared_8b,
+            gpu_ids=["A100-SXM-80GB"],
+            pricing="on_demand",
+            statistic="median",
+            start=now - timedelta(days=7),
+            end=now,
+            plan=plan_for(JobInput(**JOB), prepared_8b.job),
+        )
     got = client.get("/v1/market", params={"gpu": "H100", "pricing": ["on_demand", "spot"]})
     assert got.content == _json_bytes(market)
-    got = client.get("/v1/offers", params={"gpu": "A100", "region": "us", "sort": "price_per_hour", "limit": 2,
-                                           "offset": 1})  # fmt: skip
+    got = client.get(
+        "/v1/offers", params={"gpu": "A100", "region": "us", "sort": "price_per_hour", "limit": 2, "offset": 1}
+    )
     assert got.content == _json_bytes({"offers": rows, "count": len(rows), "limit": 2, "offset": 1})
     assert got.json()["offers"] and isinstance(got.json()["offers"][0]["price_per_hour"], float)
     got = client.post("/v1/rank", json=JOB_70B | {"include_unfit": True})
     assert got.content == _json_bytes(ranked)
     end = now.isoformat()
-    got = client.get("/v1/market/history", params={"gpu": "H100 SXM", "interval": "1h", "end": end,
-                                                   "start": (now - timedelta(days=1)).isoformat()})  # fmt: skip
-    assert got.content == _json_bytes({"gpu": "H100 SXM", "gpu_ids": ["H100-SXM-80GB"], "pricing": "on_demand",
-                                       "interval": "1h", "start": now - timedelta(days=1), "end": now,
-                                       "buckets": history})  # fmt: skip
+    got = client.get(
+        "/v1/market/history",
+        params={"gpu": "H100 SXM", "interval": "1h", "end": end, "start": (now - timedelta(days=1)).isoformat()},
+    )
+    assert got.content == _json_bytes(
+        {
+            "gpu": "H100 SXM",
+            "gpu_ids": ["H100-SXM-80GB"],
+            "pricing": "on_demand",
+            "interval": "1h",
+            "start": now - timedelta(days=1),
+            "end": now,
+            "buckets": history,
+        }
+    )
     got = client.post("/v1/rank/history", json=JOB | {"gpu": "A100 SXM4 80GB", "days": 7})
     assert got.content == _json_bytes(trend)
 
 
 def test_encoder_matches_jsonable_encoder(clock):
-    content = {"a": Decimal("1.500000"), "b": Decimal("3"), "c": clock.now, "d": clock.now.date(), "e": [None, True],
-               "f": Pricing.spot, "g": ("x", 1.25), "h": "ünïcode"}  # fmt: skip
+    content = {
+        "a": Decimal("1.500000"),
+        "b": Decimal("3"),
+        "c": clock.now,
+        "d": clock.now.date(),
+        "e": [None, True],
+        "f": Pricing.spot,
+        "g": ("x", 1.25),
+        "h": "ünïcode",
+    }
     assert encode(content) == _json_bytes(content)
     for first in (True, False):
         full = {"as_of": clock.now, **content} if first else {**content, "as_of": clock.now}
@@ -213,11 +261,30 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     est_rows = []
     for gpu_id, gpus, slice_gb in combos.itertuples(index=False):
         e = prepared.on(get_catalog().get(gpu_id), gpus, memory_gb=None if pd.isna(slice_gb) else float(slice_gb))
-        est_rows.append((e.tokens_per_second, e.hours, e.vram_gb, e.memory_gb, e.fits, e.efficiency,
-                         e.multi_gpu_efficiency, e.band.low if e.band else None,
-                         e.band.high if e.band else None))  # fmt: skip
-    cols = ["tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency", "multi_gpu_efficiency",
-            "band_low", "band_high"]
+        est_rows.append(
+            (
+                e.tokens_per_second,
+                e.hours,
+                e.vram_gb,
+                e.memory_gb,
+                e.fits,
+                e.efficiency,
+                e.multi_gpu_efficiency,
+                e.band.low if e.band else None,
+                e.band.high if e.band else None,
+            )
+        )
+    cols = [
+        "tokens_per_second",
+        "hours",
+        "vram_gb",
+        "card_memory_gb",
+        "fits",
+        "efficiency",
+        "multi_gpu_efficiency",
+        "band_low",
+        "band_high",
+    ]
     combos = pd.concat([combos, pd.DataFrame(est_rows, columns=cols)], axis=1)
     joined = offers.assign(slice_gb=slice_mem).merge(
         combos, left_on=["gpu_id", "gpu_count_f", "slice_gb"], right_on=["gpu_id", "gpus", "slice_gb"], how="left"
@@ -232,7 +299,8 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     # Offers the provider says are sold out rank after every other fitting one (tracker.market.rank._order).
     joined["sold_out"] = [a is False for a in joined["available"]]
     ranked = joined[keep].sort_values(
-        ["fits", "sold_out", options.sort_by, "price_per_hour_f", "id"], ascending=[False, True, True, True, True],
+        ["fits", "sold_out", options.sort_by, "price_per_hour_f", "id"],
+        ascending=[False, True, True, True, True],
         kind="stable",
     )
     if options.best_per_card:
@@ -258,15 +326,26 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
 )
 def test_rank_equals_the_previous_implementation(engine, settings, clock, filters, options, live):
     _market(engine, settings, clock)
-    do_ingest(engine, settings, clock, batch(*[offer(f"v{i}", f"{1 + (i % 7) * 0.25:.2f}", count=1 + i % 3,
-                                                      region=("us-texas", "eu-west", "")[i % 3]) for i in range(30)]),
-              provider="runpod")  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            *[
+                offer(f"v{i}", f"{1 + (i % 7) * 0.25:.2f}", count=1 + i % 3, region=("us-texas", "eu-west", "")[i % 3])
+                for i in range(30)
+            ]
+        ),
+        provider="runpod",
+    )
     now = clock.advance(minutes=5)
     with session_scope(engine) as s:
         _, frame = live.frame(engine, s)
     fresh = fresh_mask(frame, now, settings)
-    for job in (prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed"),
-                prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")):  # fmt: skip
+    for job in (
+        prepare(make_job("llama-3.1-8b", "qlora", tokens="22.5M"), "seed"),
+        prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed"),
+    ):
         expected = _previous_rank(frame, fresh, job, filters, options, now)
         cache: dict = {}
         for _ in range(2):  # with and then from the shared estimates

@@ -50,8 +50,12 @@ def test_page_and_every_asset_it_loads_are_served_locally(client):
     parser.feed(page.text)
     # The CSP forbids inline script and style attributes; the page must not need them.
     assert parser.inline_scripts == 0 and parser.style_attrs == 0
-    assert {"/static/js/main.js", "/static/vendor/uplot/uPlot.iife.min.js", "/static/vendor/uplot/uPlot.min.css",
-            "/static/dashboard.css"} <= set(parser.urls)  # fmt: skip
+    assert {
+        "/static/js/main.js",
+        "/static/vendor/uplot/uPlot.iife.min.js",
+        "/static/vendor/uplot/uPlot.min.css",
+        "/static/dashboard.css",
+    } <= set(parser.urls)
     for url in parser.urls:
         assert url.startswith("/static/"), f"{url} is not served by the app"
         assert client.get(url).status_code == 200, url
@@ -87,8 +91,16 @@ def test_vendored_uplot_has_its_license_and_recorded_version():
 
 
 # Each names a file that exists outside api/static (but nope.js).
-@pytest.mark.parametrize("path", ["/static/%2e%2e/routes/dashboard.py", "/static/%2e%2e/app.py", "/static/nope.js",
-                                  "/static/..%2f..%2fpyproject.toml", "/static/%2fetc%2fpasswd"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/%2e%2e/routes/dashboard.py",
+        "/static/%2e%2e/app.py",
+        "/static/nope.js",
+        "/static/..%2f..%2fpyproject.toml",
+        "/static/%2fetc%2fpasswd",
+    ],
+)
 def test_static_route_serves_nothing_outside_its_folder(client, path):
     assert client.get(path).status_code == 404
 

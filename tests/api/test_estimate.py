@@ -20,10 +20,19 @@ def client() -> TestClient:
 
 
 def test_seed_figures_over_http(client):
-    r = client.post("/v1/estimate", json={
-        "model": "llama-3.1-8b", "method": "qlora", "examples": 5000, "tokens_per_example": 1500, "epochs": 3,
-        "gpu": "A100 SXM 40GB", "price": "1.19", "assumptions": "seed",
-    })
+    r = client.post(
+        "/v1/estimate",
+        json={
+            "model": "llama-3.1-8b",
+            "method": "qlora",
+            "examples": 5000,
+            "tokens_per_example": 1500,
+            "epochs": 3,
+            "gpu": "A100 SXM 40GB",
+            "price": "1.19",
+            "assumptions": "seed",
+        },
+    )
     assert r.status_code == 200, r.text
     (row,) = r.json()["rows"]
     assert row["gpu"] == "A100-SXM-40GB" and row["assumptions"] == "seed"
@@ -46,12 +55,26 @@ def test_same_answer_as_the_cli_path(client):
 
 
 def test_multi_gpu_and_inline_hf_config(client):
-    r = client.post("/v1/estimate", json={
-        "hf_config": {"model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
-                      "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
-                      "vocab_size": 128256, "max_position_embeddings": 131072},
-        "method": "lora", "tokens": 8_000_000, "gpu": "H100 SXM", "gpus": 2, "assumptions": "seed",
-    })
+    r = client.post(
+        "/v1/estimate",
+        json={
+            "hf_config": {
+                "model_type": "llama",
+                "hidden_size": 8192,
+                "intermediate_size": 28672,
+                "num_hidden_layers": 80,
+                "num_attention_heads": 64,
+                "num_key_value_heads": 8,
+                "vocab_size": 128256,
+                "max_position_embeddings": 131072,
+            },
+            "method": "lora",
+            "tokens": 8_000_000,
+            "gpu": "H100 SXM",
+            "gpus": 2,
+            "assumptions": "seed",
+        },
+    )
     assert r.status_code == 200, r.text
     row = r.json()["rows"][0]
     assert row["gpus"] == 2 and row["fits"] is True
@@ -125,8 +148,15 @@ def test_model_or_config_exactly_once(client):
 def test_models_gpus_and_assumptions_listings(client):
     models = client.get("/v1/models").json()
     ids = {m["id"] for m in models["models"]}
-    assert {"llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen2.5-72b", "mixtral-8x7b", "gemma-2-27b",
-            "phi-3-mini"} <= ids
+    assert {
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.1-405b",
+        "qwen2.5-72b",
+        "mixtral-8x7b",
+        "gemma-2-27b",
+        "phi-3-mini",
+    } <= ids
     eight = next(m for m in models["models"] if m["id"] == "llama-3.1-8b")
     assert eight["params_b"] == pytest.approx(8.03, abs=0.01)
     gpus = client.get("/v1/gpus").json()

@@ -29,7 +29,7 @@ def test_export_streams_a_tar_that_imports_back(engine, settings, tmp_path):
         assert bad.status_code == 422 and "since" in bad.text
         assert client.get("/v1/export", params={"format": "xml"}).status_code == 422
     with session_scope(engine) as session:
-        stored = session.scalar(select(func.count()).select_from(OfferPrice))
+        stored = session.execute(select(func.count()).select_from(OfferPrice)).scalar_one()
         report = import_export(session, tmp_path / "x", now=utcnow())  # into itself: nothing new
     assert report.price_rows == 0 and report.skipped >= stored
 

@@ -125,12 +125,22 @@ def _cases(spec: dict[str, Any], rule_id: int) -> list[Case]:
             fields = _body_fields(spec, op)
             for literal in BODY_VALUES:
                 for name in fields:
-                    cases.append(Case(method, target, base_query, _raw(bases[0], (name,), literal),
-                                      f"body.{name}={literal[:40]}"))  # fmt: skip
+                    cases.append(
+                        Case(
+                            method, target, base_query, _raw(bases[0], (name,), literal), f"body.{name}={literal[:40]}"
+                        )
+                    )
                 for base in bases:
                     for where in _nested_paths(base):
-                        cases.append(Case(method, target, base_query, _raw(base, where, literal),
-                                          f"body.{'.'.join(where)}={literal[:40]}"))  # fmt: skip
+                        cases.append(
+                            Case(
+                                method,
+                                target,
+                                base_query,
+                                _raw(base, where, literal),
+                                f"body.{'.'.join(where)}={literal[:40]}",
+                            )
+                        )
                 cases.append(Case(method, target, base_query, literal, f"body={literal[:40]}"))
     # Deleting the rule first would turn every later alert case into a plain 404.
     return sorted(cases, key=lambda c: c.method == "delete")

@@ -94,11 +94,30 @@ def test_cheapest_fine_tune_matches_the_cli(cli, engine, settings, seeded):
 
 
 def test_cheapest_serving_matches_the_cli_and_carries_the_apis(cli, engine, settings, seeded):
-    job = {"kind": "inference", "model": "llama-3.1-70b", "precision": "fp8", "prompt_tokens": 1000,
-           "output_tokens": 200}  # fmt: skip
+    job = {
+        "kind": "inference",
+        "model": "llama-3.1-70b",
+        "precision": "fp8",
+        "prompt_tokens": 1000,
+        "output_tokens": 200,
+    }
     mcp = _ok(engine, settings, "cheapest", {"request": {**job, "limit": 10}})
-    rows = _cli_json(cli, "cheapest", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8",
-                     "--prompt-tokens", "1000", "--output-tokens", "200", "--top", "10")  # fmt: skip
+    rows = _cli_json(
+        cli,
+        "cheapest",
+        "--kind",
+        "inference",
+        "--model",
+        "llama-3.1-70b",
+        "--precision",
+        "fp8",
+        "--prompt-tokens",
+        "1000",
+        "--output-tokens",
+        "200",
+        "--top",
+        "10",
+    )
     assert _steady(mcp["rows"]) == _steady(rows)
     apis = mcp["api_alternatives"]
     assert apis["model"] == "llama-3.1-70b" and apis["apis"], apis
@@ -114,8 +133,12 @@ def test_cheapest_serving_matches_the_cli_and_carries_the_apis(cli, engine, sett
 
 
 def test_estimate_matches_the_cli(cli, engine, settings):
-    mcp = _ok(engine, settings, "estimate", {"request": {"model": "llama-3.1-8b", "tokens": "20M", "gpu": "H100",
-                                                        "price": "2.50"}})  # fmt: skip
+    mcp = _ok(
+        engine,
+        settings,
+        "estimate",
+        {"request": {"model": "llama-3.1-8b", "tokens": "20M", "gpu": "H100", "price": "2.50"}},
+    )
     out = _cli_json(cli, "estimate", "--model", "llama-3.1-8b", "--tokens", "20M", "--gpu", "H100", "--price", "2.50")
     assert mcp["rows"] and mcp == out
 
@@ -156,6 +179,11 @@ def test_alerts_list_matches_the_cli(cli, engine, settings, seeded):
     assert mcp["count"] == 1 and mcp["alerts"] == rows
 
 
+def _text(contents: Any) -> str:
+    assert hasattr(contents, "text"), contents  # a text resource, not a blob
+    return str(contents.text)
+
+
 def _tool_error(result: Any) -> dict[str, Any]:
     assert result.is_error
     text = result.content[0].text
@@ -167,14 +195,20 @@ def _tool_error(result: Any) -> dict[str, Any]:
 
 def test_errors_are_the_api_bodies(engine, settings, seeded):
     with TestClient(create_app(settings, engine)) as client:
-        cases = [
-            ("cheapest", {"request": {"model": "llama-9-900b", "tokens": "1M"}},
-             client.post("/v1/rank", json={"model": "llama-9-900b", "tokens": "1M"})),
+        cases: list[tuple[str, dict[str, Any], Any]] = [
+            (
+                "cheapest",
+                {"request": {"model": "llama-9-900b", "tokens": "1M"}},
+                client.post("/v1/rank", json={"model": "llama-9-900b", "tokens": "1M"}),
+            ),
             ("market", {"gpu": "H1000"}, client.get("/v1/market", params={"gpu": "H1000"})),
             ("history", {"gpu": "B900"}, client.get("/v1/market/history", params={"gpu": "B900"})),
-            ("estimate", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "gpu": "Z80"}},
-             client.post("/v1/estimate", json={"model": "llama-3.1-8b", "tokens": "1M", "gpu": "Z80"})),
-        ]  # fmt: skip
+            (
+                "estimate",
+                {"request": {"model": "llama-3.1-8b", "tokens": "1M", "gpu": "Z80"}},
+                client.post("/v1/estimate", json={"model": "llama-3.1-8b", "tokens": "1M", "gpu": "Z80"}),
+            ),
+        ]
         for tool, arguments, api in cases:
             assert api.status_code in (404, 422), api.text
             assert _tool_error(_call(engine, settings, tool, arguments)) == api.json(), tool
@@ -184,15 +218,24 @@ def test_bad_arguments_are_the_apis_422(engine, settings):
     """Arguments the schema refuses (before any tool runs) come back as the API's 422: the same field, the
     same messages, for a body (`request`) and for query-like arguments alike."""
     with TestClient(create_app(settings, engine)) as client:
-        cases = [
-            ("cheapest", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "limit": 0}},
-             client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "limit": 0})),
-            ("cheapest", {"request": {"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1}},
-             client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1})),
-            ("availability", {"gpu": "H100", "days": 0},
-             client.get("/v1/availability", params={"gpu": "H100", "days": 0})),
+        cases: list[tuple[str, dict[str, Any], Any]] = [
+            (
+                "cheapest",
+                {"request": {"model": "llama-3.1-8b", "tokens": "1M", "limit": 0}},
+                client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "limit": 0}),
+            ),
+            (
+                "cheapest",
+                {"request": {"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1}},
+                client.post("/v1/rank", json={"model": "llama-3.1-8b", "tokens": "1M", "surprise": 1}),
+            ),
+            (
+                "availability",
+                {"gpu": "H100", "days": 0},
+                client.get("/v1/availability", params={"gpu": "H100", "days": 0}),
+            ),
             ("market", {"aggregated": "sometimes"}, client.get("/v1/market", params={"aggregated": "sometimes"})),
-        ]  # fmt: skip
+        ]
         for tool, arguments, api in cases:
             assert api.status_code == 422, api.text
             mine, theirs = _tool_error(_call(engine, settings, tool, arguments)), api.json()
@@ -211,8 +254,8 @@ def test_a_bad_mix_names_the_field_like_the_api(engine, settings):
 def test_resources_are_the_catalog_and_the_price_sheet(engine, settings):
     async def go() -> tuple[dict[str, Any], dict[str, Any]]:
         async with Client(build_server(engine, settings)) as client:
-            cards = json.loads((await client.read_resource("gpu-tracker://cards")).contents[0].text)
-            prices = json.loads((await client.read_resource("gpu-tracker://api-prices")).contents[0].text)
+            cards = json.loads(_text((await client.read_resource("gpu-tracker://cards")).contents[0]))
+            prices = json.loads(_text((await client.read_resource("gpu-tracker://api-prices")).contents[0]))
             return cards, prices
 
     cards, prices = asyncio.run(go())
@@ -223,8 +266,9 @@ def test_resources_are_the_catalog_and_the_price_sheet(engine, settings):
 
 async def _over_http(app: Any, token: str | None, tool: str, arguments: dict[str, Any]) -> Any:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8001",
-                              headers=headers)  # fmt: skip
+    http = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app), base_url="http://127.0.0.1:8001", headers=headers
+    )
     async with http, Client(streamable_http_client("http://127.0.0.1:8001/mcp", http_client=http)) as client:
         return await client.call_tool(tool, arguments)
 

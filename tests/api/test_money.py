@@ -42,8 +42,17 @@ def test_cost_per_run_and_usd_per_mtok_agree_everywhere(client, engine, settings
     point = series["points"][-1]
     assert Decimal(repr(point["price_per_gpu_hour"])) == Decimal(PRICE)
 
-    rule = add_rule(engine, settings, utcnow(), threshold="1000", condition="above", metric="cost_per_run",
-                    job=JOB, providers=["reference"], cost_model=default_cost_model())  # fmt: skip
+    rule = add_rule(
+        engine,
+        settings,
+        utcnow(),
+        threshold="1000",
+        condition="above",
+        metric="cost_per_run",
+        job=JOB,
+        providers=["reference"],
+        cost_model=default_cost_model(),
+    )
     with session_scope(engine) as s:
         alert = observe(s, s.get_one(AlertRule, rule), now=utcnow(), settings=settings, cost_model=default_cost_model())
     assert alert.ok
@@ -52,8 +61,12 @@ def test_cost_per_run_and_usd_per_mtok_agree_everywhere(client, engine, settings
     assert row["hours"] == pytest.approx(hours, rel=1e-3)
     # GPU time alone is the estimate's figure; the whole run (tracker.costs, default terms for a reference
     # sheet and for a card's statistic) is the same in the ranking, its history and an alert.
-    gpu = {"estimate": estimate["cost_per_run"], "rank": row["gpu_cost_per_run"],
-           "rank_history": point["gpu_cost_per_run"]}  # fmt: skip
+    gpu = {
+        "estimate": estimate["cost_per_run"],
+        "rank": row["gpu_cost_per_run"],
+        "rank_history": point["gpu_cost_per_run"],
+    }
+    assert alert.value is not None  # an observed rule has a value
     whole = {"rank": row["cost_per_run"], "rank_history": point["cost_per_run"], "alert": float(alert.value)}
     for figures in (gpu, whole):
         assert len(set(figures.values())) == 1, figures
@@ -82,17 +95,32 @@ def test_a_spot_rule_costs_the_run_as_the_spot_history_does(engine, settings):
     # A spot run's whole cost carries the default spot interruption rate (tracker.costs.terms); an alert
     # on spot prices must price it so too, not with the on-demand terms.
     with seeded_client(engine, settings) as c:
-        spot = [r for r in c.post("/v1/rank", json=JOB | {"pricing": ["spot"], "limit": 1000}).json()["rows"]
-                if r["fits"] and r["gpus"] == 1]  # fmt: skip
+        spot = [
+            r
+            for r in c.post("/v1/rank", json=JOB | {"pricing": ["spot"], "limit": 1000}).json()["rows"]
+            if r["fits"] and r["gpus"] == 1
+        ]
         gpu = spot[0]["gpu"]
         history = c.post("/v1/rank/history", json=JOB | {"gpu": gpu, "pricing": "spot", "days": 1}).json()
     (series,) = [s for s in history["series"] if s["gpu"] == gpu]
     point = series["points"][-1]
-    rule = add_rule(engine, settings, utcnow(), threshold="1000", condition="above", metric="cost_per_run",
-                    job=JOB, gpu=gpu, pricing="spot", job_gpus=series["gpus"], price_statistic="median",
-                    cost_model=default_cost_model())  # fmt: skip
+    rule = add_rule(
+        engine,
+        settings,
+        utcnow(),
+        threshold="1000",
+        condition="above",
+        metric="cost_per_run",
+        job=JOB,
+        gpu=gpu,
+        pricing="spot",
+        job_gpus=series["gpus"],
+        price_statistic="median",
+        cost_model=default_cost_model(),
+    )
     with session_scope(engine) as s:
         alert = observe(s, s.get_one(AlertRule, rule), now=utcnow(), settings=settings, cost_model=default_cost_model())
     assert alert.ok and alert.price == Decimal(repr(point["price_per_gpu_hour"]))
     assert point["cost_per_run"] > point["gpu_cost_per_run"]
+    assert alert.value is not None
     assert float(alert.value) == point["cost_per_run"]

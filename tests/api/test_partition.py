@@ -19,13 +19,27 @@ from tracker.storage.engine import make_engine
 
 BOUND_S = 5.0
 PROBES = [
-    ("GET", "/healthz"), ("GET", "/v1/offers?gpu=H100"), ("GET", "/v1/market"), ("GET", "/v1/providers"),
-    ("GET", "/v1/availability?gpu=H100"), ("GET", "/metrics"), ("GET", "/v1/models"), ("GET", "/"),
+    ("GET", "/healthz"),
+    ("GET", "/v1/offers?gpu=H100"),
+    ("GET", "/v1/market"),
+    ("GET", "/v1/providers"),
+    ("GET", "/v1/availability?gpu=H100"),
+    ("GET", "/metrics"),
+    ("GET", "/v1/models"),
+    ("GET", "/"),
     ("GET", "/v1/market/history?gpu=H100"),
     ("POST", "/v1/plan"),
-]  # fmt: skip
-PLAN = {"workloads": [{"name": "ft", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "tokens": "10M"},
-                       "volume": {"runs_per_month": 3}}]}  # fmt: skip
+]
+PLAN = {
+    "workloads": [
+        {
+            "name": "ft",
+            "kind": "fine-tune",
+            "job": {"model": "llama-3.1-8b", "tokens": "10M"},
+            "volume": {"runs_per_month": 3},
+        }
+    ]
+}
 
 
 @pytest.fixture

@@ -23,15 +23,20 @@ from tracker.storage.engine import session_scope
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = (ROOT / "examples" / "mixed-fleet.yaml").read_text()
-FT = {"name": "ft", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "tokens": "10M"},
-      "volume": {"runs_per_month": 3}}  # fmt: skip
+FT = {
+    "name": "ft",
+    "kind": "fine-tune",
+    "job": {"model": "llama-3.1-8b", "tokens": "10M"},
+    "volume": {"runs_per_month": 3},
+}
 
 
 @pytest.fixture
 def client(engine, settings, clock):
     clock.now = datetime.now(UTC)
-    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
-                                             offer("b", "0.30", gpu="RTX4090-24GB")))  # fmt: skip
+    do_ingest(
+        engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"), offer("b", "0.30", gpu="RTX4090-24GB"))
+    )
     with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
         yield c
 
@@ -82,21 +87,39 @@ def test_history_answers_points(client):
         ({"workloads": [{**FT, "volume": {"runs_per_month": -1}}]}, "runs_per_month"),
         ({"workloads": [{**FT, "kind": "train"}]}, "kind"),
         ({"workloads": [{**FT, "job": {"model": "no-such-model", "tokens": "1M"}}]}, "body.workloads[0].job.model"),
-        ({"source": "workloads:\n  - name: x\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
-                    "    volume: {runs_per_month: 0}\n"}, "source.workloads[0].volume.runs_per_month"),
+        (
+            {
+                "source": "workloads:\n  - name: x\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
+                "    volume: {runs_per_month: 0}\n"
+            },
+            "source.workloads[0].volume.runs_per_month",
+        ),
         ({"source": "workloads: ["}, "source.mix"),
         ({}, "body"),
         ({"workloads": [FT], "source": "x"}, "body"),
         ({"workloads": [FT], "power_budget_kw": 0}, "power_budget_kw"),
         # Past these the month's cost overflowed the money rule's Decimal context: a 500, not a 422.
         ({"workloads": [{**FT, "volume": {"training_tokens_per_month": "1e30"}}]}, "training_tokens_per_month"),
-        ({"workloads": [{**FT, "volume": {"training_tokens_per_month": "1e18"}}]},
-         "body.workloads[0].volume.training_tokens_per_month"),
-        ({"workloads": [{"name": "s", "kind": "inference", "job": {"model": "llama-3.1-8b"},
-                         "volume": {"tokens_per_month": "1e30"}}]}, "tokens_per_month"),
+        (
+            {"workloads": [{**FT, "volume": {"training_tokens_per_month": "1e18"}}]},
+            "body.workloads[0].volume.training_tokens_per_month",
+        ),
+        (
+            {
+                "workloads": [
+                    {
+                        "name": "s",
+                        "kind": "inference",
+                        "job": {"model": "llama-3.1-8b"},
+                        "volume": {"tokens_per_month": "1e30"},
+                    }
+                ]
+            },
+            "tokens_per_month",
+        ),
         ({"source": "[" * 5000 + "]" * 5000}, "source.mix"),  # json's scanner hit the recursion limit
     ],
-)  # fmt: skip
+)
 @pytest.mark.parametrize("path", ["/v1/plan", "/v1/plan/history"])
 def test_bad_mixes_are_422_naming_the_field(client, body, field, path):
     r = client.post(path, json=body)
@@ -137,8 +160,10 @@ def test_hostile_values_in_any_field_never_5xx_and_answer_fast(client):
     from tests.factories.hostile import BODY_VALUES
 
     marker = "\x00fuzz\x00"
-    base = {"workloads": [{**FT, "constraints": {"deadline_hours": 100, "providers": ["vastai"]}}],
-            "power_budget_kw": 5}  # fmt: skip
+    base = {
+        "workloads": [{**FT, "constraints": {"deadline_hours": 100, "providers": ["vastai"]}}],
+        "power_budget_kw": 5,
+    }
     failures = []
     for path in ("/v1/plan", "/v1/plan/history"):
         for where in [*_paths(base), ("source",)]:
@@ -173,7 +198,7 @@ def test_plans_hold_no_connection_while_computing_and_past_the_bound_are_429(cli
     import api.routes.plan as route
 
     release, started = threading.Event(), threading.Semaphore(0)
-    real = route.plan_on_frame
+    real = route.plan_on_frame  # type: ignore[attr-defined]  # the name the route module calls, patched below
 
     def slow_plan(*args, **kwargs):
         started.release()

@@ -53,7 +53,10 @@ def test_plan_page_plans_the_example_mix_and_draws_both_charts(browser, server):
     WebDriverWait(browser, 30).until(lambda d: d.execute_script("return window.dashboard.charts.plan?.data[0].length"))
     assert browser.execute_script("return window.dashboard.charts.plan.data[0].length") > 20
     assert browser.execute_script("return window.dashboard.charts.plan.series.map(s => s.label)") == [
-        "Day", "Mixed fleet", "Best single card type"]  # fmt: skip
+        "Day",
+        "Mixed fleet",
+        "Best single card type",
+    ]
     assert browser.execute_script(CANVAS_INK, "#plan-chart") > 1000
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "plan-laptop.png"))
@@ -63,8 +66,10 @@ def test_plan_page_plans_the_example_mix_and_draws_both_charts(browser, server):
 def test_plan_page_explains_a_bad_mix(browser, server):
     open_view(browser, server, "plan", "plan", state="ready-form")
     source = browser.find_element("id", "plan-source")
-    bad = ("workloads:\n  - name: oops\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
-           "    volume: {runs_per_month: -3}\n")  # fmt: skip
+    bad = (
+        "workloads:\n  - name: oops\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
+        "    volume: {runs_per_month: -3}\n"
+    )
     browser.execute_script("arguments[0].value = arguments[1]", source, bad)
     browser.find_element("id", "plan-submit").click()
     wait_state(browser, "plan", "error")

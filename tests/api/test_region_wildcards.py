@@ -22,11 +22,17 @@ from tracker.storage.tables import Offer
 def client(engine, settings, clock):
     LIVE.clear()
     clock.now = datetime.now(UTC)
-    do_ingest(engine, settings, clock, batch(
-        offer("dash", "2.00", region="us-east-1", available=True),
-        offer("under", "2.10", region="us_east-1", available=True),
-        offer("pct", "2.20", region="eu%x-1"), offer("plain", "2.30", region="euxx-1"),
-    ))  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("dash", "2.00", region="us-east-1", available=True),
+            offer("under", "2.10", region="us_east-1", available=True),
+            offer("pct", "2.20", region="eu%x-1"),
+            offer("plain", "2.30", region="euxx-1"),
+        ),
+    )
     with TestClient(create_app(settings, engine), raise_server_exceptions=False) as c:
         yield c
     LIVE.clear()
@@ -61,4 +67,3 @@ def test_alert_rules_region_filter_escapes_wildcards(client, engine):
 
 def test_like_escape_escapes_every_wildcard_and_the_escape_itself():
     assert like_escape("a_b%c/d") == "a/_b/%c//d"
-

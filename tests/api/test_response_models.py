@@ -28,8 +28,16 @@ from tracker.plan.responses import PlanAnswer, PlanHistory
 TOKEN = "test-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 JOB = {"model": "llama-3.1-8b", "method": "qlora", "tokens": "1M", "assumptions": "seed"}
-MIX = {"workloads": [{"name": "ft", "kind": "fine-tune", "job": {"model": "llama-3.1-8b", "tokens": "10M"},
-                      "volume": {"runs_per_month": 2}}]}  # fmt: skip
+MIX = {
+    "workloads": [
+        {
+            "name": "ft",
+            "kind": "fine-tune",
+            "job": {"model": "llama-3.1-8b", "tokens": "10M"},
+            "volume": {"runs_per_month": 2},
+        }
+    ]
+}
 CALLS: list[tuple[str, str, dict, type[BaseModel]]] = [
     ("get", "/v1/offers", {}, OffersPage),
     ("get", "/v1/market", {}, MarketSnapshot),
@@ -57,7 +65,7 @@ def client(engine, settings):
 def _parses(model: type[BaseModel], body: object) -> None:
     parsed = model.model_validate(body)
     # Every key the model names is in the answer (none filled in by a default).
-    assert set(type(parsed).model_fields) <= set(body), set(type(parsed).model_fields) - set(body)  # type: ignore[arg-type]
+    assert set(type(parsed).model_fields) <= set(body), set(type(parsed).model_fields) - set(body)  # type: ignore[call-overload]
 
 
 def test_answers_parse_as_their_models(client):
@@ -68,9 +76,14 @@ def test_answers_parse_as_their_models(client):
 
 
 def test_alert_answers_parse_as_rule_models(client):
-    rule = {"gpu": "H100", "condition": "above", "threshold": 1000, "allow_immediate": True,
-            "silenced_until": datetime(2030, 1, 1, tzinfo=UTC).isoformat(),
-            "channels": [{"type": "webhook", "url": "http://127.0.0.1:9/hook"}]}  # fmt: skip
+    rule = {
+        "gpu": "H100",
+        "condition": "above",
+        "threshold": 1000,
+        "allow_immediate": True,
+        "silenced_until": datetime(2030, 1, 1, tzinfo=UTC).isoformat(),
+        "channels": [{"type": "webhook", "url": "http://127.0.0.1:9/hook"}],
+    }
     created = client.post("/v1/alerts", json=rule, headers=AUTH)
     assert created.status_code == 201, created.text
     _parses(RuleRead, created.json())

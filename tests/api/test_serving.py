@@ -14,10 +14,22 @@ from tests.factories.clock import FakeClock
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.clock import utcnow
 
-SERVING_70B = {"kind": "inference", "model": "llama-3.1-70b", "precision": "fp8", "prompt_tokens": 1000,
-               "output_tokens": 200, "concurrency": 64}  # fmt: skip
-SERVING_8B = {"kind": "inference", "model": "llama-3.1-8b", "precision": "bf16", "prompt_tokens": 1000,
-              "output_tokens": 200, "concurrency": 1}  # fmt: skip
+SERVING_70B = {
+    "kind": "inference",
+    "model": "llama-3.1-70b",
+    "precision": "fp8",
+    "prompt_tokens": 1000,
+    "output_tokens": 200,
+    "concurrency": 64,
+}
+SERVING_8B = {
+    "kind": "inference",
+    "model": "llama-3.1-8b",
+    "precision": "bf16",
+    "prompt_tokens": 1000,
+    "output_tokens": 200,
+    "concurrency": 1,
+}
 
 
 def _reference_rates() -> dict[str, Decimal]:
@@ -53,8 +65,10 @@ def client(settings, engine):
 
 
 def test_estimate_returns_memory_speed_latency_money_terms_and_band(client) -> None:
-    r = client.post("/v1/estimate", json=SERVING_70B | {"gpu": "H100-SXM-80GB", "gpus": 2, "price": "2.69",
-                                                          "tokens_per_month": "10B"})  # fmt: skip
+    r = client.post(
+        "/v1/estimate",
+        json=SERVING_70B | {"gpu": "H100-SXM-80GB", "gpus": 2, "price": "2.69", "tokens_per_month": "10B"},
+    )
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["kind"] == "inference" and body["job"]["precision"] == "fp8"
@@ -62,8 +76,17 @@ def test_estimate_returns_memory_speed_latency_money_terms_and_band(client) -> N
     assert row["fits"] and row["gpus"] == 2 and row["tensor_parallel"] == 2
     assert set(row["vram_breakdown"]) == {"weights", "kv_cache", "activations", "runtime", "engine_reserve"}
     assert set(row["step_time_breakdown"]) == set(body["step_terms"])
-    keys = ("tokens_per_second", "per_user_tokens_per_second", "ttft_s", "requests_per_second", "usd_per_mtok",
-            "usd_per_mtok_output", "usd_per_mtok_input", "gpus_needed", "monthly_cost")  # fmt: skip
+    keys = (
+        "tokens_per_second",
+        "per_user_tokens_per_second",
+        "ttft_s",
+        "requests_per_second",
+        "usd_per_mtok",
+        "usd_per_mtok_output",
+        "usd_per_mtok_input",
+        "gpus_needed",
+        "monthly_cost",
+    )
     for key in keys:
         assert row[key] is not None and row[key] > 0, key
     low, high = row["band"]["tokens_per_second"]
@@ -85,8 +108,12 @@ def test_fp8_on_a100_is_refused_naming_precision(client) -> None:
     assert r.json()["field"] == "precision" and "FP8" in r.json()["detail"]
 
 
-WRONG_KIND = [({"rank": 8}, "rank"), ({"tokens": "1M"}, "tokens"), ({"precision": "mixed"}, "precision"),
-              ({"engine": "tgi"}, "engine")]  # fmt: skip
+WRONG_KIND = [
+    ({"rank": 8}, "rank"),
+    ({"tokens": "1M"}, "tokens"),
+    ({"precision": "mixed"}, "precision"),
+    ({"engine": "tgi"}, "engine"),
+]
 
 
 @pytest.mark.parametrize(("extra", "field"), WRONG_KIND)
@@ -112,8 +139,10 @@ def test_rank_70b_fp8_high_concurrency_puts_hopper_above_a100(client, machines) 
 
 def test_rank_70b_bf16_on_a100_still_loses_to_fp8_hopper(client, machines) -> None:
     fp8 = client.post("/v1/rank", json=SERVING_70B | {"sort_by": "usd_per_mtok", "best_per_card": True}).json()
-    bf16 = client.post("/v1/rank", json=SERVING_70B | {"precision": "bf16", "gpu": "A100", "sort_by": "usd_per_mtok",
-                                                        "best_per_card": True}).json()  # fmt: skip
+    bf16 = client.post(
+        "/v1/rank",
+        json=SERVING_70B | {"precision": "bf16", "gpu": "A100", "sort_by": "usd_per_mtok", "best_per_card": True},
+    ).json()
     best_hopper = min(r["usd_per_mtok"] for r in fp8["rows"] if r["gpu"].startswith(("H100", "H200")))
     best_a100 = min(r["usd_per_mtok"] for r in bf16["rows"])
     assert best_hopper < best_a100 / 2
@@ -135,17 +164,50 @@ def test_rank_history_prices_serving_per_day(client, reference_sheet) -> None:
 
 
 def test_cli_estimate_and_cheapest(cli, machines) -> None:
-    out = cli("estimate", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8", "--concurrency",
-              "64", "--gpu", "H100-SXM-80GB", "--price", "2.69", "--json")  # fmt: skip
+    out = cli(
+        "estimate",
+        "--kind",
+        "inference",
+        "--model",
+        "llama-3.1-70b",
+        "--precision",
+        "fp8",
+        "--concurrency",
+        "64",
+        "--gpu",
+        "H100-SXM-80GB",
+        "--price",
+        "2.69",
+        "--json",
+    )
     assert out.exit_code == 0, out.stdout
     (row,) = json.loads(out.stdout)["rows"]
     assert row["gpus"] == 2 and row["fits"] and row["usd_per_mtok_input"] is not None
-    refused = cli("estimate", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8", "--gpu",
-                  "A100-SXM-80GB")  # fmt: skip
+    refused = cli(
+        "estimate", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8", "--gpu", "A100-SXM-80GB"
+    )
     assert refused.exit_code != 0 and "precision fp8" in refused.output
-    ranked = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-70b", "--precision", "fp8",
-                 "--prompt-tokens", "1000", "--output-tokens", "200", "--concurrency", "64",
-                 "--tokens-per-month", "10B", "--sort", "usd_per_mtok", "--best-per-card", "--json")  # fmt: skip
+    ranked = cli(
+        "cheapest",
+        "--kind",
+        "inference",
+        "--model",
+        "llama-3.1-70b",
+        "--precision",
+        "fp8",
+        "--prompt-tokens",
+        "1000",
+        "--output-tokens",
+        "200",
+        "--concurrency",
+        "64",
+        "--tokens-per-month",
+        "10B",
+        "--sort",
+        "usd_per_mtok",
+        "--best-per-card",
+        "--json",
+    )
     assert ranked.exit_code == 0, ranked.output
     assert [r["gpu"] for r in json.loads(ranked.stdout)][:2] == ["H200-SXM-141GB", "H100-SXM-80GB"]
     table = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", "--concurrency", "1", "--top", "3")

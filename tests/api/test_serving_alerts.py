@@ -20,11 +20,23 @@ JOB = {"kind": "inference", "model": "llama-3.1-8b", "precision": "fp8", "concur
 def test_serving_usd_per_mtok_rule_fires_on_the_serving_figure(engine, settings, clock) -> None:
     model = default_cost_model()
     ingest_prices(engine, settings, clock(), offer("a", "2.50"))
-    expected = prepare_serving(make_serving_job("llama-3.1-8b", precision="fp8", concurrency=32)).on(
-        get_catalog().get("H100-SXM-80GB"), 1, price_per_gpu_hour="2.50").usd_per_mtok  # fmt: skip
+    expected = (
+        prepare_serving(make_serving_job("llama-3.1-8b", precision="fp8", concurrency=32))
+        .on(get_catalog().get("H100-SXM-80GB"), 1, price_per_gpu_hour="2.50")
+        .usd_per_mtok
+    )
     assert expected is not None
-    rule = add_rule(engine, settings, clock(), metric="usd_per_mtok", threshold=str(expected * 2), job=JOB,
-                    cost_model=model, for_="0", allow_immediate=True)  # fmt: skip
+    rule = add_rule(
+        engine,
+        settings,
+        clock(),
+        metric="usd_per_mtok",
+        threshold=str(expected * 2),
+        job=JOB,
+        cost_model=model,
+        for_="0",
+        allow_immediate=True,
+    )
     evaluate_rules(engine, settings, now=clock(), cost_model=model)
     with session_scope(engine) as s:
         r = s.get_one(AlertRule, rule)
@@ -35,14 +47,23 @@ def test_serving_usd_per_mtok_rule_fires_on_the_serving_figure(engine, settings,
 def test_serving_rule_refuses_fp8_on_ampere_and_a_job_that_does_not_fit(engine, settings, clock) -> None:
     model = default_cost_model()
     with pytest.raises(RuleError) as exc:
-        add_rule(engine, settings, clock(), gpu="A100-SXM-80GB", metric="usd_per_mtok", threshold="1", job=JOB,
-                 cost_model=model)  # fmt: skip
+        add_rule(
+            engine,
+            settings,
+            clock(),
+            gpu="A100-SXM-80GB",
+            metric="usd_per_mtok",
+            threshold="1",
+            job=JOB,
+            cost_model=model,
+        )
     assert exc.value.field == "job_gpus" and "fp8" in str(exc.value)
     big = JOB | {"model": "llama-3.1-70b", "concurrency": 256}
     with pytest.raises(RuleError) as exc:
         add_rule(engine, settings, clock(), metric="usd_per_mtok", threshold="1", job=big, cost_model=model)
     assert exc.value.field == "job_gpus"
     with pytest.raises(RuleError) as exc:
-        add_rule(engine, settings, clock(), metric="usd_per_mtok", threshold="1", job=JOB | {"rank": 8},
-                 cost_model=model)  # fmt: skip
+        add_rule(
+            engine, settings, clock(), metric="usd_per_mtok", threshold="1", job=JOB | {"rank": 8}, cost_model=model
+        )
     assert exc.value.field == "job.rank"

@@ -26,8 +26,15 @@ from tracker.storage.engine import make_engine, session_scope
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "artifacts" / "screenshots"
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--no-first-run", "--disable-sync"]  # fmt: skip
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 LAPTOP, PHONE = (1366, 900), (390, 844)
 TOKEN = "dashboard-test-token"
 # The alerts API answers 401 until the user gives the page the API token; the page asks for it and
@@ -40,10 +47,23 @@ def _alert_rules(engine, now: datetime) -> None:
 
     with session_scope(engine) as s:
         for name, state, value in (("H100 under $2.50", "firing", "2.39"), ("4090 spot deal", "pending", "0.31")):
-            s.add(AlertRule(name=name, gpu_query="H100", gpu_ids=["H100-SXM-80GB"], pricing="on_demand", metric="min",
-                            condition="below", threshold=Decimal("2.50"), recovery_threshold=Decimal("2.60"),
-                            state=state, state_since=now, last_value=Decimal(value), created_at=now,
-                            updated_at=now))  # fmt: skip
+            s.add(
+                AlertRule(
+                    name=name,
+                    gpu_query="H100",
+                    gpu_ids=["H100-SXM-80GB"],
+                    pricing="on_demand",
+                    metric="min",
+                    condition="below",
+                    threshold=Decimal("2.50"),
+                    recovery_threshold=Decimal("2.60"),
+                    state=state,
+                    state_since=now,
+                    last_value=Decimal(value),
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
 
 
 def _binary(env: str, path: str, name: str) -> str | None:

@@ -217,8 +217,9 @@ def resolve_all(result: ScrapeResult, provider: str | None = None) -> tuple[dict
         if o.currency != "USD"
     }
     offers = [copies.get(id(o), o) for o in result.offers]
-    prepared = validate_batch(ScrapeResult(offers=offers, skipped=list(result.skipped)), get_catalog(), Settings(),
-                              provider)  # fmt: skip
+    prepared = validate_batch(
+        ScrapeResult(offers=offers, skipped=list(result.skipped)), get_catalog(), Settings(), provider
+    )
     for original in result.offers:
         if (copy_ := copies.get(id(original))) is not None:
             original.attributes = copy_.attributes
@@ -257,7 +258,7 @@ def assert_replay_drops(provider: type[Provider], mutate: Mutation, match: str, 
     (`providers.parsing.dropping`). Returns the reason."""
     import re
 
-    baseline = replay(provider, **credentials)
+    baseline = replay(provider, None, **credentials)
     result = replay(provider, mutated_cassette(provider, mutate), **credentials)
     dropped = [r for r in result.skipped if "dropped" in r and re.search(match, r)]
     assert dropped, f"no dropped object matching {match!r} in {result.skipped}"

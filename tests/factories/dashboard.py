@@ -60,10 +60,16 @@ def _price(base: float, days_ago: float, i: int) -> Decimal:
 
 def synthetic_batch(days_ago: float) -> ScrapeResult:
     offers = [
-        ScrapedOffer(key=key, gpu_name=gpu, gpu_count=Decimal(n), pricing=pricing, region="us-east",
-                     price_per_hour=_price(base, days_ago, i) * n)
+        ScrapedOffer(
+            key=key,
+            gpu_name=gpu,
+            gpu_count=Decimal(n),
+            pricing=pricing,
+            region="us-east",
+            price_per_hour=_price(base, days_ago, i) * n,
+        )
         for i, (key, gpu, n, pricing, base) in enumerate(MARKET)
-    ]  # fmt: skip
+    ]
     return ScrapeResult(offers=offers)
 
 

@@ -12,7 +12,7 @@ from tracker.storage.engine import session_scope
 from tracker.storage.tables import ScrapeRun
 
 
-def offer(key: str, price: str, gpu: str = "H100-SXM-80GB", count: int = 1, **kw) -> ScrapedOffer:
+def offer(key: str, price: str, gpu: str = "H100-SXM-80GB", count: int | Decimal = 1, **kw) -> ScrapedOffer:
     return ScrapedOffer(key=key, gpu_name=gpu, gpu_count=Decimal(count), price_per_hour=Decimal(price), **kw)
 
 

@@ -36,9 +36,9 @@ REAL_RESULTS: dict[str, Callable[[], ScrapeResult]] = {
         vultr.parse_plans(real_payload("vultr/gpuhunt_91eca44_plans.json")),
         vultr.parse_metal(real_payload("vultr/gpuhunt_91eca44_plans_metal.json")),
     ),
-    "digitalocean": lambda: digitalocean.parse_page(
-        real_payload("digitalocean/gpuhunt_test_digitalocean_sizes.json")
-    )[0],
+    "digitalocean": lambda: digitalocean.parse_page(real_payload("digitalocean/gpuhunt_test_digitalocean_sizes.json"))[
+        0
+    ],
     "verda": _verda,
     "jarvislabs": lambda: jarvislabs.parse(real_payload("jarvislabs/gpuhunt_310de51_server_meta.json")),
 }

@@ -87,9 +87,10 @@ def test_recording_a_gzip_response_hands_the_client_a_readable_body():
 
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(
-            200, content=gzip.compress(payload),
+            200,
+            content=gzip.compress(payload),
             headers={"content-type": "application/json", "content-encoding": "gzip"},
-        )  # fmt: skip
+        )
 
     recorder = RecordingTransport(inner=httpx.MockTransport(answer))
 

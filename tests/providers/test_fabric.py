@@ -34,9 +34,18 @@ def sfcompute():
 
 @pytest.mark.parametrize(
     ("raw", "network"),
-    [("InfiniBand", "infiniband"), ("IB", "infiniband"), ("infiniband_ndr", "infiniband"), ("NDR", "infiniband"),
-     ("RoCEv2", "roce"), ("Ethernet", "ethernet"), ("carrier pigeon", None), (None, None), (400, None)],
-)  # fmt: skip
+    [
+        ("InfiniBand", "infiniband"),
+        ("IB", "infiniband"),
+        ("infiniband_ndr", "infiniband"),
+        ("NDR", "infiniband"),
+        ("RoCEv2", "roce"),
+        ("Ethernet", "ethernet"),
+        ("carrier pigeon", None),
+        (None, None),
+        (400, None),
+    ],
+)
 def test_network_words(raw, network):
     assert network_of(raw) == network
 
@@ -49,10 +58,14 @@ def test_gpu_link_words():
 
 
 def test_fabric_validates_and_derives_per_gpu_bandwidth():
-    got = fabric(network="InfiniBand", network_gbps_per_node=3200, gpus_per_node=8, cluster_nodes=4,
-                 nodes_available=0)  # fmt: skip
-    assert got == {"network": "infiniband", "network_gbps_per_gpu": "400", "gpus_per_node": 8,
-                   "cluster_nodes": 4, "nodes_available": 0}  # fmt: skip
+    got = fabric(network="InfiniBand", network_gbps_per_node=3200, gpus_per_node=8, cluster_nodes=4, nodes_available=0)
+    assert got == {
+        "network": "infiniband",
+        "network_gbps_per_gpu": "400",
+        "gpus_per_node": 8,
+        "cluster_nodes": 4,
+        "nodes_available": 0,
+    }
     # Nonsense is not said: no key at all.
     assert fabric(network="x", network_gbps_per_gpu=-1, gpus_per_node=1.5, cluster_nodes=True) == {}
     back = read_fabric(got | {"gpu_link": "nvswitch"})
@@ -62,8 +75,10 @@ def test_fabric_validates_and_derives_per_gpu_bandwidth():
 
 
 def test_shadeform_interconnect_and_nvlink_fill_the_gpu_link(shadeform):
-    links = {(o.attributes.get("interconnect"), o.attributes.get("nvlink"), int(o.gpu_count)):
-             o.attributes.get("gpu_link") for o in shadeform.offers}  # fmt: skip
+    links = {
+        (o.attributes.get("interconnect"), o.attributes.get("nvlink"), int(o.gpu_count)): o.attributes.get("gpu_link")
+        for o in shadeform.offers
+    }
     assert links[("sxm5", True, 8)] == "nvswitch"
     assert all(v == "pcie" for (ic, nv, _), v in links.items() if ic == "pcie" and nv is False)
     assert {v for (ic, _, _), v in links.items() if ic == "infinity_fabric"} == {"xgmi"}
@@ -84,8 +99,16 @@ def test_sfcompute_blocks_are_infiniband_clusters(sfcompute):
 
 
 def test_prime_intellect_interconnect_fields():
-    item = {"cloudId": "c", "gpuType": "H100_80GB", "socket": "SXM5", "provider": "dc_roan", "gpuCount": 8,
-            "prices": {"onDemand": 20, "currency": "USD"}, "interconnect": 3200, "interconnectType": "infiniband"}
+    item = {
+        "cloudId": "c",
+        "gpuType": "H100_80GB",
+        "socket": "SXM5",
+        "provider": "dc_roan",
+        "gpuCount": 8,
+        "prices": {"onDemand": 20, "currency": "USD"},
+        "interconnect": 3200,
+        "interconnectType": "infiniband",
+    }
     offer = parse_page({"items": [item]}).offers[0]
     assert read_fabric(offer.attributes) == Fabric(None, "infiniband", Decimal(400), 8)
     unsaid = parse_page({"items": [item | {"interconnect": None, "interconnectType": None}]}).offers[0]
@@ -109,8 +132,15 @@ def test_a_cluster_sheet_lists_its_price_per_cluster_size():
     from providers.sheet import parse_sheet
 
     shape = {"gpu_link": "nvswitch", "network": "infiniband", "network_gbps_per_node": 3200, "gpus_per_node": 8}
-    rows = [{"gpu": "H100-SXM-80GB", "gpu_count": 8 * n, "price_per_gpu_hour": price,
-             "fabric": shape | {"cluster_nodes": n}} for n, price in ((1, "2.40"), (16, "2.10"))]  # fmt: skip
+    rows = [
+        {
+            "gpu": "H100-SXM-80GB",
+            "gpu_count": 8 * n,
+            "price_per_gpu_hour": price,
+            "fabric": shape | {"cluster_nodes": n},
+        }
+        for n, price in ((1, "2.40"), (16, "2.10"))
+    ]
     result = parse_sheet({"title": "t", "source": "a cluster page", "as_of": "2026-11-01", "rates": rows})
     small, big = result.offers
     assert (small.attributes["cluster_nodes"], big.attributes["cluster_nodes"]) == (1, 16)

@@ -119,7 +119,8 @@ class Crashing(Provider):
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.secret("CRASH_KEY")
         try:
-            {}[f"token={quote(key, safe='')}"]
+            empty: dict[str, str] = {}
+            empty[f"token={quote(key, safe='')}"]
         except KeyError as cause:
             raise type(self).raises(f"no such field {key!r}") from cause
         return ScrapeResult()

@@ -23,4 +23,6 @@ def test_number_limits_are_the_column_ranges():
                 continue
             column = table.__table__.c[COLUMN_OF.get(name, name)]
             assert isinstance(column.type, Numeric), name
-            assert 10 ** (column.type.precision - column.type.scale) == bound, name
+            precision, scale = column.type.precision, column.type.scale
+            assert precision is not None and scale is not None, name
+            assert 10 ** (precision - scale) == bound, name

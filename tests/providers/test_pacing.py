@@ -105,7 +105,8 @@ def _client(times: list[float], clock: FakeClock, statuses: list[int]) -> httpx.
 def _run(
     ctx_args: dict[str, float], statuses: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[float], FakeClock]:
-    clock, times = FakeClock(), []
+    clock = FakeClock()
+    times: list[float] = []
     monkeypatch.setattr("providers.pacing.time.monotonic", clock)
     monkeypatch.setattr("providers.pacing.asyncio.sleep", clock.sleep)
     Paged.seen.clear()

@@ -132,7 +132,12 @@ def test_a_documented_bare_dollar_is_that_currency():
 def test_seeweb_string_prices_keep_their_own_currency(price, amount, currency):
     from providers.adapters.seeweb import parse
 
-    plan = {"name": "p", "gpu": "1 GPU", "gpu_label": "L4 24GB", "hourly_price": price,
-            "available_regions": [{"location": "it-fr2"}]}  # fmt: skip
+    plan = {
+        "name": "p",
+        "gpu": "1 GPU",
+        "gpu_label": "L4 24GB",
+        "hourly_price": price,
+        "available_regions": [{"location": "it-fr2"}],
+    }
     (offer,) = parse({"plans": [plan]}).offers
     assert (offer.price_per_hour, offer.currency) == (Decimal(amount), currency)  # before: USD, or 1 EUR

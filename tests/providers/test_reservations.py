@@ -34,10 +34,22 @@ def test_no_zero_price_and_no_reservation_shown_as_on_demand(source):
 
 @pytest.mark.parametrize(
     ("written", "term", "hours"),
-    [("1mo", "1mo", 730), ("3 months", "3mo", 2190), ("6mo", "6mo", 4380), ("12-month", "1y", 8760),
-     ("1yr", "1y", 8760), ("1 year", "1y", 8760), ("36mo", "3y", 26280), ("3y", "3y", 26280), ("7d", "7d", 168),
-     ("7 days", "7d", 168), ("2w", "14d", 336), ("P1Y", "1y", 8760), ("1_year", "1y", 8760)],
-)  # fmt: skip
+    [
+        ("1mo", "1mo", 730),
+        ("3 months", "3mo", 2190),
+        ("6mo", "6mo", 4380),
+        ("12-month", "1y", 8760),
+        ("1yr", "1y", 8760),
+        ("1 year", "1y", 8760),
+        ("36mo", "3y", 26280),
+        ("3y", "3y", 26280),
+        ("7d", "7d", 168),
+        ("7 days", "7d", 168),
+        ("2w", "14d", 336),
+        ("P1Y", "1y", 8760),
+        ("1_year", "1y", 8760),
+    ],
+)
 def test_terms_have_one_spelling_and_a_length(written, term, hours):
     assert reservation_term(written) == term
     assert term_hours(term) == Decimal(hours)

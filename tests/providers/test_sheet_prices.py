@@ -10,8 +10,12 @@ import pytest
 from providers.contract import Pricing, ProviderError
 from providers.sheet import parse_sheet
 
-SHEET = {"source": "https://example.test/pricing, read 2026-11-30", "as_of": "2026-11-30", "source_type": "price_page",
-         "url": "https://example.test/pricing"}  # fmt: skip
+SHEET = {
+    "source": "https://example.test/pricing, read 2026-11-30",
+    "as_of": "2026-11-30",
+    "source_type": "price_page",
+    "url": "https://example.test/pricing",
+}
 
 
 @pytest.mark.parametrize(
@@ -55,7 +59,11 @@ def test_terms_and_instances_are_part_of_the_key():
         {"gpu": "H100-SXM-80GB", "price_per_gpu_hour": "3.20", "instance_type": "big"},
     ]
     offers = parse_sheet(SHEET | {"rates": rows}).offers
-    assert [o.key for o in offers] == ["H100-SXM-80GB:1:on_demand:", "H100-SXM-80GB:1:reserved::1y",
-                                       "H100-SXM-80GB:1:reserved::3y", "H100-SXM-80GB:1:on_demand::big"]  # fmt: skip
+    assert [o.key for o in offers] == [
+        "H100-SXM-80GB:1:on_demand:",
+        "H100-SXM-80GB:1:reserved::1y",
+        "H100-SXM-80GB:1:reserved::3y",
+        "H100-SXM-80GB:1:on_demand::big",
+    ]
     assert [(o.pricing, o.reserved_term) for o in offers[1:3]] == [(Pricing.reserved, "1y"), (Pricing.reserved, "3y")]
     assert offers[3].instance_type == "big"

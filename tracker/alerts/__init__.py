@@ -9,5 +9,16 @@ behind an interface), history (events and deliveries for display). The tables ar
 `tracker.storage.alert_tables`.
 """
 
-__all__ = ["channels", "deliver", "egress", "evaluate", "history", "job_cost", "observe", "outbox", "rules", "ssrf",
-           "states"]
+__all__ = [
+    "channels",
+    "deliver",
+    "egress",
+    "evaluate",
+    "history",
+    "job_cost",
+    "observe",
+    "outbox",
+    "rules",
+    "ssrf",
+    "states",
+]

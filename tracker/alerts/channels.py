@@ -62,13 +62,45 @@ VENDOR = "vendor"  # the vendor's public API; the URL carries tokens
 SMTP = "smtp"  # an SMTP server (`?smtp=` or the address's domain)
 APPRISE_SCHEMES: dict[str, str] = {
     **dict.fromkeys(
-        ("json", "jsons", "form", "forms", "xml", "xmls", "ntfy", "ntfys", "gotify", "gotifys", "matrix", "matrixs",
-         "mmost", "mmosts", "rocket", "rockets", "apprise", "apprises", "workflow", "workflows"),
+        (
+            "json",
+            "jsons",
+            "form",
+            "forms",
+            "xml",
+            "xmls",
+            "ntfy",
+            "ntfys",
+            "gotify",
+            "gotifys",
+            "matrix",
+            "matrixs",
+            "mmost",
+            "mmosts",
+            "rocket",
+            "rockets",
+            "apprise",
+            "apprises",
+            "workflow",
+            "workflows",
+        ),
         URL_HOST,
     ),
     **dict.fromkeys(
-        ("slack", "discord", "tgram", "pover", "pbul", "pagerduty", "opsgenie", "pushed", "join", "twilio", "spush",
-         "line"),
+        (
+            "slack",
+            "discord",
+            "tgram",
+            "pover",
+            "pbul",
+            "pagerduty",
+            "opsgenie",
+            "pushed",
+            "join",
+            "twilio",
+            "spush",
+            "line",
+        ),
         VENDOR,
     ),
     "mailto": SMTP,
@@ -95,7 +127,7 @@ def secret_key(secret: str) -> bytes:
     if not secret.startswith(SECRET_PREFIX):
         raise ValueError(f"webhook secret must start with {SECRET_PREFIX!r}")
     try:
-        key = base64.b64decode(secret[len(SECRET_PREFIX):], validate=True)
+        key = base64.b64decode(secret[len(SECRET_PREFIX) :], validate=True)
     except binascii.Error:
         raise ValueError("webhook secret must be whsec_ followed by base64") from None
     if not 16 <= len(key) <= 64:
@@ -109,8 +141,9 @@ def sign(secret: str, msg_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(digest).decode()
 
 
-def verify(secret: str, headers: dict[str, str], body: bytes, *, now: float | None = None,
-           tolerance_s: int = 300) -> bool:
+def verify(
+    secret: str, headers: dict[str, str], body: bytes, *, now: float | None = None, tolerance_s: int = 300
+) -> bool:
     """A receiver's check (used by tests and documented for users)."""
     lower = {k.lower(): v for k, v in headers.items()}
     msg_id, ts = lower.get("webhook-id", ""), lower.get("webhook-timestamp", "")
@@ -126,7 +159,6 @@ def verify(secret: str, headers: dict[str, str], body: bytes, *, now: float | No
 def body_bytes(payload: dict[str, Any]) -> bytes:
     # Deterministic bytes: a retry of the same message signs and sends the same body.
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
 
 
 # ---------------------------------------------------------------------------------------------- checks
@@ -218,8 +250,15 @@ def _refused(exc: UnsafeUrl) -> SendResult:
 
 
 def send_webhook(
-    url: str, secret: str | None, msg_id: str, payload: dict[str, Any], allow: Sequence[Network], *,
-    timeout_s: float, resolver: Resolver = system_resolver, now: datetime | None = None,
+    url: str,
+    secret: str | None,
+    msg_id: str,
+    payload: dict[str, Any],
+    allow: Sequence[Network],
+    *,
+    timeout_s: float,
+    resolver: Resolver = system_resolver,
+    now: datetime | None = None,
     transport: httpx.BaseTransport | None = None,
 ) -> SendResult:
     egress = Egress(allow, resolver=resolver, timeout_s=timeout_s)
@@ -247,9 +286,10 @@ def send_webhook(
     extensions = {"sni_hostname": checked.host} if checked.scheme == "https" else {}
     try:
         # Inside the egress, a socket to anything but the checked address is refused.
-        with egress.active(), httpx.Client(
-            timeout=timeout_s, follow_redirects=False, trust_env=False, transport=transport
-        ) as client:
+        with (
+            egress.active(),
+            httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False, transport=transport) as client,
+        ):
             response = client.post(target, content=body, headers=headers, extensions=extensions)
     except httpx.HTTPError as exc:
         return SendResult(ok=False, retryable=True, error=f"{type(exc).__name__}: {exc}"[:500])
@@ -258,15 +298,25 @@ def send_webhook(
         return SendResult(ok=True, status_code=code)
     if 300 <= code < 400:
         location = response.headers.get("location")
-        return SendResult(ok=False, retryable=False, status_code=code,
-                          error=f"HTTP {code}: redirects are not followed (Location: {location})")
+        return SendResult(
+            ok=False,
+            retryable=False,
+            status_code=code,
+            error=f"HTTP {code}: redirects are not followed (Location: {location})",
+        )
     retryable = code >= 500 or code in (408, 409, 425, 429)
     return SendResult(ok=False, retryable=retryable, status_code=code, error=f"HTTP {code}: {response.text[:200]}")
 
 
 def send_apprise(
-    url: str, title: str, body: str, allow: Sequence[Network], *, resolver: Resolver = system_resolver,
-    notify_type: str = "info", timeout_s: float = 10.0,
+    url: str,
+    title: str,
+    body: str,
+    allow: Sequence[Network],
+    *,
+    resolver: Resolver = system_resolver,
+    notify_type: str = "info",
+    timeout_s: float = 10.0,
 ) -> SendResult:
     """Send one Apprise notification with every connection going through one `Egress`."""
     import apprise
@@ -291,6 +341,7 @@ def send_apprise(
     refusals = egress.refusals
     if refusals:
         # Refused by policy (an address, a redirect): retrying cannot help, unless a name did not resolve.
-        return SendResult(ok=False, retryable=all("does not resolve" in r for r in refusals),
-                          error="; ".join(refusals)[:500])
+        return SendResult(
+            ok=False, retryable=all("does not resolve" in r for r in refusals), error="; ".join(refusals)[:500]
+        )
     return SendResult(ok=False, retryable=True, error="Apprise reported the notification as not sent")

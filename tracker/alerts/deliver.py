@@ -65,8 +65,15 @@ class Deliverer:
         if message.channel_kind == "apprise":
             title, body = message_text(message.payload)
             kind = {"firing": "failure", "resolved": "success"}.get(message.kind, "info")
-            return send_apprise(message.url, title, body, allow, resolver=self.resolver, notify_type=kind,
-                                timeout_s=self.settings.alert_send_timeout_s)
+            return send_apprise(
+                message.url,
+                title,
+                body,
+                allow,
+                resolver=self.resolver,
+                notify_type=kind,
+                timeout_s=self.settings.alert_send_timeout_s,
+            )
         return SendResult(ok=False, error=f"unknown channel type {message.channel_kind!r}")
 
     def deliver(self, messages: list[Claimed]) -> Counter[str]:
@@ -83,8 +90,12 @@ class Deliverer:
             )
             if not result.ok:
                 log.warning(
-                    "notification %s (%s, rule channel %s) attempt %d %s: %s", message.id, message.kind,
-                    message.channel_kind, message.attempt, "failed for good" if status == "failed" else "failed",
+                    "notification %s (%s, rule channel %s) attempt %d %s: %s",
+                    message.id,
+                    message.kind,
+                    message.channel_kind,
+                    message.attempt,
+                    "failed for good" if status == "failed" else "failed",
                     result.error,
                 )
             outcomes[status] += 1

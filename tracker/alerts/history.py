@@ -34,19 +34,30 @@ def events(session: Session, rule_id: int, *, limit: int = 100) -> list[dict[str
 
 def notifications(session: Session, rule_id: int, *, limit: int = 100) -> list[dict[str, Any]]:
     """Newest first, each with its attempts (oldest first)."""
-    rows = list(session.scalars(
-        select(AlertNotification).where(AlertNotification.rule_id == rule_id)
-        .order_by(AlertNotification.id.desc()).limit(limit)
-    ))
+    rows = list(
+        session.scalars(
+            select(AlertNotification)
+            .where(AlertNotification.rule_id == rule_id)
+            .order_by(AlertNotification.id.desc())
+            .limit(limit)
+        )
+    )
     attempts: dict[int, list[dict[str, Any]]] = {n.id: [] for n in rows}
     if rows:
         for a in session.scalars(
-            select(AlertDeliveryAttempt).where(AlertDeliveryAttempt.notification_id.in_(list(attempts)))
+            select(AlertDeliveryAttempt)
+            .where(AlertDeliveryAttempt.notification_id.in_(list(attempts)))
             .order_by(AlertDeliveryAttempt.id)
         ):
             attempts[a.notification_id].append(
-                {"attempt": a.attempt, "at": a.at, "ok": a.ok, "status_code": a.status_code,
-                 "duration_ms": a.duration_ms, "error": a.error}
+                {
+                    "attempt": a.attempt,
+                    "at": a.at,
+                    "ok": a.ok,
+                    "status_code": a.status_code,
+                    "duration_ms": a.duration_ms,
+                    "error": a.error,
+                }
             )
     return [
         {

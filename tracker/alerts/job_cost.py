@@ -50,15 +50,18 @@ class EstimateCostModel:
         from tracker.catalog.gpus import get_catalog
 
         if not isinstance(job, dict) or not ({"model", "hf_config"} & set(job)):
-            raise CostError('job must be an object with at least "model", e.g. {"model": "llama-3.1-8b", '
-                            '"method": "qlora", "tokens": "22.5M"}')
+            raise CostError(
+                'job must be an object with at least "model", e.g. {"model": "llama-3.1-8b", '
+                '"method": "qlora", "tokens": "22.5M"}'
+            )
         try:
             spec = est.JobInput.model_validate(job)
         except ValidationError as exc:
             error = exc.errors(include_url=False)[0]
             where = ".".join(str(part) for part in error["loc"])
-            raise CostError(f"job{'.' + where if where else ''}: {error['msg']}",
-                            f"job.{where}" if where else "job") from None
+            raise CostError(
+                f"job{'.' + where if where else ''}: {error['msg']}", f"job.{where}" if where else "job"
+            ) from None
         try:
             # Never `allow_model_files`: rules come from the API, and a path would read the server's disk.
             gpu = get_catalog().get(gpu_id)

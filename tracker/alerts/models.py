@@ -38,8 +38,16 @@ Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_pe
 Duration = Annotated[str | int, Field(description="Seconds, or 15m / 4h / 1d")]
 _FILTER = OfferFilters.model_fields  # the offer filters a rule takes are declared there, once
 # The offer filters a rule stores (a column each in alert_rules); the others apply to listings only.
-RULE_FILTERS = ("providers", "regions", "min_gpus", "available_only", "verified_only", "datacenter_only",
-                "min_reliability", "cloud")  # fmt: skip
+RULE_FILTERS = (
+    "providers",
+    "regions",
+    "min_gpus",
+    "available_only",
+    "verified_only",
+    "datacenter_only",
+    "min_reliability",
+    "cloud",
+)
 
 
 class ChannelSpec(BaseModel):

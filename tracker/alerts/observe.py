@@ -147,9 +147,7 @@ def _none_listed(session: Session, rule: RuleSubject, now: datetime, settings: S
     """No live offer of a filtered rule's subject at all: an answer only if every provider that could list
     one (those the rule names, else those that ever listed its subject) was scraped successfully within
     its freshness window and listed none."""
-    covering = set(rule.providers or []) or set(
-        session.scalars(_subject(select(Offer.provider).distinct(), rule))
-    )
+    covering = set(rule.providers or []) or set(session.scalars(_subject(select(Offer.provider).distinct(), rule)))
     if not covering:
         return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
     failing = failing_providers(session, covering)
@@ -163,9 +161,7 @@ def _none_listed(session: Session, rule: RuleSubject, now: datetime, settings: S
             .group_by(ScrapeRun.provider)
         ).all()
     )
-    stale = sorted(
-        p for p in covering if (at := last_ok.get(p)) is None or now - at > freshness.window(p, settings)
-    )
+    stale = sorted(p for p in covering if (at := last_ok.get(p)) is None or now - at > freshness.window(p, settings))
     if stale:
         return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
     listed_by = ", ".join(sorted(covering))
@@ -199,19 +195,29 @@ def observe(
     if not rows:
         return Observation(None, 0, [], no_data=f"no live offers: {_windows_text(rule, settings)}")
     if len(rows) < rule.min_offers:
-        return Observation(None, len(rows), contributing,
-                           no_data=f"{len(rows)} fresh offers, fewer than the rule's minimum {rule.min_offers}")
+        return Observation(
+            None,
+            len(rows),
+            contributing,
+            no_data=f"{len(rows)} fresh offers, fewer than the rule's minimum {rule.min_offers}",
+        )
     prices = [p for _, p in rows]
     if rule.metric in PRICE_STATISTICS:
         price = pick(prices, rule.metric)
         return Observation(price, len(rows), contributing, price=price)
     price = pick(prices, rule.price_statistic)
     if cost_model is None:
-        return Observation(None, len(rows), contributing, price=price,
-                           no_data="cost metrics need the estimate model, which is unavailable")
+        return Observation(
+            None,
+            len(rows),
+            contributing,
+            price=price,
+            no_data="cost metrics need the estimate model, which is unavailable",
+        )
     try:
-        value = cost_model.value(rule.metric, rule.job or {}, rule.gpu_ids[0], rule.job_gpus, price,
-                                 pricing=rule.pricing)  # fmt: skip
+        value = cost_model.value(
+            rule.metric, rule.job or {}, rule.gpu_ids[0], rule.job_gpus, price, pricing=rule.pricing
+        )
     except CostError as exc:
         return Observation(None, len(rows), contributing, price=price, no_data=f"cost estimate failed: {exc}")
     return Observation(to_money(value), len(rows), contributing, price=price)

@@ -43,7 +43,13 @@ def _money(value: Decimal | None) -> str | None:
 
 
 def build_payload(
-    rule: AlertRule, kind: str, key: str, *, now: datetime, obs: Observation | None, previous_state: str,
+    rule: AlertRule,
+    kind: str,
+    key: str,
+    *,
+    now: datetime,
+    obs: Observation | None,
+    previous_state: str,
     reason: str,
 ) -> dict[str, Any]:
     """The webhook body (Standard Webhooks shape: type, timestamp, data). Money as exact strings."""
@@ -82,8 +88,11 @@ def message_text(payload: dict[str, Any]) -> tuple[str, str]:
     """(title, body) for chat/e-mail channels."""
     d = payload["data"]
     r = d["rule"]
-    unit = "$/GPU-hour" if r["metric"] in ("min", "p25", "median") else ("$ per run" if r["metric"] == "cost_per_run"
-                                                                        else "$ per 1M tokens")
+    unit = (
+        "$/GPU-hour"
+        if r["metric"] in ("min", "p25", "median")
+        else ("$ per run" if r["metric"] == "cost_per_run" else "$ per 1M tokens")
+    )
     title = f"[{d['status'].upper()}] {r['name']}"
     lines = [
         f"{r['metric']} of {r['gpu']} ({r['pricing']}{', ' + r['filters'] if r.get('filters') else ''}): "
@@ -96,16 +105,31 @@ def message_text(payload: dict[str, Any]) -> tuple[str, str]:
 
 
 def enqueue(
-    session: Session, rule: AlertRule, event: AlertEvent | None, kind: str, key: str, payload: dict[str, Any],
-    *, now: datetime, max_attempts: int,
+    session: Session,
+    rule: AlertRule,
+    event: AlertEvent | None,
+    kind: str,
+    key: str,
+    payload: dict[str, Any],
+    *,
+    now: datetime,
+    max_attempts: int,
 ) -> list[AlertNotification]:
     """One outbox row per channel, in the caller's transaction."""
     rows = []
     for channel in rule.channels:
         row = AlertNotification(
-            rule_id=rule.id, channel_id=channel.id, event_id=event.id if event else None, kind=kind,
-            idempotency_key=key, payload=payload, status="pending", attempts=0, max_attempts=max_attempts,
-            created_at=now, next_attempt_at=now,
+            rule_id=rule.id,
+            channel_id=channel.id,
+            event_id=event.id if event else None,
+            kind=kind,
+            idempotency_key=key,
+            payload=payload,
+            status="pending",
+            attempts=0,
+            max_attempts=max_attempts,
+            created_at=now,
+            next_attempt_at=now,
         )
         session.add(row)
         rows.append(row)
@@ -167,11 +191,21 @@ def claim_due(
                 continue
             n = session.get_one(AlertNotification, nid)
             channel = session.get_one(AlertChannel, n.channel_id)
-            won.append(Claimed(
-                id=n.id, token=token, attempt=n.attempts + 1, kind=n.kind, key=n.idempotency_key,
-                payload=n.payload, channel_kind=channel.kind, url=channel.url, secret=channel.secret,
-                max_attempts=n.max_attempts, allow=channel.allow_networks,
-            ))
+            won.append(
+                Claimed(
+                    id=n.id,
+                    token=token,
+                    attempt=n.attempts + 1,
+                    kind=n.kind,
+                    key=n.idempotency_key,
+                    payload=n.payload,
+                    channel_kind=channel.kind,
+                    url=channel.url,
+                    secret=channel.secret,
+                    max_attempts=n.max_attempts,
+                    allow=channel.allow_networks,
+                )
+            )
     return won
 
 
@@ -181,16 +215,27 @@ def backoff(attempt: int, settings: Settings) -> timedelta:
 
 
 def record(
-    engine: Engine, claimed: Claimed, result: SendResult, *, started: datetime, finished: datetime,
+    engine: Engine,
+    claimed: Claimed,
+    result: SendResult,
+    *,
+    started: datetime,
+    finished: datetime,
     settings: Settings,
 ) -> str:
     """Store the attempt and move the message on: delivered, retry later, or failed for good."""
     with session_scope(engine) as session:
-        session.add(AlertDeliveryAttempt(
-            notification_id=claimed.id, attempt=claimed.attempt, at=started, ok=result.ok,
-            status_code=result.status_code, error=result.error,
-            duration_ms=max(0, int((finished - started).total_seconds() * 1000)),
-        ))
+        session.add(
+            AlertDeliveryAttempt(
+                notification_id=claimed.id,
+                attempt=claimed.attempt,
+                at=started,
+                ok=result.ok,
+                status_code=result.status_code,
+                error=result.error,
+                duration_ms=max(0, int((finished - started).total_seconds() * 1000)),
+            )
+        )
         values: dict[str, Any] = {"attempts": claimed.attempt, "claimed_until": None, "claim_token": None}
         if result.ok:
             status = "delivered"

@@ -333,8 +333,7 @@ def _cost_job(inp: RuleInput, card: str, cost_model: CostModel | None) -> tuple[
         raise RuleError("cost metrics need the estimate model (tracker.estimate), which is not available", "metric")
     if not inp.job:
         raise RuleError(
-            f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", '
-            '"tokens": "22.5M"}',
+            f'a {inp.metric} alert needs a job, e.g. {{"model": "llama-3.1-8b", "method": "qlora", "tokens": "22.5M"}}',
             "job",
         )
     try:

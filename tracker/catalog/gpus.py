@@ -122,8 +122,7 @@ class AmbiguousGpuName(GpuNameError):
     def __init__(self, raw: str, candidates: Sequence[str], missing: str = "memory or form factor") -> None:
         super().__init__(
             raw,
-            f"GPU name {raw!r} is ambiguous: it matches {', '.join(candidates)}; "
-            f"the name must also give the {missing}",
+            f"GPU name {raw!r} is ambiguous: it matches {', '.join(candidates)}; the name must also give the {missing}",
         )
         self.candidates = list(candidates)
 
@@ -162,10 +161,27 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _GLUED_HINT = re.compile(r"([a-z]+\d+[a-z]*?)(sxm\d?|pcie|nvl)")
 # Words that never tell two cards apart. NVLink is here, not among the hints: NVLink bridges exist on
 # PCIe boards too (Fluidstack lists "H100_NVLINK_80GB" next to "H100_SXM5_80GB").
-_NOISE = frozenset({
-    "nvidia", "amd", "intel", "habana", "tesla", "geforce", "instinct", "radeon", "generation", "gpu",
-    "nvlink", "hbm2", "hbm2e", "hbm3e", "gddr6", "gddr6x", "gddr7",
-})
+_NOISE = frozenset(
+    {
+        "nvidia",
+        "amd",
+        "intel",
+        "habana",
+        "tesla",
+        "geforce",
+        "instinct",
+        "radeon",
+        "generation",
+        "gpu",
+        "nvlink",
+        "hbm2",
+        "hbm2e",
+        "hbm3e",
+        "gddr6",
+        "gddr6x",
+        "gddr7",
+    }
+)
 _GLUED_VENDOR = re.compile(r"^(?:nvidia|geforce|tesla|amd|instinct|radeon)(?=[a-z0-9])")
 
 _Hint = tuple[str, Callable[[GpuSpec], bool]]
@@ -177,10 +193,19 @@ _NVL: _Hint = ("NVL", lambda s: s.form_factor in {"NVL", "superchip"})
 _HBM3: _Hint = ("HBM3", lambda s: s.interconnect != "pcie")
 _OAM: _Hint = ("OAM", lambda s: s.form_factor == "OAM")
 _HINTS: dict[str, _Hint] = {
-    "sxm": _SXM, "sxm2": _SXM, "sxm3": _SXM, "sxm4": _SXM, "sxm5": _SXM, "sxm6": _SXM,
-    "hgx": _SXM, "dgx": _SXM,
-    "pcie": _PCIE, "pcle": _PCIE,  # "PCle" (lower-case L) is a common misspelling
-    "nvl": _NVL, "hbm3": _HBM3, "oam": _OAM,
+    "sxm": _SXM,
+    "sxm2": _SXM,
+    "sxm3": _SXM,
+    "sxm4": _SXM,
+    "sxm5": _SXM,
+    "sxm6": _SXM,
+    "hgx": _SXM,
+    "dgx": _SXM,
+    "pcie": _PCIE,
+    "pcle": _PCIE,  # "PCle" (lower-case L) is a common misspelling
+    "nvl": _NVL,
+    "hbm3": _HBM3,
+    "oam": _OAM,
 }
 
 # MIG profile names: "1g.10gb", "MIG 1g.10gb", "mig-1g.10gb", "1g.10gb+me" (media extensions: same share).
@@ -199,9 +224,16 @@ _OCI_SHAPE = re.compile(r"^(?:bm|vm)\.(gpu\d*)(?:\.([a-z0-9-]+))?\.\d+$", re.IGN
 # The SXM module generation of each family, for telling a person their query names a card that does not exist
 # (NVIDIA's data sheets: V100 SXM2 and SXM3 (DGX-2), A100 SXM4, H100/H200/H800/H20 SXM5, B200/B300 SXM6).
 _SXM_GENERATIONS: dict[str, set[int]] = {
-    "V100": {2, 3}, "A100": {4}, "A800": {4}, "H100": {5}, "H200": {5}, "H800": {5}, "H20": {5}, "B200": {6},
+    "V100": {2, 3},
+    "A100": {4},
+    "A800": {4},
+    "H100": {5},
+    "H200": {5},
+    "H800": {5},
+    "H20": {5},
+    "B200": {6},
     "B300": {6},
-}  # fmt: skip
+}
 _SXM_GENERATION_WORD = re.compile(r"sxm\s?(\d)(?![\dg])")  # "SXM5", "sxm 4"; not the "SXM-80GB" of an id
 
 
@@ -401,9 +433,7 @@ class GpuCatalog:
             specs,
             _table_of(data, "family_aliases", _string_list),
             _table_of(data, "raw_names", lambda where, v: _table_of_values(where, v, _one_card)),
-            _table_of(
-                data, "provider_conventions", lambda where, v: _table_of_values(where, v, _card_or_cards)
-            ),
+            _table_of(data, "provider_conventions", lambda where, v: _table_of_values(where, v, _card_or_cards)),
             mig_profiles,
         )
 
@@ -424,9 +454,7 @@ class GpuCatalog:
     def family_of(self, gpu_id: str) -> str:
         return self.get(gpu_id).family
 
-    def normalize(
-        self, raw_name: str, memory_gb: float | None = None, *, provider: str | None = None
-    ) -> GpuSpec:
+    def normalize(self, raw_name: str, memory_gb: float | None = None, *, provider: str | None = None) -> GpuSpec:
         """The one card a provider's raw GPU name denotes.
 
         `memory_gb` is the provider-reported per-GPU memory (GiB or rounded GB are fine: it snaps to a
@@ -511,9 +539,13 @@ class GpuCatalog:
         if memory_gb is not None:
             # The slice's own memory, or the parent card's (some listings give the card's).
             fits = [
-                s for s in slices
-                if any(abs(m - size) / size <= MEMORY_TOLERANCE
-                       for m in (memory_gb, memory_gb / GIB_IN_GB) for size in (s.memory_gb, s.card.memory_gb))
+                s
+                for s in slices
+                if any(
+                    abs(m - size) / size <= MEMORY_TOLERANCE
+                    for m in (memory_gb, memory_gb / GIB_IN_GB)
+                    for size in (s.memory_gb, s.card.memory_gb)
+                )
             ]
             if not fits:
                 raise UnknownGpuName(
@@ -552,9 +584,7 @@ class GpuCatalog:
                 matches = _fit_memory(matches, memory)
         if not matches:
             wanted = [_HINTS[h][0] for h in hints] + [f"~{m:g} GB" for m in (name_memory, memory_gb) if m]
-            raise UnknownGpuName(
-                raw, [s.id for s in covered], f"no {entry.label} card matches {', '.join(wanted)}"
-            )
+            raise UnknownGpuName(raw, [s.id for s in covered], f"no {entry.label} card matches {', '.join(wanted)}")
         return matches
 
     def _lookup(self, keys: Sequence[str], provider: str | None) -> _Entry | None:
@@ -595,8 +625,18 @@ class GpuCatalog:
 # --- loading and validation --------------------------------------------------------------------------
 
 _ID = re.compile(r"[A-Z0-9]+(?:-[A-Z0-9]+)*")
-_REQUIRED = ("id", "family", "vendor", "name", "memory_gb", "form_factor", "architecture",
-             "bandwidth_tbs", "bf16_tflops", "interconnect")
+_REQUIRED = (
+    "id",
+    "family",
+    "vendor",
+    "name",
+    "memory_gb",
+    "form_factor",
+    "architecture",
+    "bandwidth_tbs",
+    "bf16_tflops",
+    "interconnect",
+)
 
 
 def _spec_from_table(where: str, table: Any) -> GpuSpec:
@@ -640,9 +680,7 @@ def _spec_from_table(where: str, table: Any) -> GpuSpec:
         tdp_w=tdp,
         interconnect=text("interconnect"),
         aliases=tuple(_string_list(f"{where}.aliases", table.get("aliases", []))),
-        reported_memory_gb=tuple(
-            _positive(f"{where}.reported_memory_gb[{i}]", m) for i, m in enumerate(reported)
-        ),
+        reported_memory_gb=tuple(_positive(f"{where}.reported_memory_gb[{i}]", m) for i, m in enumerate(reported)),
         notes=_string(f"{where}.notes", notes) if notes is not None else None,
     )
     for key, allowed in (("vendor", VENDORS), ("form_factor", FORM_FACTORS), ("interconnect", INTERCONNECTS)):

@@ -33,16 +33,31 @@ alerts_app = typer.Typer(
 
 
 # The rule schema's fields as this command's flags: an error names what the user typed, not the API's field.
-_FLAGS = {"allow_immediate": "--allow-firing-now", "providers": "--provider", "regions": "--region",
-          "for_s": "--for", "repeat_s": "--repeat", "recovery_threshold": "--recovery", "job_gpus": "--job-gpus",
-          "price_statistic": "--price-statistic", "min_offers": "--min-offers", "min_gpus": "--min-gpus",
-          "min_reliability": "--min-reliability", "channels": "--webhook/--apprise"}  # fmt: skip
+_FLAGS = {
+    "allow_immediate": "--allow-firing-now",
+    "providers": "--provider",
+    "regions": "--region",
+    "for_s": "--for",
+    "repeat_s": "--repeat",
+    "recovery_threshold": "--recovery",
+    "job_gpus": "--job-gpus",
+    "price_statistic": "--price-statistic",
+    "min_offers": "--min-offers",
+    "min_gpus": "--min-gpus",
+    "min_reliability": "--min-reliability",
+    "channels": "--webhook/--apprise",
+}
 
 
 def _cli_words(exc: RuleError) -> str:
     field = exc.field or ""
-    flag = _FLAGS.get(field) or ("--below/--above" if field == "threshold" else "--webhook/--apprise"
-                                 if field.startswith("channels") else f"--{field.replace('_', '-')}")
+    flag = _FLAGS.get(field) or (
+        "--below/--above"
+        if field == "threshold"
+        else "--webhook/--apprise"
+        if field.startswith("channels")
+        else f"--{field.replace('_', '-')}"
+    )
     message = str(exc).replace("set allow_immediate", "pass allow_immediate")
     for name, option in _FLAGS.items():
         message = re.sub(rf"\b{name}\b", option, message)
@@ -170,8 +185,12 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
             str(len(r["channels"])),
             "yes" if r["enabled"] else "no",
         )
-    show_table(table, drop=("since", "enabled", "channels", "last value"), wrap=("filters", "name"),
-               more="--json shows every field")
+    show_table(
+        table,
+        drop=("since", "enabled", "channels", "last value"),
+        wrap=("filters", "name"),
+        more="--json shows every field",
+    )
 
 
 def rule_filters(r: dict[str, Any]) -> str:
@@ -179,8 +198,11 @@ def rule_filters(r: dict[str, Any]) -> str:
     parts = [f"--gpu {r['gpu']}", f"--pricing {r['pricing']}"]
     for key, flag in (("providers", "--provider"), ("regions", "--region")):
         parts += [f"{flag} {v}" for v in r.get(key) or []]
-    for key, flag in (("available_only", "--available"), ("verified_only", "--verified"),
-                      ("datacenter_only", "--datacenter")):  # fmt: skip
+    for key, flag in (
+        ("available_only", "--available"),
+        ("verified_only", "--verified"),
+        ("datacenter_only", "--datacenter"),
+    ):
         if r.get(key):
             parts.append(flag)
     for key, flag in (("min_gpus", "--min-gpus"), ("min_reliability", "--min-reliability"), ("cloud", "--cloud")):
@@ -226,8 +248,14 @@ def show(
     for col in ("at", "from", "to", "value", "notified", "reason"):
         table.add_column(col)
     for e in row["events"]:
-        table.add_row(f"{e['at']:%m-%d %H:%M:%S}", e["from_state"], e["to_state"], str(e["value"] or "-"),
-                      "yes" if e["notified"] else "", escape(e["reason"]))  # fmt: skip
+        table.add_row(
+            f"{e['at']:%m-%d %H:%M:%S}",
+            e["from_state"],
+            e["to_state"],
+            str(e["value"] or "-"),
+            "yes" if e["notified"] else "",
+            escape(e["reason"]),
+        )
     show_table(table, drop=("notified", "from"), wrap=("reason",), more="--json shows every field")
     _print_notifications(row["notifications"])
 
@@ -243,8 +271,11 @@ def _print_notifications(rows: list[dict[str, Any]]) -> None:
     failures = [(n["id"], a) for n in rows for a in n["history"] if not a["ok"]]
     for nid, a in failures:
         code = f" HTTP {a['status_code']}" if a["status_code"] else ""
-        console.print(f"  notification {nid} attempt {a['attempt']} at {a['at']:%m-%d %H:%M:%S}{code}: "
-                      f"{escape(a['error'] or 'no reason recorded')}", highlight=False)  # fmt: skip
+        console.print(
+            f"  notification {nid} attempt {a['attempt']} at {a['at']:%m-%d %H:%M:%S}{code}: "
+            f"{escape(a['error'] or 'no reason recorded')}",
+            highlight=False,
+        )
 
 
 @alerts_app.command("rm")

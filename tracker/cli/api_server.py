@@ -24,7 +24,6 @@ def api_server(
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level: debug, info, warning, error."),
 ) -> None:
-
     """Serve the API, the dashboard at / and Prometheus metrics at /metrics (no scraping in this process)."""
     # Imported here: tracker/ stays free of HTTP frameworks, and other commands start faster.
     import uvicorn
@@ -34,6 +33,10 @@ def api_server(
     rt = runtime(ctx)
     console.print(f"serving the API on http://{host}:{port} (dashboard at /, metrics at /metrics)")
     uvicorn.run(
-        create_app(rt.settings, rt.engine), host=host, port=port, log_level=log_level.lower(),
-        proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips,
-    )  # fmt: skip
+        create_app(rt.settings, rt.engine),
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        proxy_headers=True,
+        forwarded_allow_ips=forwarded_allow_ips,
+    )

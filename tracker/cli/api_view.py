@@ -26,22 +26,34 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
     stale = " [red](stale)[/]" if sheet["stale"] else ""
     title = f"serverless APIs for {alt['model']} (prices read {sheet['read_on']}{stale})"
     if own:
-        title += (f" vs {own['gpus']:g}× {own['gpu']} at {own['provider']}, ${own['price_per_hour']:.2f}/h = "
-                  f"${own['machine_usd_per_month']:,.0f}/month, ${own['usd_per_mtok']:.4f}/Mtok at full load")
+        title += (
+            f" vs {own['gpus']:g}× {own['gpu']} at {own['provider']}, ${own['price_per_hour']:.2f}/h = "
+            f"${own['machine_usd_per_month']:,.0f}/month, ${own['usd_per_mtok']:.4f}/Mtok at full load"
+        )
     table = Table(title=title)
     for col in ("api", "model", "$/Mtok in", "$/Mtok out", "$/Mtok job", "renting wins from", "band (slow-fast)"):
         table.add_column(col, justify="left" if col in ("api", "model") else "right")
     for api in alt["apis"]:
         band = api.get("break_even_band") or {}
         table.add_row(
-            api["provider"] + ("" if api["source"] == "provider" else " *"), api["api_model"],
-            f"{api['input_usd_per_mtok']:.3f}", f"{api['output_usd_per_mtok']:.3f}", f"{api['usd_per_mtok']:.4f}",
-            _volume(api["break_even"]), f"{_volume(band.get('low'))} – {_volume(band.get('high'))}",
-        )  # fmt: skip
-    show_table(table, drop=("band (slow-fast)", "$/Mtok in", "$/Mtok out", "model"), wrap=("model", "api"),
-               more="--json shows every field")
-    console.print("$/Mtok job: per generated token, with its share of the prompt; renting wins from: output"
-                  " tokens a month (machine utilisation there); * a third party's listing of the provider's rates.")
+            api["provider"] + ("" if api["source"] == "provider" else " *"),
+            api["api_model"],
+            f"{api['input_usd_per_mtok']:.3f}",
+            f"{api['output_usd_per_mtok']:.3f}",
+            f"{api['usd_per_mtok']:.4f}",
+            _volume(api["break_even"]),
+            f"{_volume(band.get('low'))} – {_volume(band.get('high'))}",
+        )
+    show_table(
+        table,
+        drop=("band (slow-fast)", "$/Mtok in", "$/Mtok out", "model"),
+        wrap=("model", "api"),
+        more="--json shows every field",
+    )
+    console.print(
+        "$/Mtok job: per generated token, with its share of the prompt; renting wins from: output"
+        " tokens a month (machine utilisation there); * a third party's listing of the provider's rates."
+    )
 
 
 def print_plan_apis(result: dict[str, Any]) -> None:
@@ -54,6 +66,8 @@ def print_plan_apis(result: dict[str, Any]) -> None:
         be = api["break_even"] or {}
         volume = be.get("break_even_tokens_per_month")
         wins = "never (the API is cheaper per token at full load)" if volume is None else f"{volume / 1e9:,.2f}B/month"
-        console.print(f"  {w['name']}: self-hosted ${own:,.0f}/month vs {api['provider']} {api['api_model']} "
-                      f"${api['monthly_cost']:,.0f}/month at ${api['usd_per_mtok']:.3f}/Mtok → {alt['cheaper']} is "
-                      f"cheaper; one node beats that API from {wins}")  # fmt: skip
+        console.print(
+            f"  {w['name']}: self-hosted ${own:,.0f}/month vs {api['provider']} {api['api_model']} "
+            f"${api['monthly_cost']:,.0f}/month at ${api['usd_per_mtok']:.3f}/Mtok → {alt['cheaper']} is "
+            f"cheaper; one node beats that API from {wins}"
+        )

@@ -84,5 +84,7 @@ def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: 
             since.strftime("%m-%d %H:%M") if since is not None and since > start else f"{days}d+",
         )
     show_table(table, drop=("live", "last available", "gpu"), wide=wide)
-    console.print(f"[dim]share: of the last {days} days since tracking began (since: when the card was first on "
-                  f"record; {days}d+: the whole window), the time at least one matching offer was available.[/]")
+    console.print(
+        f"[dim]share: of the last {days} days since tracking began (since: when the card was first on "
+        f"record; {days}d+: the whole window), the time at least one matching offer was available.[/]"
+    )

@@ -25,9 +25,7 @@ def upgrade(ctx: typer.Context, revision: str = typer.Argument("head")) -> None:
 
 
 @db_app.command("downgrade")
-def downgrade(
-    ctx: typer.Context, revision: str = typer.Argument(..., help="Target revision, or 'base'.")
-) -> None:
+def downgrade(ctx: typer.Context, revision: str = typer.Argument(..., help="Target revision, or 'base'.")) -> None:
     """Revert migrations down to REVISION."""
     rt = runtime(ctx, ensure_schema=False)
     try:

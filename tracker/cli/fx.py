@@ -15,9 +15,10 @@ from tracker.pipeline.rates import update_rates_sync
 from tracker.storage.engine import session_scope
 
 fx_app = typer.Typer(
-    add_completion=False, help="Exchange rates: fetch the daily reference rates, show the stored ones.",
+    add_completion=False,
+    help="Exchange rates: fetch the daily reference rates, show the stored ones.",
     no_args_is_help=True,
-)  # fmt: skip
+)
 
 
 @fx_app.command("update")

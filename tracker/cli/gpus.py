@@ -18,12 +18,24 @@ def _num(value: float | None) -> str:
 
 def _table(specs: list[GpuSpec], title: str) -> Table:
     rows = [
-        (s.id, s.family, f"{s.memory_gb:g}", s.form_factor, s.architecture,
-         _num(s.bf16_tflops), _num(s.fp8_tflops), _num(s.bandwidth_tbs), _num(s.tdp_w))
+        (
+            s.id,
+            s.family,
+            f"{s.memory_gb:g}",
+            s.form_factor,
+            s.architecture,
+            _num(s.bf16_tflops),
+            _num(s.fp8_tflops),
+            _num(s.bandwidth_tbs),
+            _num(s.tdp_w),
+        )
         for s in specs
     ]
     table = Table(
-        title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True,
+        title=title,
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
         caption="BF16/FP8: dense TFLOPs · TB/s: memory bandwidth · W: TDP",
     )
     # Ids and numbers keep their full width; in a narrow terminal family/form/arch give way.
@@ -32,8 +44,12 @@ def _table(specs: list[GpuSpec], title: str) -> Table:
         shrinkable = header in {"family", "form", "arch"}
         widest = max([len(header), *(len(row[i]) for row in rows)])
         table.add_column(
-            header, justify="left" if i == 0 or shrinkable else "right", style="bold" if i == 0 else None,
-            no_wrap=not shrinkable, overflow="ellipsis", min_width=None if shrinkable else widest,
+            header,
+            justify="left" if i == 0 or shrinkable else "right",
+            style="bold" if i == 0 else None,
+            no_wrap=not shrinkable,
+            overflow="ellipsis",
+            min_width=None if shrinkable else widest,
         )
     for row in rows:
         table.add_row(*row)

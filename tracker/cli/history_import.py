@@ -21,9 +21,10 @@ from tracker.history.imports.snapshots import import_snapshots
 from tracker.storage.engine import session_scope
 
 import_app = typer.Typer(
-    add_completion=False, no_args_is_help=True,
+    add_completion=False,
+    no_args_is_help=True,
     help="Import real price histories: an export, a provider's dated snapshots, a market-statistics series.",
-)  # fmt: skip
+)
 
 
 def _show(report: ImportReport, json_out: bool) -> None:
@@ -64,8 +65,11 @@ def _run(ctx: typer.Context, work: object, json_out: bool) -> None:
 
 
 @import_app.command("export")
-def export(ctx: typer.Context, directory: Path = typer.Argument(..., help="An export directory (its manifest.json)."),
-           json_out: bool = typer.Option(False, "--json")) -> None:  # fmt: skip
+def export(
+    ctx: typer.Context,
+    directory: Path = typer.Argument(..., help="An export directory (its manifest.json)."),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
     """Restore a gpu-price-tracker export: exact into an empty database, never over stored history."""
     _directory(directory)
     _run(ctx, lambda s, _settings: import_export(s, directory, now=utcnow()), json_out)
@@ -130,5 +134,8 @@ def aws_price_history(
     regions = tuple(region) if region else REGIONS
     if unknown := sorted(set(regions) - set(REGIONS)):
         fail(f"--region {', '.join(unknown)}: not a region the AWS adapter tracks ({', '.join(REGIONS)})")
-    _run(ctx, lambda s, settings: import_aws_history(s, settings=settings, now=utcnow(), since=lo, regions=regions),
-         json_out)  # fmt: skip
+    _run(
+        ctx,
+        lambda s, settings: import_aws_history(s, settings=settings, now=utcnow(), since=lo, regions=regions),
+        json_out,
+    )

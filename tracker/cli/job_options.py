@@ -94,8 +94,11 @@ def _typed() -> set[str]:
     ctx = get_current_context(silent=True)
     if ctx is None:
         return set()
-    return {n for n in JOB_OPTION_NAMES if ctx.get_parameter_source(n) in (ParameterSource.COMMANDLINE,
-                                                                           ParameterSource.ENVIRONMENT)}  # fmt: skip
+    return {
+        n
+        for n in JOB_OPTION_NAMES
+        if ctx.get_parameter_source(n) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+    }
 
 
 def with_job(command: F) -> F:

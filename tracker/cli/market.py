@@ -75,8 +75,14 @@ def cheapest(
         ranked = RankFilters(**dict(filters), gpu_ids=gpu_ids_for(gpu) if gpu else None, max_hours=max_hours)
     except (EstimateError, GpuNameError) as exc:
         fail(getattr(exc, "message", None) or str(exc))
-    options = RankOptions(sort_by=sort_by, include_unfit=show_unfit, best_per_card=best_per_card, limit=top,  # type: ignore[arg-type]
-                          gpu_only=gpu_only, one_per_listing=not (all_regions or json_out))  # fmt: skip
+    options = RankOptions(
+        sort_by=sort_by,  # type: ignore[arg-type]  # checked against the three keys above
+        include_unfit=show_unfit,
+        best_per_card=best_per_card,
+        limit=top,
+        gpu_only=gpu_only,
+        one_per_listing=not (all_regions or json_out),
+    )
     check_providers(filters.providers)
     rt = runtime(ctx)
     with session_scope(rt.engine) as session:
@@ -101,20 +107,49 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
     the month's cost (never hours or $/run)."""
     from rich.table import Table
 
-    table = Table(box=None, caption="layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens "
-                  "at the load; in: the prefill share over input tokens")  # fmt: skip
-    for col in ("#", "provider", "gpu", "n", "layout", "pricing", "region", "$/h", "tok/s", "users/rep", "TTFT",
-                "$/Mtok", "in", "GPUs", "$/month"):  # fmt: skip
+    table = Table(
+        box=None,
+        caption="layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens "
+        "at the load; in: the prefill share over input tokens",
+    )
+    for col in (
+        "#",
+        "provider",
+        "gpu",
+        "n",
+        "layout",
+        "pricing",
+        "region",
+        "$/h",
+        "tok/s",
+        "users/rep",
+        "TTFT",
+        "$/Mtok",
+        "in",
+        "GPUs",
+        "$/month",
+    ):
         table.add_column(col, justify="left" if col in ("provider", "gpu", "layout", "pricing", "region") else "right")
     for i, r in enumerate(rows, 1):
         label = r["provider"] + (" (ref)" if r["reference"] else "")
         gpu = r["gpu"] + ("" if r["fits"] else f" [red]({r['reason'] or 'does not fit'})[/]")
         table.add_row(
-            str(i), label, gpu, f"{r['gpus']:g}", r["layout"], r["pricing"], r["region"] or "-",
-            f"{r['price_per_hour']:.2f}", f"{r['tokens_per_second']:,.0f}", str(r["concurrency_per_replica"]),
-            f"{r['ttft_s']:.2f}", _amount(r["usd_per_mtok"], 4), _amount(r["usd_per_mtok_input"], 4),
-            "-" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}", _amount(r["monthly_cost"], 0),
-        )  # fmt: skip
+            str(i),
+            label,
+            gpu,
+            f"{r['gpus']:g}",
+            r["layout"],
+            r["pricing"],
+            r["region"] or "-",
+            f"{r['price_per_hour']:.2f}",
+            f"{r['tokens_per_second']:,.0f}",
+            str(r["concurrency_per_replica"]),
+            f"{r['ttft_s']:.2f}",
+            _amount(r["usd_per_mtok"], 4),
+            _amount(r["usd_per_mtok_input"], 4),
+            "-" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}",
+            _amount(r["monthly_cost"], 0),
+        )
     return table
 
 
@@ -132,34 +167,60 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
     fitting = f"({result['fitting']} of {result['considered']} live offers fit)"
     if job.get("kind") == "inference":  # serving: $/Mtok at the load, the month's cost, the layout
         users = job["concurrency"] or "most that fit"
-        console.print(f"[bold]job:[/] {job['model_name']} · {job['precision']} · {job['prompt_tokens']:,} in / "
-                      f"{job['output_tokens']:,} out · {users} users · {job['engine']}   {fitting}")  # fmt: skip
+        console.print(
+            f"[bold]job:[/] {job['model_name']} · {job['precision']} · {job['prompt_tokens']:,} in / "
+            f"{job['output_tokens']:,} out · {users} users · {job['engine']}   {fitting}"
+        )
     else:
         console.print(
             f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
             f" · {job['tokens'] / 1e6:,.2f}M tokens   {fitting}"
         )
     if job.get("kind") == "inference":
-        show_table(_serving_table(result["rows"]), wide=wide,
-                   drop=("in", "GPUs", "$/month", "TTFT", "users/rep", "$/h", "region", "pricing", "#"))  # fmt: skip
+        show_table(
+            _serving_table(result["rows"]),
+            wide=wide,
+            drop=("in", "GPUs", "$/month", "TTFT", "users/rep", "$/h", "region", "pricing", "#"),
+        )
         _print_api_alternatives(result)
         return
     table = Table()
-    cols = ("#", "provider", "gpu", "n", "pricing", "region", "fabric", "$/h", "tok/s", "hours", "$/run", "$ GPU",
-            "$/1M tok", "age")  # fmt: skip
+    cols = (
+        "#",
+        "provider",
+        "gpu",
+        "n",
+        "pricing",
+        "region",
+        "fabric",
+        "$/h",
+        "tok/s",
+        "hours",
+        "$/run",
+        "$ GPU",
+        "$/1M tok",
+        "age",
+    )
     for col in cols:
         table.add_column(col, justify="left" if col in ("provider", "gpu", "pricing", "region", "fabric") else "right")
     all_demo = bool(result["rows"]) and all(r["demo"] for r in result["rows"])
     for i, r in enumerate(result["rows"], 1):
         table.add_row(
-            str(i), _provider_label(r, demo=r["demo"] and not all_demo),
+            str(i),
+            _provider_label(r, demo=r["demo"] and not all_demo),
             escape(r["gpu"]) + ("" if r["fits"] else " [red](does not fit)[/]"),
-            gpu_count(r["gpus"]), r["pricing"] + (" [yellow](sold out)[/]" if r.get("unavailable") else ""),
-            _region_label(r), fabric_label(r.get("fabric")), f"{r['price_per_hour']:.2f}",
-            f"{r['tokens_per_second']:,.0f}", f"{r['hours']:.2f}",
-            _amount(r["cost_per_run"], 2), _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),
-            _amount(r["usd_per_mtok"], 4), _age(r["price_age_s"]),
-        )  # fmt: skip
+            gpu_count(r["gpus"]),
+            r["pricing"] + (" [yellow](sold out)[/]" if r.get("unavailable") else ""),
+            _region_label(r),
+            fabric_label(r.get("fabric")),
+            f"{r['price_per_hour']:.2f}",
+            f"{r['tokens_per_second']:,.0f}",
+            f"{r['hours']:.2f}",
+            _amount(r["cost_per_run"], 2),
+            _amount(r.get("gpu_cost_per_run", r["cost_per_run"]), 2),
+            _amount(r["usd_per_mtok"], 4),
+            _age(r["price_age_s"]),
+        )
     show_table(table, drop=("age", "$ GPU", "tok/s", "$/1M tok", "fabric", "$/h", "hours", "region"), wide=wide)
     if all_demo:
         console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
@@ -185,8 +246,10 @@ def _age(seconds: float) -> str:
 def _print_notes(result: dict[str, Any], top: int) -> None:
     rows = result["rows"]
     if any("listings" in r for r in rows):
-        console.print("[dim]one row per listing (provider, instance type, pricing) at its cheapest region; "
-                      "region +N: offered in N more (--all-regions lists each).[/]")  # fmt: skip
+        console.print(
+            "[dim]one row per listing (provider, instance type, pricing) at its cheapest region; "
+            "region +N: offered in N more (--all-regions lists each).[/]"
+        )
     if any(r.get("unavailable") for r in rows):
         console.print("[dim]sold out: the provider says it cannot be rented now; ranked after every other offer.[/]")
     if len(rows) == top and result["fitting"] > top:
@@ -199,8 +262,10 @@ def _print_notes(result: dict[str, Any], top: int) -> None:
         for i, r in enumerate(rows, 1):
             if (why := _beyond(r.get("cost"))) != "-":
                 console.print(f"  {i}. beyond GPU time: {why}")
-        console.print("beyond GPU time: components over 1¢ (* a default, not the provider's figure); spot: the range"
-                      " from no interruption to the 95th percentile.  --gpu-only ranks on GPU time alone.")  # fmt: skip
+        console.print(
+            "beyond GPU time: components over 1¢ (* a default, not the provider's figure); spot: the range"
+            " from no interruption to the 95th percentile.  --gpu-only ranks on GPU time alone."
+        )
 
 
 def _beyond(cost: dict[str, Any] | None) -> str:
@@ -247,9 +312,16 @@ def history(
     now = utcnow()
     with session_scope(rt.engine) as session:
         rows = market_history(
-            session, rt.settings, now, gpu_ids=ids, pricing=kind, interval=interval,
-            start=now - timedelta(days=days), end=now, include_reference=not no_reference,
-        )  # fmt: skip
+            session,
+            rt.settings,
+            now,
+            gpu_ids=ids,
+            pricing=kind,
+            interval=interval,
+            start=now - timedelta(days=days),
+            end=now,
+            include_reference=not no_reference,
+        )
         if not rows:
             require_prices(session, json_out=json_out)
     if json_out:
@@ -261,6 +333,10 @@ def history(
     for col in ("bucket", "min", "p25", "median", "p75", "max", "offers", "providers"):
         table.add_column(col, justify="left" if col == "bucket" else "right")
     for r in rows:
-        table.add_row(r["bucket"].strftime("%Y-%m-%d %H:%M"), *(f"{r[k]:.4f}" for k in ("min", "p25", "median",
-                      "p75", "max")), str(r["offers"]), str(r["providers"]))  # fmt: skip
+        table.add_row(
+            r["bucket"].strftime("%Y-%m-%d %H:%M"),
+            *(f"{r[k]:.4f}" for k in ("min", "p25", "median", "p75", "max")),
+            str(r["offers"]),
+            str(r["providers"]),
+        )
     show_table(table, drop=("providers", "p25", "p75"), more="--json shows every field")

@@ -95,8 +95,10 @@ def _print_plan(result: dict[str, Any]) -> None:
         table.add_row(
             f"{w['name']} ({w['kind']})",
             f"{c['gpus_per_node']}× {c['gpu']} {c['pricing']} at {_usd(c['price_per_hour'])}/h, {label}",
-            _usd(c["monthly_cost"]), str(c["nodes_at_peak"]), f"{c['gpu_hours_per_month']:,.1f}",
-        )  # fmt: skip
+            _usd(c["monthly_cost"]),
+            str(c["nodes_at_peak"]),
+            f"{c['gpu_hours_per_month']:,.1f}",
+        )
     show_table(table, wrap=("placement", "workload"))
     for w in result["workloads"]:
         if w["choice"] is None:
@@ -111,13 +113,28 @@ def _print_plan(result: dict[str, Any]) -> None:
     for col in ("card", "GPUs at peak", "GPU-h/month", "$/month", "kW", "workloads"):
         ft.add_column(col, justify="left" if col in ("card", "workloads") else "right")
     for c in fleet["cards"]:
-        ft.add_row(c["gpu"], str(c["gpus_at_peak"]), f"{c['gpu_hours_per_month']:,.1f}", _usd(c["monthly_cost"]),
-                   "-" if c["power_kw"] is None else f"{c['power_kw']:,.2f}", ", ".join(c["workloads"]))  # fmt: skip
-    ft.add_row("[bold]total[/]", str(fleet["gpus_at_peak"]), f"{fleet['gpu_hours_per_month']:,.1f}",
-               f"[bold]{_usd(fleet['monthly_cost'])}[/]", "-" if fleet["power_kw"] is None
-               else f"{fleet['power_kw']:,.2f}", "")  # fmt: skip
+        ft.add_row(
+            c["gpu"],
+            str(c["gpus_at_peak"]),
+            f"{c['gpu_hours_per_month']:,.1f}",
+            _usd(c["monthly_cost"]),
+            "-" if c["power_kw"] is None else f"{c['power_kw']:,.2f}",
+            ", ".join(c["workloads"]),
+        )
+    ft.add_row(
+        "[bold]total[/]",
+        str(fleet["gpus_at_peak"]),
+        f"{fleet['gpu_hours_per_month']:,.1f}",
+        f"[bold]{_usd(fleet['monthly_cost'])}[/]",
+        "-" if fleet["power_kw"] is None else f"{fleet['power_kw']:,.2f}",
+        "",
+    )
     show_table(ft, wrap=("workloads",))
+    _print_summary(result)
 
+
+def _print_summary(result: dict[str, Any]) -> None:
+    """The single-card comparison, power, what was not planned and the plan over time."""
     single = result["single_card"]
     best = single["best"]
     if best is None:
@@ -133,23 +150,29 @@ def _print_plan(result: dict[str, Any]) -> None:
     if p["budget_kw"] is not None:
         if p["within_budget"]:
             moved = f", moving {', '.join(p['changed'])}" if p["changed"] else ""
-            line += (f", within the {p['budget_kw']:g} kW budget ({p['algorithm']}); the cap costs "
-                     f"{_usd(p['cap_cost'])}/month{moved}")  # fmt: skip
+            line += (
+                f", within the {p['budget_kw']:g} kW budget ({p['algorithm']}); the cap costs "
+                f"{_usd(p['cap_cost'])}/month{moved}"
+            )
         else:
             line += f"; [red]over the {p['budget_kw']:g} kW budget[/]: {p.get('reason', '')}"
     console.print(line)
     for card in p["per_card"]:
         per = ", ".join(f"{name} {tps:,.0f}" for name, tps in card["workloads"].items())
-        console.print(f"  {card['gpu']}: {card['kw_per_gpu']} kW/GPU, {card['gpus_per_100kw']} GPUs per 100 kW; "
-                      f"tokens/s per kW: {per}")  # fmt: skip
+        console.print(
+            f"  {card['gpu']}: {card['kw_per_gpu']} kW/GPU, {card['gpus_per_100kw']} GPUs per 100 kW; "
+            f"tokens/s per kW: {per}"
+        )
     if result["unplanned"]:
         console.print(f"[yellow]Not planned:[/] {', '.join(result['unplanned'])} (see the reasons above)")
     history = result.get("history")
     if history:
         s = history["summary"]
-        console.print(f"[bold]Over {history['days']} days:[/] the mixed fleet was cheaper than the best single card "
-                      f"type on {s['days_with_saving']} of {s['days_compared']} days (saving {_usd(s['min_saving'])}"
-                      f" to {_usd(s['max_saving'])} a month)")  # fmt: skip
+        console.print(
+            f"[bold]Over {history['days']} days:[/] the mixed fleet was cheaper than the best single card "
+            f"type on {s['days_with_saving']} of {s['days_compared']} days (saving {_usd(s['min_saving'])}"
+            f" to {_usd(s['max_saving'])} a month)"
+        )
 
 
 def _kw(value: float | None) -> str:

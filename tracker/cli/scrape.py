@@ -151,8 +151,10 @@ def providers_cmd(
         )
     show_table(table, drop=("interval", "kind", "unknown", "credentials"), wrap=("error",), wide=wide)
     if rows and all((r["last_run"] or {}).get("source") == "demo" for r in rows):
-        console.print("[yellow]every last run was a demo replay[/] (recorded responses, `scrape --demo`): "
-                      "no provider has been asked live yet.")  # fmt: skip
+        console.print(
+            "[yellow]every last run was a demo replay[/] (recorded responses, `scrape --demo`): "
+            "no provider has been asked live yet."
+        )
 
 
 def _when(started: Any) -> str:

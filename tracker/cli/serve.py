@@ -20,7 +20,6 @@ def up(
     demo: bool = typer.Option(False, "--demo", help="Replay the bundled cassettes instead of live providers."),
     worker: bool = typer.Option(True, "--worker/--no-worker", help="Run the scheduler in this process."),
 ) -> None:
-
     """Start the API with the scheduler worker in-process (the embedded default migrates itself).
 
     In production run `gpu-tracker api` and `gpu-tracker worker` as separate processes instead.

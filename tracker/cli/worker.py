@@ -34,7 +34,6 @@ def worker_cmd(
     demo: bool = typer.Option(False, "--demo", help="Replay every provider's bundled cassette (offline)."),
     json_out: bool = typer.Option(False, "--json", help="With --once: the cycle's report as JSON."),
 ) -> None:
-
     """Run providers on their schedules and deliver alerts. `--once` exits 1 if a provider failed."""
     if replay_dir and demo:
         fail("--replay-dir and --demo are exclusive")

@@ -55,8 +55,7 @@ class TermColumns:
         """The exact terms of row `i`, by the same rule the columns were built with."""
         api = {n: Decimal(repr(float(self.values[n][i]))) for n in _STATED if self.stated[n][i]}
         rel = float(self.reliability[i])
-        return resolve(str(self.providers[i]), _text(self.pricing[i]), api,
-                       reliability=None if rel != rel else rel)  # fmt: skip
+        return resolve(str(self.providers[i]), _text(self.pricing[i]), api, reliability=None if rel != rel else rel)
 
 
 def _text(value: object) -> str | None:

@@ -70,14 +70,19 @@ class RunPlan:
 
     def describe(self) -> dict[str, object]:
         return {
-            "dataset_gb": round(self.dataset_gb, 3), "model_gb": round(self.model_gb, 3),
-            "image_gb": self.image_gb, "checkpoint_gb": round(self.checkpoint_gb, 3),
-            "checkpoints_kept": self.checkpoints_kept, "output_gb": round(self.output_gb, 3),
-            "disk_gb": round(self.disk_gb, 3), "checkpoint_minutes": round(self.checkpoint_interval_h * 60, 3),
+            "dataset_gb": round(self.dataset_gb, 3),
+            "model_gb": round(self.model_gb, 3),
+            "image_gb": self.image_gb,
+            "checkpoint_gb": round(self.checkpoint_gb, 3),
+            "checkpoints_kept": self.checkpoints_kept,
+            "output_gb": round(self.output_gb, 3),
+            "disk_gb": round(self.disk_gb, 3),
+            "checkpoint_minutes": round(self.checkpoint_interval_h * 60, 3),
             "setup_minutes": None if self.setup_h is None else round(self.setup_h * 60, 3),
             "restart_minutes": None if self.restart_h is None else round(self.restart_h * 60, 3),
-            "deadline_hours": self.deadline_h, "sources": dict(self.sources),
-        }  # fmt: skip
+            "deadline_hours": self.deadline_h,
+            "sources": dict(self.sources),
+        }
 
 
 def plan_for(job: JobInput, spec: JobSpec) -> RunPlan:

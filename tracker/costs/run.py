@@ -63,8 +63,14 @@ class RunCost:
     spot: dict[str, Any] | None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"total": self.total, "components": self.components, "hours": self.hours, "known": self.known,
-                "terms": self.terms, "spot": self.spot}  # fmt: skip
+        return {
+            "total": self.total,
+            "components": self.components,
+            "hours": self.hours,
+            "known": self.known,
+            "terms": self.terms,
+            "spot": self.spot,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +153,10 @@ def _run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, pla
             "p_no_interruption": round(math.exp(-mu), 4),
             "expected_wall_hours": round(wall, 4),
             "range": {"low": money.to_money(low), "high": money.to_money(high), "interruptions": [low_n, high_n]},
-            "p_within_deadline": None if plan.deadline_h is None else round(spot.p_within(plan.deadline_h, work,
-                                                                                          rate, loss), 4),
-        }  # fmt: skip
+            "p_within_deadline": None
+            if plan.deadline_h is None
+            else round(spot.p_within(plan.deadline_h, work, rate, loss), 4),
+        }
     return RunCost(
         components={c: money.to_money(exact[c]) for c in COMPONENTS},
         total=money.to_money(sum(exact.values(), Decimal(0))),
@@ -167,7 +174,7 @@ def vector_totals(
     plan: RunPlan,
 ) -> npt.NDArray[np.float64]:
     """`run_cost(...).total` for many offers at once, in floats (ordering only). `cols` holds a float
-    array per numeric term (tracker.costs.terms.NUMERIC_TERMS), aligned with `price`."""  # fmt: skip
+    array per numeric term (tracker.costs.terms.NUMERIC_TERMS), aligned with `price`."""
     with np.errstate(divide="ignore", invalid="ignore"):
         mbps = cols["download_mbps"]
         if plan.setup_h is not None:

@@ -107,8 +107,9 @@ def sheet() -> dict[str, dict[str, Any]]:
         unknown = set(entry) - set(TERMS) - {"checked", "sources"}
         if unknown or not entry.get("sources") or not entry.get("checked"):
             raise ValueError(f"cost_terms.toml [{provider}]: unknown keys {sorted(unknown)} or no sources/checked")
-        out[provider] = {k: v if isinstance(v, bool) or k in ("checked", "sources") else Decimal(str(v))
-                         for k, v in entry.items()}  # fmt: skip
+        out[provider] = {
+            k: v if isinstance(v, bool) or k in ("checked", "sources") else Decimal(str(v)) for k, v in entry.items()
+        }
     return out
 
 

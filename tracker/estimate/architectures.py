@@ -26,17 +26,37 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 # Canonical LoRA target names; the aliases cover HF, torchtune and Mixtral (w1/w2/w3) spellings.
 LORA_MODULES: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
 _TARGET_ALIASES: dict[str, tuple[str, ...]] = {
-    "q": ("q",), "q_proj": ("q",), "query": ("q",),
-    "k": ("k",), "k_proj": ("k",), "key": ("k",),
-    "v": ("v",), "v_proj": ("v",), "value": ("v",),
-    "o": ("o",), "o_proj": ("o",), "output_proj": ("o",), "out_proj": ("o",), "dense": ("o",),
-    "gate": ("gate",), "gate_proj": ("gate",), "w1": ("gate",),
-    "up": ("up",), "up_proj": ("up",), "w3": ("up",),
-    "down": ("down",), "down_proj": ("down",), "w2": ("down",),
-    "qkv_proj": ("q", "k", "v"), "gate_up_proj": ("gate", "up"),
-    "attn": ("q", "k", "v", "o"), "attention": ("q", "k", "v", "o"),
+    "q": ("q",),
+    "q_proj": ("q",),
+    "query": ("q",),
+    "k": ("k",),
+    "k_proj": ("k",),
+    "key": ("k",),
+    "v": ("v",),
+    "v_proj": ("v",),
+    "value": ("v",),
+    "o": ("o",),
+    "o_proj": ("o",),
+    "output_proj": ("o",),
+    "out_proj": ("o",),
+    "dense": ("o",),
+    "gate": ("gate",),
+    "gate_proj": ("gate",),
+    "w1": ("gate",),
+    "up": ("up",),
+    "up_proj": ("up",),
+    "w3": ("up",),
+    "down": ("down",),
+    "down_proj": ("down",),
+    "w2": ("down",),
+    "qkv_proj": ("q", "k", "v"),
+    "gate_up_proj": ("gate", "up"),
+    "attn": ("q", "k", "v", "o"),
+    "attention": ("q", "k", "v", "o"),
     "mlp": ("gate", "up", "down"),
-    "all": LORA_MODULES, "all-linear": LORA_MODULES, "all_linear": LORA_MODULES,
+    "all": LORA_MODULES,
+    "all-linear": LORA_MODULES,
+    "all_linear": LORA_MODULES,
 }
 ALL_LINEAR: tuple[str, ...] = LORA_MODULES
 
@@ -376,18 +396,26 @@ def from_hf_config(cfg: Mapping[str, Any], *, default_id: str | None = None, whe
     head_dim = read.count("head_dim", "head_dim", default=max(1, hidden // heads))
     experts = read.count("experts", "num_local_experts", "num_experts", default=1)
     intermediate = read.count(
-        "intermediate", *(("moe_intermediate_size",) if experts > 1 and "moe_intermediate_size" in cfg else ()),
-        "intermediate_size", "ffn_dim", "n_inner", default=4 * hidden,
-    )  # fmt: skip
+        "intermediate",
+        *(("moe_intermediate_size",) if experts > 1 and "moe_intermediate_size" in cfg else ()),
+        "intermediate_size",
+        "ffn_dim",
+        "n_inner",
+        default=4 * hidden,
+    )
     if heads % kv_heads:
-        raise InvalidModelConfig(f"num_attention_heads ({heads}) is not a multiple of num_key_value_heads "
-                                 f"({kv_heads})", field=read.field("num_key_value_heads"))  # fmt: skip
+        raise InvalidModelConfig(
+            f"num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv_heads})",
+            field=read.field("num_key_value_heads"),
+        )
     experts_per_token = 1
     if experts > 1:
         experts_per_token = read.count("experts_per_token", "num_experts_per_tok", default=min(experts, 2))
     if experts_per_token > experts:
-        raise InvalidModelConfig(f"num_experts_per_tok ({experts_per_token}) exceeds the {experts} experts",
-                                 field=read.field("num_experts_per_tok"))  # fmt: skip
+        raise InvalidModelConfig(
+            f"num_experts_per_tok ({experts_per_token}) exceeds the {experts} experts",
+            field=read.field("num_experts_per_tok"),
+        )
     tied_default = model_type.startswith("gemma")
     name = str(cfg.get("_name_or_path") or default_id or model_type or "custom model")[:200]
     return ModelArch(

@@ -59,8 +59,12 @@ class EfficiencyModel:
     @classmethod
     def constant(cls, value: float) -> EfficiencyModel:
         level = {m: math.log(value) for m in ("full", "lora", "qlora")}
-        return cls(level=level, arch={}, default_arch=0.0,
-                   source={f"method:{m}": "constant" for m in level} | {"arch:*": "constant"})
+        return cls(
+            level=level,
+            arch={},
+            default_arch=0.0,
+            source={f"method:{m}": "constant" for m in level} | {"arch:*": "constant"},
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +111,10 @@ class AssumptionSet:
                 "flops": {
                     "params": self.flops.params,
                     "multipliers": {
-                        "full": self.flops.full, "full_recompute": self.flops.full_recompute,
-                        "lora": self.flops.lora, "lora_recompute": self.flops.lora_recompute,
+                        "full": self.flops.full,
+                        "full_recompute": self.flops.full_recompute,
+                        "lora": self.flops.lora,
+                        "lora_recompute": self.flops.lora_recompute,
                     },
                     "adapter_flops": self.flops.adapter_flops,
                     "attention": self.flops.attention,
@@ -116,7 +122,7 @@ class AssumptionSet:
                 "step": self.step_params.describe() if self.step_params is not None else None,
                 "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
                 "peak_tflops_overrides": dict(self.peak_tflops),
-            }  # fmt: skip
+            }
         return {
             "name": self.name,
             "title": self.title,
@@ -126,15 +132,16 @@ class AssumptionSet:
             "flops": {
                 "params": self.flops.params,
                 "multipliers": {
-                    "full": self.flops.full, "full_recompute": self.flops.full_recompute,
-                    "lora": self.flops.lora, "lora_recompute": self.flops.lora_recompute,
+                    "full": self.flops.full,
+                    "full_recompute": self.flops.full_recompute,
+                    "lora": self.flops.lora,
+                    "lora_recompute": self.flops.lora_recompute,
                 },
                 "adapter_flops": self.flops.adapter_flops,
                 "attention": self.flops.attention,
             },
-            "efficiency": {
-                a: {m: round(self.efficiency(a, m), 4) for m in ("full", "lora", "qlora")} for a in archs
-            } | {"other": {m: round(self.efficiency("?", m), 4) for m in ("full", "lora", "qlora")}},
+            "efficiency": {a: {m: round(self.efficiency(a, m), 4) for m in ("full", "lora", "qlora")} for a in archs}
+            | {"other": {m: round(self.efficiency("?", m), 4) for m in ("full", "lora", "qlora")}},
             "efficiency_source": dict(self.efficiency.source),
             "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
             "multi_gpu_efficiency": dict(self.multi_gpu),
@@ -186,11 +193,18 @@ def unfitted(name: str) -> AssumptionSet:
     default_stack = raw.get("default_stack")
     if default_stack is not None:
         return AssumptionSet(
-            name=name, title=raw["title"], description=raw["description"].strip(), stacks=(),
-            flops=FlopsKnobs(**dict(raw["flops"])), memory=get_stack(default_stack).memory,
-            efficiency=EfficiencyModel.constant(1.0), fitted=True, peak_tflops={}, multi_gpu={"default": 1.0},
+            name=name,
+            title=raw["title"],
+            description=raw["description"].strip(),
+            stacks=(),
+            flops=FlopsKnobs(**dict(raw["flops"])),
+            memory=get_stack(default_stack).memory,
+            efficiency=EfficiencyModel.constant(1.0),
+            fitted=True,
+            peak_tflops={},
+            multi_gpu={"default": 1.0},
             default_stack=default_stack,
-        )  # fmt: skip
+        )
     eff = raw["efficiency"]
     if "constant" not in eff:  # the per-set efficiency fit is retired: step-time sets fit the step model
         raise ValueError(f"assumption set {name!r}: [efficiency] needs a constant")

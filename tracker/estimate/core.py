@@ -268,11 +268,17 @@ class Estimate:
             "vram_gb_low": round(self.vram_gb * vband.low, 2),
             "vram_gb_high": round(self.vram_gb * vband.high, 2),
             # "yes": fits even at the top of the VRAM band; "maybe": only the estimate or less fits.
-            "fits_band": "yes" if self.vram_gb * vband.high <= fits
-            else "maybe" if self.vram_gb * vband.low <= fits else "no",
-            "band": {"tokens_per_second": band.describe(), "vram": vband.describe(),
-                     "efficiency_class": efficiency_class(self.gpu.architecture, self.gpu.form_factor)},
-        }  # fmt: skip
+            "fits_band": "yes"
+            if self.vram_gb * vband.high <= fits
+            else "maybe"
+            if self.vram_gb * vband.low <= fits
+            else "no",
+            "band": {
+                "tokens_per_second": band.describe(),
+                "vram": vband.describe(),
+                "efficiency_class": efficiency_class(self.gpu.architecture, self.gpu.form_factor),
+            },
+        }
 
     def as_dict(self) -> dict[str, Any]:
         job = self.prepared.job
@@ -293,7 +299,8 @@ class Estimate:
             "efficiency": round(self.efficiency, 4),
             "efficiency_class": efficiency_class(self.gpu.architecture, self.gpu.form_factor),
             "efficiency_source": a.efficiency.provenance(
-                efficiency_class(self.gpu.architecture, self.gpu.form_factor), job.method),
+                efficiency_class(self.gpu.architecture, self.gpu.form_factor), job.method
+            ),
             "multi_gpu_efficiency": self.multi_gpu_efficiency,
             "flops_per_token": self.prepared.flops_per_token,
             "hours": round(self.hours, 4),
@@ -308,16 +315,17 @@ class Estimate:
             "assumptions": a.name,
             "stack": self.prepared.stack.name if self.prepared.stack is not None else None,
             "precision": (job.precision or self.prepared.stack.default_precision)
-            if self.prepared.stack is not None and job.method == "full" else job.precision,
+            if self.prepared.stack is not None and job.method == "full"
+            else job.precision,
             "parallel": (job.parallel or "fsdp") if self.gpus > 1 else None,
             "pad_fraction": job.pad_fraction,
             "vram_scope": "reserved + CUDA context (as nvidia-smi shows)",
             "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 6),
-            "step_time_breakdown": None if self.step_time_breakdown is None
+            "step_time_breakdown": None
+            if self.step_time_breakdown is None
             else {k: round(v, 6) for k, v in self.step_time_breakdown.items()},
-            "tokens_per_step": None if self.raw_step is None
-            else self.raw_step.useful_tokens * self.raw_step.replicas,
-        } | self.band_dict()  # fmt: skip
+            "tokens_per_step": None if self.raw_step is None else self.raw_step.useful_tokens * self.raw_step.replicas,
+        } | self.band_dict()
 
 
 def _round4(value: float | None) -> float | None:

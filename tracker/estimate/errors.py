@@ -40,8 +40,6 @@ class InvalidModelConfig(EstimateError):
 
 class UnknownAssumptions(EstimateError):
     def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(
-            f"unknown assumption set {name!r}; known sets: {', '.join(known)}", field="assumptions"
-        )
+        super().__init__(f"unknown assumption set {name!r}; known sets: {', '.join(known)}", field="assumptions")
         self.name = name
         self.suggestions = known

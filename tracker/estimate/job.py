@@ -26,14 +26,37 @@ from tracker.estimate.tokens import parse_tokens
 Kind = Literal["fine-tune", "inference"]
 # Which JobInput fields belong to which kind: one given (not at its default) on the other kind is refused.
 FINE_TUNE_ONLY: tuple[str, ...] = (
-    "method", "rank", "lora_targets", "seq_len", "batch", "grad_checkpointing", "offload_activations", "tokens",
-    "examples", "tokens_per_example", "epochs", "assumptions", "stack", "packing", "pad_fraction", "parallel",
+    "method",
+    "rank",
+    "lora_targets",
+    "seq_len",
+    "batch",
+    "grad_checkpointing",
+    "offload_activations",
+    "tokens",
+    "examples",
+    "tokens_per_example",
+    "epochs",
+    "assumptions",
+    "stack",
+    "packing",
+    "pad_fraction",
+    "parallel",
     "grad_accum",
-)  # fmt: skip
+)
 INFERENCE_ONLY: tuple[str, ...] = (
-    "prompt_tokens", "output_tokens", "concurrency", "tensor_parallel", "engine", "kv_precision", "tokens_per_month",
-    "requests_per_second", "target_tokens_per_user", "max_ttft_s", "engine_version",
-)  # fmt: skip
+    "prompt_tokens",
+    "output_tokens",
+    "concurrency",
+    "tensor_parallel",
+    "engine",
+    "kv_precision",
+    "tokens_per_month",
+    "requests_per_second",
+    "target_tokens_per_user",
+    "max_ttft_s",
+    "engine_version",
+)
 SERVING_PRECISIONS = frozenset({"fp8", "int8", "int4"})
 Method = Literal["full", "lora", "qlora"]
 METHODS: tuple[str, ...] = ("full", "lora", "qlora")
@@ -208,20 +231,24 @@ def _training_tokens(
         if not value > 0:  # NaN included
             raise InvalidJob(f"training tokens must be positive, got {_brief(tokens)}", field="tokens")
         if not value <= MAX_TRAINING_TOKENS:  # infinity included
-            raise InvalidJob(f"training tokens must be at most {MAX_TRAINING_TOKENS:.0e}, got {_brief(tokens)}",
-                             field="tokens")  # fmt: skip
+            raise InvalidJob(
+                f"training tokens must be at most {MAX_TRAINING_TOKENS:.0e}, got {_brief(tokens)}", field="tokens"
+            )
         return value
     if examples is None or isinstance(examples, bool) or examples <= 0:
         raise InvalidJob(f"examples must be a positive integer, got {examples!r}", field="examples")
     if tokens_per_example is None or isinstance(tokens_per_example, bool) or tokens_per_example <= 0:
-        raise InvalidJob(f"tokens per example must be a positive integer, got {tokens_per_example!r}",
-                         field="tokens_per_example")
+        raise InvalidJob(
+            f"tokens per example must be a positive integer, got {tokens_per_example!r}", field="tokens_per_example"
+        )
     if isinstance(epochs, bool) or not isinstance(epochs, int | float) or not math.isfinite(epochs) or epochs <= 0:
         raise InvalidJob(f"epochs must be positive, got {epochs!r}", field="epochs")
     total = float(examples) * float(tokens_per_example) * float(epochs)
     if total > MAX_TRAINING_TOKENS:
-        raise InvalidJob(f"examples × tokens per example × epochs is {total:.3g} training tokens; at most "
-                         f"{MAX_TRAINING_TOKENS:.0e}", field="examples")  # fmt: skip
+        raise InvalidJob(
+            f"examples × tokens per example × epochs is {total:.3g} training tokens; at most {MAX_TRAINING_TOKENS:.0e}",
+            field="examples",
+        )
     return total
 
 
@@ -261,9 +288,11 @@ class JobInput(BaseModel):
     # First, so the field validators below see it: it decides which of the other fields apply.
     kind: Kind = Field("fine-tune", description="fine-tune | inference (serving: tracker.estimate.serving).")
     model: str | None = Field(
-        None, min_length=1, max_length=200,
+        None,
+        min_length=1,
+        max_length=200,
         description="Catalog id (llama-3.1-8b), HF repo id, or a size like 7B (the CLI also takes a config.json path).",
-    )  # fmt: skip
+    )
     hf_config: dict[str, Any] | None = Field(None, description="A Hugging Face config.json, inline (API only).")
     method: Method = Field("qlora", description="full | lora | qlora")
     rank: int = Field(16, gt=0, le=65536, description="LoRA rank.")
@@ -283,18 +312,21 @@ class JobInput(BaseModel):
     tokens_per_example: int | None = Field(None, gt=0, le=10**9, description="Tokens per example.")
     epochs: float = Field(1, gt=0, le=1e6, description="Passes over the examples.")
     assumptions: str | None = Field(
-        None, max_length=50,
+        None,
+        max_length=50,
         description="Assumption set: seed, hf-peft (default; stack hf), optimized (stack unsloth).",
-    )  # fmt: skip
+    )
     stack: str | None = Field(
-        None, max_length=50,
+        None,
+        max_length=50,
         description="Training stack: hf, hf-liger, unsloth, torchtune, torchtune-compile, nemo, composer "
         "(default: the set's).",
-    )  # fmt: skip
+    )
     precision: Literal["bf16", "mixed", "fp8", "int8", "int4"] | None = Field(
-        None, description="Full fine-tuning: bf16 (pure bf16 AdamW) or mixed (fp32 master); default: the stack's. "
+        None,
+        description="Full fine-tuning: bf16 (pure bf16 AdamW) or mixed (fp32 master); default: the stack's. "
         "Inference: the weights, bf16 (default) | fp8 | int8 | int4.",
-    )  # fmt: skip
+    )
     packing: bool = Field(True, description="Sequences packed to seq_len (off: padding is processed, not trained).")
     pad_fraction: float | None = Field(
         None, ge=0, lt=1, description="With packing off: share of tokens that are padding (default from examples)."
@@ -340,7 +372,9 @@ class JobInput(BaseModel):
         None, description="Inference: KV cache, bf16 | fp8 (default: fp8 with fp8 weights)."
     )
     engine_version: str | None = Field(
-        None, max_length=40, description="Inference: the engine's version, e.g. 0.6.3 (default: current). vLLM "
+        None,
+        max_length=40,
+        description="Inference: the engine's version, e.g. 0.6.3 (default: current). vLLM "
         "before 0.8 (the V0 engine) runs eager, without CUDA graphs, once a sequence passes 8,192 tokens.",
     )
     tokens_per_month: float | str | None = Field(
@@ -395,13 +429,25 @@ class JobInput(BaseModel):
             raise InvalidJob("an inference job is priced by serving_spec(), not as a fine-tuning run", field="kind")
         return make_job(
             self.hf_config if self.hf_config is not None else str(self.model),
-            self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len, batch=self.batch,
-            grad_checkpointing=self.grad_checkpointing, offload_activations=self.offload_activations,
-            stack=self.stack, precision=self.precision, packing=self.packing, pad_fraction=self.pad_fraction,
-            parallel=self.parallel, grad_accum=self.grad_accum,
-            tokens=self.tokens, examples=self.examples, tokens_per_example=self.tokens_per_example,
-            epochs=self.epochs, allow_model_files=allow_model_files,
-        )  # fmt: skip
+            self.method,
+            rank=self.rank,
+            lora_targets=self.lora_targets,
+            seq_len=self.seq_len,
+            batch=self.batch,
+            grad_checkpointing=self.grad_checkpointing,
+            offload_activations=self.offload_activations,
+            stack=self.stack,
+            precision=self.precision,
+            packing=self.packing,
+            pad_fraction=self.pad_fraction,
+            parallel=self.parallel,
+            grad_accum=self.grad_accum,
+            tokens=self.tokens,
+            examples=self.examples,
+            tokens_per_example=self.tokens_per_example,
+            epochs=self.epochs,
+            allow_model_files=allow_model_files,
+        )
 
     def serving_spec(self, *, allow_model_files: bool = False) -> ServingSpec:
         """The validated inference job (kind inference); raises tracker.estimate errors naming the field."""
@@ -409,12 +455,20 @@ class JobInput(BaseModel):
             raise InvalidJob("a fine-tuning job has no serving estimate; give kind inference", field="kind")
         return make_serving_job(
             self.hf_config if self.hf_config is not None else str(self.model),
-            precision=self.precision, kv_precision=self.kv_precision, prompt_tokens=self.prompt_tokens,
-            output_tokens=self.output_tokens, concurrency=self.concurrency, tensor_parallel=self.tensor_parallel,
-            engine=self.engine, tokens_per_month=self.tokens_per_month, requests_per_second=self.requests_per_second,
-            target_tokens_per_user=self.target_tokens_per_user, max_ttft_s=self.max_ttft_s,
-            engine_version=self.engine_version, allow_model_files=allow_model_files,
-        )  # fmt: skip
+            precision=self.precision,
+            kv_precision=self.kv_precision,
+            prompt_tokens=self.prompt_tokens,
+            output_tokens=self.output_tokens,
+            concurrency=self.concurrency,
+            tensor_parallel=self.tensor_parallel,
+            engine=self.engine,
+            tokens_per_month=self.tokens_per_month,
+            requests_per_second=self.requests_per_second,
+            target_tokens_per_user=self.target_tokens_per_user,
+            max_ttft_s=self.max_ttft_s,
+            engine_version=self.engine_version,
+            allow_model_files=allow_model_files,
+        )
 
     def saved(self) -> dict[str, Any]:
         """The JSON an alert stores: only what the user set, so later default changes still apply."""

@@ -77,8 +77,11 @@ def memory_parts(job: JobSpec, knobs: MemoryKnobs) -> MemoryParts:
         activations = stored_layers * knobs.checkpoint_bytes_per_hidden * tokens * h
         working = tokens * (knobs.working_set_per_hidden * h + knobs.working_set_per_intermediate * inter)
     else:
-        per_token = (knobs.no_checkpoint_per_hidden * h + knobs.no_checkpoint_per_kv * arch.kv_dim
-                     + knobs.no_checkpoint_per_intermediate * inter)
+        per_token = (
+            knobs.no_checkpoint_per_hidden * h
+            + knobs.no_checkpoint_per_kv * arch.kv_dim
+            + knobs.no_checkpoint_per_intermediate * inter
+        )
         stored_layers = 1 if job.offload_activations else arch.layers
         activations = stored_layers * tokens * per_token
         working = 0.0
@@ -103,5 +106,9 @@ def memory_parts(job: JobSpec, knobs: MemoryKnobs) -> MemoryParts:
     small_width = (unquant / p.unquantized) if unquant else (base / p.total if knobs.quantize_all_params else 2.0)
     linear_width = base / p.total if knobs.quantize_all_params else base / p.linear
     layer_bytes = (p.linear * linear_width + (p.norms + p.biases + p.routers) * small_width) / arch.layers
-    return MemoryParts(components=components, layer_bytes=layer_bytes, prefetch_layers=knobs.fsdp_prefetch_layers,
-                       reserve_fraction=knobs.allocator_reserve_fraction)
+    return MemoryParts(
+        components=components,
+        layer_bytes=layer_bytes,
+        prefetch_layers=knobs.fsdp_prefetch_layers,
+        reserve_fraction=knobs.allocator_reserve_fraction,
+    )

@@ -72,9 +72,14 @@ class Stack:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.name, "title": self.title, "default_precision": self.default_precision,
-            "adapter_traffic": self.adapter_traffic, "logits_traffic": self.logits_traffic,
-            "non_gemm_prior": self.non_gemm, "non_gemm_fitted": self.non_gemm_fit, "non_gemm_why": self.non_gemm_why,
+            "name": self.name,
+            "title": self.title,
+            "default_precision": self.default_precision,
+            "adapter_traffic": self.adapter_traffic,
+            "logits_traffic": self.logits_traffic,
+            "non_gemm_prior": self.non_gemm,
+            "non_gemm_fitted": self.non_gemm_fit,
+            "non_gemm_why": self.non_gemm_why,
             "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
         }
 
@@ -92,10 +97,15 @@ def stacks() -> dict[str, Stack]:
         w, g, o = FULL_BYTES[raw["default_precision"]]
         memory = MemoryKnobs(**raw["memory"], full_weight_bytes=w, full_grad_bytes=g, full_optimizer_bytes=o)
         out[name] = Stack(
-            name=name, title=raw["title"], non_gemm=float(raw["non_gemm"]),
-            non_gemm_fit=bool(raw.get("non_gemm_fit", False)), non_gemm_why=raw["non_gemm_why"],
-            adapter_traffic=float(raw["adapter_traffic"]), logits_traffic=float(raw["logits_traffic"]),
-            default_precision=raw["default_precision"], memory=memory,
+            name=name,
+            title=raw["title"],
+            non_gemm=float(raw["non_gemm"]),
+            non_gemm_fit=bool(raw.get("non_gemm_fit", False)),
+            non_gemm_why=raw["non_gemm_why"],
+            adapter_traffic=float(raw["adapter_traffic"]),
+            logits_traffic=float(raw["logits_traffic"]),
+            default_precision=raw["default_precision"],
+            memory=memory,
         )
     return out
 

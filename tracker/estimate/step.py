@@ -52,8 +52,8 @@ TERMS: dict[str, str] = {
     "overhead": "fixed per-step overhead: kernel launches, Python, data loading",
     "offload": "checkpointed activations to and from CPU RAM, not hidden behind compute",
     "communication": "gradient all-reduce (DDP), weight all-gather + gradient reduce-scatter (FSDP), "
-                     "activation all-reduces (TP), not hidden behind compute",
-}  # fmt: skip
+    "activation all-reduces (TP), not hidden behind compute",
+}
 ADAM_TRAFFIC = 1.75  # reads weights, grads, m, v; writes weights, m, v: 7/4 of the state bytes
 FIT_FILE = DATA_DIR / "step_fit.toml"
 
@@ -94,12 +94,16 @@ class StepParams:
             "overhead_s": round(self.overhead_s, 5),
             "non_gemm": {k: round(v, 4) for k, v in self.non_gemm.items()},
             "attention_vs_gemm": self.attention_vs_gemm,
-            "activation_elements": {"per_hidden": self.activation_elements_per_hidden,
-                                    "per_intermediate": self.activation_elements_per_intermediate},
-            "offload_gb_s": self.offload_gb_s, "offload_overlap": self.offload_overlap,
-            "comm_overlap": self.comm_overlap, "link_gb_s": dict(self.link_gb_s),
+            "activation_elements": {
+                "per_hidden": self.activation_elements_per_hidden,
+                "per_intermediate": self.activation_elements_per_intermediate,
+            },
+            "offload_gb_s": self.offload_gb_s,
+            "offload_overlap": self.offload_overlap,
+            "comm_overlap": self.comm_overlap,
+            "link_gb_s": dict(self.link_gb_s),
             "source": dict(self.source),
-        }  # fmt: skip
+        }
 
 
 def prior_params() -> StepParams:
@@ -111,11 +115,15 @@ def prior_params() -> StepParams:
     ref = base["ampere"]
     fractions = dict(base) | {k: ref * float(v["relative"]) for k, v in gf.items() if "relative" in v}
     source = {f"gemm:{k}": ("fit" if v.get("fit") else "prior") + f": {v['why']}" for k, v in gf.items()}
-    source |= {"bandwidth_fraction": f"fit: {step['bandwidth_fraction']['why']}",
-               "attention_vs_gemm": "fit: long-context rows",
-               "overhead_s": f"fit: {step['overhead_s']['why']}"}
-    source |= {f"non_gemm:{k}": ("fit" if v.get("non_gemm_fit") else "prior") + f": {v['non_gemm_why']}"
-               for k, v in raw["stacks"].items()}  # fmt: skip
+    source |= {
+        "bandwidth_fraction": f"fit: {step['bandwidth_fraction']['why']}",
+        "attention_vs_gemm": "fit: long-context rows",
+        "overhead_s": f"fit: {step['overhead_s']['why']}",
+    }
+    source |= {
+        f"non_gemm:{k}": ("fit" if v.get("non_gemm_fit") else "prior") + f": {v['non_gemm_why']}"
+        for k, v in raw["stacks"].items()
+    }
     return StepParams(
         gemm_fraction=fractions,
         bandwidth_fraction=float(step["bandwidth_fraction"]["value"]),
@@ -224,8 +232,7 @@ def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: f
     weight_passes = 3.0 if gc else 2.0  # forward, recompute, input-gradient GEMM read the weights
     inter = arch.intermediate * arch.experts_per_token
 
-    activation = (tokens * arch.layers * arch.hidden * 2.0 * passes,
-                  tokens * arch.layers * inter * 2.0 * passes)  # fmt: skip
+    activation = (tokens * arch.layers * arch.hidden * 2.0 * passes, tokens * arch.layers * inter * 2.0 * passes)
     adapters = 0.0
     if job.trains_adapters:
         # lora_params = rank × Σ(d_in + d_out) over the adapted linears: the per-token elements moved.
@@ -255,17 +262,28 @@ def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: f
 
     useful = tokens * (1.0 - job.pad_fraction)
     return RawStep(
-        stack=stack.name, tokens=tokens, useful_tokens=useful, replicas=replicas, split=split,
-        optimizer_shards=shards, peak=peak, bandwidth=gpu.bandwidth_tbs * 1e12,
+        stack=stack.name,
+        tokens=tokens,
+        useful_tokens=useful,
+        replicas=replicas,
+        split=split,
+        optimizer_shards=shards,
+        peak=peak,
+        bandwidth=gpu.bandwidth_tbs * 1e12,
         gemm_flops=(prepared.flops.dense + prepared.flops.adapters) * tokens,
         weight_bytes=p.linear * 2.0 * weight_passes,
         attention_flops=prepared.flops.attention * tokens,
         activation_elements=activation,
         logits_bytes=tokens * arch.vocab * stack.logits_traffic,
-        adapter_bytes=adapters, dequant_bytes=dequant, optimizer_bytes=ADAM_TRAFFIC * state / ga,
-        offload_bytes=offload, comm_bytes=comm, comm_hidden=hidden, interconnect=gpu.interconnect,
+        adapter_bytes=adapters,
+        dequant_bytes=dequant,
+        optimizer_bytes=ADAM_TRAFFIC * state / ga,
+        offload_bytes=offload,
+        comm_bytes=comm,
+        comm_hidden=hidden,
+        interconnect=gpu.interconnect,
         slice=gpus if gpus < 1 else 1.0,
-    )  # fmt: skip
+    )
 
 
 def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
@@ -274,12 +292,15 @@ def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
     bw = raw.bandwidth * params.bandwidth_fraction * params.bandwidth_relative.get(cls, 1.0)
     m = params.non_gemm.get(raw.stack, 1.0)
     k = raw.split
-    act_bytes = (params.activation_elements_per_hidden * raw.activation_elements[0]
-                 + params.activation_elements_per_intermediate * raw.activation_elements[1])  # fmt: skip
+    act_bytes = (
+        params.activation_elements_per_hidden * raw.activation_elements[0]
+        + params.activation_elements_per_intermediate * raw.activation_elements[1]
+    )
     terms = {
         "gemm": max(raw.gemm_flops / (raw.peak * g), raw.weight_bytes / bw) / k,
         "attention": raw.attention_flops
-        / (raw.peak * g * params.attention_vs_gemm * params.attention_relative.get(cls, 1.0)) / k,
+        / (raw.peak * g * params.attention_vs_gemm * params.attention_relative.get(cls, 1.0))
+        / k,
         "activations": act_bytes * m / bw / k,
         "logits": raw.logits_bytes / bw / k,
         "adapters": raw.adapter_bytes / bw / k,

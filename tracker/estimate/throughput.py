@@ -14,8 +14,9 @@ from tracker.money import parse_amount
 SECONDS_PER_HOUR = 3600.0
 
 
-def tokens_per_second(peak_flops: float, gpus: float, efficiency: float, scaling: float,
-                      flops_per_token: float) -> float:
+def tokens_per_second(
+    peak_flops: float, gpus: float, efficiency: float, scaling: float, flops_per_token: float
+) -> float:
     return gpus * peak_flops * efficiency * scaling / flops_per_token
 
 

@@ -75,10 +75,13 @@ class Band:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "level": self.level, "rows": self.rows, "spread_log": round(self.spread_log, 4),
-            "half_width_pct": round((self.high - 1.0) * 100, 1), "measured_class": self.measured_class,
+            "level": self.level,
+            "rows": self.rows,
+            "spread_log": round(self.spread_log, 4),
+            "half_width_pct": round((self.high - 1.0) * 100, 1),
+            "measured_class": self.measured_class,
             "basis": self.basis,
-        }  # fmt: skip
+        }
 
 
 def _first_level(levels: tuple[tuple[str, list[Residual]], ...]) -> tuple[str, list[Residual]]:
@@ -96,10 +99,16 @@ def residuals() -> tuple[Residual, ...]:
     with RESIDUALS_FILE.open("rb") as fh:
         rows = tomllib.load(fh)["row"]
     return tuple(
-        Residual(id=r["id"], stack=r["stack"], cls=r["cls"], method=r["method"],
-                 tps_log=r.get("tps_log"), vram_log=r.get("vram_log"))  # absent: the row has no such figure
+        Residual(
+            id=r["id"],
+            stack=r["stack"],
+            cls=r["cls"],
+            method=r["method"],
+            tps_log=r.get("tps_log"),
+            vram_log=r.get("vram_log"),
+        )  # absent: the row has no such figure
         for r in rows
-    )  # fmt: skip
+    )
 
 
 def measured_classes() -> frozenset[str]:
@@ -131,13 +140,19 @@ def tokens_band(stack: str, cls: str) -> Band:
     stack_measured = any(r.stack == stack for r in rows)
     if not stack_measured:
         sigma = math.hypot(sigma, UNMEASURED_STACK_LOG)
-    where = {"stack×class": f"{stack} on {cls}", "class": f"any stack on {cls}",
-             "stack": f"{stack} on other classes", "all": "every stack and class"}[level]  # fmt: skip
-    basis = (f"leave-one-source-out errors of {len(errs)} rows ({where}), RMS {spread:.3f} in log"
-             + (f", ×{LEVEL_WIDEN[level]:g} for a less specific level" if LEVEL_WIDEN[level] != 1 else "")
-             + ("" if measured else f"; no measured row on {cls}: widened by a ±{UNMEASURED_CLASS_LOG:.0%} prior")
-             + ("" if stack_measured else f"; no measured row of {stack}: widened by ±{UNMEASURED_STACK_LOG:.0%}")
-             + f"; ±{Z:g}σ")  # fmt: skip
+    where = {
+        "stack×class": f"{stack} on {cls}",
+        "class": f"any stack on {cls}",
+        "stack": f"{stack} on other classes",
+        "all": "every stack and class",
+    }[level]
+    basis = (
+        f"leave-one-source-out errors of {len(errs)} rows ({where}), RMS {spread:.3f} in log"
+        + (f", ×{LEVEL_WIDEN[level]:g} for a less specific level" if LEVEL_WIDEN[level] != 1 else "")
+        + ("" if measured else f"; no measured row on {cls}: widened by a ±{UNMEASURED_CLASS_LOG:.0%} prior")
+        + ("" if stack_measured else f"; no measured row of {stack}: widened by ±{UNMEASURED_STACK_LOG:.0%}")
+        + f"; ±{Z:g}σ"
+    )
     return Band(Z * sigma, level, len(errs), spread, measured, basis)
 
 
@@ -155,6 +170,9 @@ def vram_band(stack: str, method: str) -> Band:
     errs = [r.vram_log for r in chosen if r.vram_log is not None]
     spread = max(MIN_LOG, _rms(errs)) if errs else UNMEASURED_CLASS_LOG
     widen = 1.0 if level == "stack×method" else 1.5
-    basis = (f"in-sample errors of {len(errs)} VRAM rows ({level}: {stack}/{method}), RMS {spread:.3f} in log"
-             + (" ×1.5" if widen != 1 else "") + f"; ±{Z:g}σ")  # fmt: skip
+    basis = (
+        f"in-sample errors of {len(errs)} VRAM rows ({level}: {stack}/{method}), RMS {spread:.3f} in log"
+        + (" ×1.5" if widen != 1 else "")
+        + f"; ±{Z:g}σ"
+    )
     return Band(Z * spread * widen, level, len(errs), spread, True, basis)

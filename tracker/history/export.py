@@ -38,8 +38,9 @@ _RUN_COLUMNS = {"run_id": ScrapeRun.id} | {
 }
 
 
-def _window(stmt: Any, model: type[OfferPrice] | type[OfferAvailability],
-            since: datetime | None, until: datetime | None) -> Any:  # fmt: skip
+def _window(
+    stmt: Any, model: type[OfferPrice] | type[OfferAvailability], since: datetime | None, until: datetime | None
+) -> Any:
     if until is not None:
         stmt = stmt.where(model.valid_from < until)
     if since is not None:
@@ -58,9 +59,14 @@ def _prices(session: Session, since: datetime | None, until: datetime | None) ->
 
 
 def _availability(session: Session, since: datetime | None, until: datetime | None) -> Iterator[dict[str, Any]]:
-    stmt = select(Offer.provider, Offer.offer_key, OfferAvailability.available, OfferAvailability.valid_from,
-                  OfferAvailability.valid_to, OfferAvailability.run_id).join(
-        Offer, Offer.id == OfferAvailability.offer_id)  # fmt: skip
+    stmt = select(
+        Offer.provider,
+        Offer.offer_key,
+        OfferAvailability.available,
+        OfferAvailability.valid_from,
+        OfferAvailability.valid_to,
+        OfferAvailability.run_id,
+    ).join(Offer, Offer.id == OfferAvailability.offer_id)
     stmt = _window(stmt, OfferAvailability, since, until).order_by(OfferAvailability.valid_from, OfferAvailability.id)
     for row in session.execute(stmt).yield_per(5000):
         yield dict(row._mapping)
@@ -93,9 +99,13 @@ def _by_day(rows: Iterator[dict[str, Any]], column: str) -> Iterator[tuple[date,
 
 
 def build_export(
-    session: Session, *, fmt: str, generated_at: datetime, since: datetime | None = None,
+    session: Session,
+    *,
+    fmt: str,
+    generated_at: datetime,
+    since: datetime | None = None,
     until: datetime | None = None,
-) -> Iterator[tuple[str, bytes]]:  # fmt: skip
+) -> Iterator[tuple[str, bytes]]:
     """(relative path, bytes) of every file, day by day, then the offers file and the manifest last."""
     files: list[dict[str, Any]] = []
     offer_refs: set[tuple[str, str]] = set()
@@ -112,14 +122,23 @@ def build_export(
                 offer_refs.update((r["provider"], r["offer_key"]) for r in rows)
             data = encode_file(table, rows, fmt)
             name = file_name(table, fmt, day)
-            files.append({"name": name, "table": table, "day": day.isoformat(), "rows": len(rows),
-                          "bytes": len(data), "sha256": sha256(data)})  # fmt: skip
+            files.append(
+                {
+                    "name": name,
+                    "table": table,
+                    "day": day.isoformat(),
+                    "rows": len(rows),
+                    "bytes": len(data),
+                    "sha256": sha256(data),
+                }
+            )
             yield name, data
     offers = _offers(session, offer_refs)
     data = encode_file("offers", offers, fmt)
     name = file_name("offers", fmt)
-    files.append({"name": name, "table": "offers", "day": None, "rows": len(offers), "bytes": len(data),
-                  "sha256": sha256(data)})  # fmt: skip
+    files.append(
+        {"name": name, "table": "offers", "day": None, "rows": len(offers), "bytes": len(data), "sha256": sha256(data)}
+    )
     yield name, data
     manifest = {
         "schema_version": SCHEMA_VERSION,

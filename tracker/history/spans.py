@@ -33,6 +33,12 @@ def imported_spans(
         hi = hi + freshness.window(provider, settings)
         if hi <= start or lo >= end:
             continue
-        out.append({"provider": provider, "kind": str(prefix or "").split(":", 1)[0] or "import",
-                    "from": max(lo, start), "to": min(hi, end)})  # fmt: skip
+        out.append(
+            {
+                "provider": provider,
+                "kind": str(prefix or "").split(":", 1)[0] or "import",
+                "from": max(lo, start),
+                "to": min(hi, end),
+            }
+        )
     return sorted(out, key=lambda s: (s["from"], s["provider"]))

@@ -50,8 +50,9 @@ class BreakEven:
         }
 
 
-def break_even(machine_usd_per_month: Decimal, tokens_per_second: float, api_usd_per_mtok: Decimal,
-               seconds_per_month: float) -> BreakEven:  # fmt: skip
+def break_even(
+    machine_usd_per_month: Decimal, tokens_per_second: float, api_usd_per_mtok: Decimal, seconds_per_month: float
+) -> BreakEven:
     """Renting one machine (`machine_usd_per_month`, serving `tokens_per_second` at full load) against
     an API at `api_usd_per_mtok` per generated token."""
     if machine_usd_per_month < 0 or api_usd_per_mtok < 0:
@@ -64,7 +65,10 @@ def break_even(machine_usd_per_month: Decimal, tokens_per_second: float, api_usd
     if api_usd_per_mtok > 0 and machine_usd_per_month * _MILLION <= api_usd_per_mtok * Decimal(repr(capacity)):
         volume = float(machine_usd_per_month * _MILLION / api_usd_per_mtok)
     return BreakEven(
-        machine_usd_per_month=to_money(machine_usd_per_month), capacity_tokens_per_month=capacity,
-        self_host_usd_per_mtok=self_host, api_usd_per_mtok=api_usd_per_mtok, tokens_per_month=volume,
+        machine_usd_per_month=to_money(machine_usd_per_month),
+        capacity_tokens_per_month=capacity,
+        self_host_usd_per_mtok=self_host,
+        api_usd_per_mtok=api_usd_per_mtok,
+        tokens_per_month=volume,
         utilisation=None if volume is None else volume / capacity,
-    )  # fmt: skip
+    )

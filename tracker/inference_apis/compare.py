@@ -35,8 +35,9 @@ def api_alternatives(
         machine_month = to_money(Decimal(str(offer["price_per_hour"])) * Decimal(repr(HOURS_PER_MONTH)))
     apis = []
     for price in prices_for(model_id):
-        per_mtok = api_usd_per_mtok_output(price.input_usd_per_mtok, price.output_usd_per_mtok, prompt_tokens,
-                                           output_tokens)  # fmt: skip
+        per_mtok = api_usd_per_mtok_output(
+            price.input_usd_per_mtok, price.output_usd_per_mtok, prompt_tokens, output_tokens
+        )
         row: dict[str, Any] = {**price.describe(), "usd_per_mtok": per_mtok, "break_even": None}
         if machine_month is not None and offer is not None:
             row["break_even"] = _at(machine_month, float(offer["tokens_per_second"]), per_mtok)
@@ -48,8 +49,18 @@ def api_alternatives(
     apis.sort(key=lambda r: (r["usd_per_mtok"], r["provider"]))
     self_hosted = None
     if offer is not None and machine_month is not None:
-        keys = ("provider", "gpu", "gpus", "pricing", "region", "price_per_hour", "usd_per_mtok", "tokens_per_second",
-                "tokens_per_second_low", "tokens_per_second_high")  # fmt: skip
+        keys = (
+            "provider",
+            "gpu",
+            "gpus",
+            "pricing",
+            "region",
+            "price_per_hour",
+            "usd_per_mtok",
+            "tokens_per_second",
+            "tokens_per_second_low",
+            "tokens_per_second_high",
+        )
         self_hosted = {k: offer.get(k) for k in keys} | {"machine_usd_per_month": machine_month}
     return {
         "model": model_id,

@@ -38,11 +38,16 @@ class ApiPrice:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "provider": self.provider, "model": self.model, "api_model": self.api_model,
-            "input_usd_per_mtok": self.input_usd_per_mtok, "output_usd_per_mtok": self.output_usd_per_mtok,
-            "precision": self.precision, "source": self.source, "source_url": self.source_url,
+            "provider": self.provider,
+            "model": self.model,
+            "api_model": self.api_model,
+            "input_usd_per_mtok": self.input_usd_per_mtok,
+            "output_usd_per_mtok": self.output_usd_per_mtok,
+            "precision": self.precision,
+            "source": self.source,
+            "source_url": self.source_url,
             "read_on": self.read_on.isoformat(),
-        }  # fmt: skip
+        }
 
 
 @dataclass(frozen=True)
@@ -78,11 +83,16 @@ def _entry(raw: Any, index: int, read_on: date) -> ApiPrice:
     if not raw["source_url"].startswith("https://"):
         raise SheetError(f"price[{index}].source_url: must be an https:// address")
     return ApiPrice(
-        provider=raw["provider"], model=raw["model"], api_model=raw["api_model"],
+        provider=raw["provider"],
+        model=raw["model"],
+        api_model=raw["api_model"],
         input_usd_per_mtok=_price(raw["input_usd_per_mtok"], f"price[{index}].input_usd_per_mtok"),
         output_usd_per_mtok=_price(raw["output_usd_per_mtok"], f"price[{index}].output_usd_per_mtok"),
-        source=raw["source"], source_url=raw["source_url"], read_on=read_on, precision=raw.get("precision"),
-    )  # fmt: skip
+        source=raw["source"],
+        source_url=raw["source_url"],
+        read_on=read_on,
+        precision=raw.get("precision"),
+    )
 
 
 def parse_sheet(data: dict[str, Any]) -> Sheet:

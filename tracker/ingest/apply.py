@@ -77,9 +77,11 @@ def write_changes(
     if changes.rewritten:
         session.execute(
             update(Offer),
-            [{"id": oid, "last_seen": observed_at, "delisted_at": None} | offer_values(v, demo)
-             for oid, v in changes.rewritten],
-        )  # fmt: skip
+            [
+                {"id": oid, "last_seen": observed_at, "delisted_at": None} | offer_values(v, demo)
+                for oid, v in changes.rewritten
+            ],
+        )
     # Close open rows before inserting their successors, so at most one row per offer is open.
     _close_open(session, OfferPrice, changes.close_prices + changes.gone, observed_at)
     _close_open(session, OfferAvailability, changes.close_availability + changes.gone, observed_at)
@@ -103,10 +105,16 @@ def _insert_new(
     if not new:
         return {}
     rows = [
-        {"provider": provider, "offer_key": v.scraped.key, "first_seen": observed_at, "last_seen": observed_at,
-         "delisted_at": None} | offer_values(v, demo)
+        {
+            "provider": provider,
+            "offer_key": v.scraped.key,
+            "first_seen": observed_at,
+            "last_seen": observed_at,
+            "delisted_at": None,
+        }
+        | offer_values(v, demo)
         for v in new
-    ]  # fmt: skip
+    ]
     insert_rows(session, Offer, rows)
     # New offers are exactly this provider's rows first seen now: one read instead of RETURNING.
     found = session.execute(
@@ -119,9 +127,7 @@ def _close_open(
     session: Session, model: type[OfferPrice] | type[OfferAvailability], offer_ids: list[int], at: datetime
 ) -> None:
     for chunk in _chunks(offer_ids):
-        session.execute(
-            update(model).where(model.offer_id.in_(chunk), model.valid_to.is_(None)).values(valid_to=at)
-        )
+        session.execute(update(model).where(model.offer_id.in_(chunk), model.valid_to.is_(None)).values(valid_to=at))
 
 
 def _chunks(items: list[int], size: int = CHUNK) -> Iterator[list[int]]:
@@ -175,8 +181,13 @@ def _price_row(
 
 
 def _availability_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:
-    return {"offer_id": offer_id, "available": v.scraped.available, "valid_from": at, "valid_to": None,
-            "run_id": run_id}  # fmt: skip
+    return {
+        "offer_id": offer_id,
+        "available": v.scraped.available,
+        "valid_from": at,
+        "valid_to": None,
+        "run_id": run_id,
+    }
 
 
 def record_unknown(session: Session, run: ScrapeRun, prepared: Prepared, at: datetime) -> None:
@@ -222,10 +233,16 @@ def record_locations(session: Session, provider: str, valid: list[ValidOffer]) -
         if have is None:
             session.add(RegionLocation(**row))
         elif (have.located, have.country, have.areas, have.metro) != (
-            row["located"], row["country"], row["areas"], row["metro"]
+            row["located"],
+            row["country"],
+            row["areas"],
+            row["metro"],
         ):
             have.located, have.country, have.areas, have.metro = (
-                row["located"], row["country"], row["areas"], row["metro"]
+                row["located"],
+                row["country"],
+                row["areas"],
+                row["metro"],
             )
         else:
             continue

@@ -95,8 +95,12 @@ def ingest(
     """Apply one successful fetch to the store: validate → quarantine checks → diff → apply. The caller
     owns the transaction; a quarantined batch changes nothing but the run's row and the unknown names."""
     provider, demo = run.provider, run.source == "demo"
-    rates = RateBook.load(session, {o.currency for o in result.offers}, observed_at,
-                          max_age=None if run.source in OFFLINE_SOURCES else MAX_RATE_AGE)  # fmt: skip
+    rates = RateBook.load(
+        session,
+        {o.currency for o in result.offers},
+        observed_at,
+        max_age=None if run.source in OFFLINE_SOURCES else MAX_RATE_AGE,
+    )
     prepared = validate_batch(result, catalog, settings, provider, rates)
     report = _report(run, result, prepared)
     run.observed_at = observed_at

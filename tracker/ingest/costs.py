@@ -115,8 +115,11 @@ def record_cost_terms(
 ) -> int:
     """Write the provider's changed cost terms (`ids`: offer key -> stored offer id, as ingest has
     them); returns the number of rows opened."""
-    stated = {ids[v.scraped.key]: found for v in valid if (found := _stated(v.scraped.attributes)) is not None
-              and v.scraped.key in ids}  # fmt: skip
+    stated = {
+        ids[v.scraped.key]: found
+        for v in valid
+        if (found := _stated(v.scraped.attributes)) is not None and v.scraped.key in ids
+    }
     open_rows: dict[int, str] = dict(
         session.execute(
             select(OfferCostTerms.offer_id, OfferCostTerms.digest)
@@ -127,8 +130,7 @@ def record_cost_terms(
     close = [oid for oid, old in open_rows.items() if oid not in stated or stated[oid][1] != old]
     closing = set(close)
     new = [
-        {"offer_id": oid, "valid_from": observed_at, "valid_to": None, "run_id": run_id, "digest": digest}
-        | dict(terms)
+        {"offer_id": oid, "valid_from": observed_at, "valid_to": None, "run_id": run_id, "digest": digest} | dict(terms)
         for oid, (terms, digest) in stated.items()
         if oid not in open_rows or oid in closing
     ]
@@ -140,4 +142,3 @@ def record_cost_terms(
         )
     insert_rows(session, OfferCostTerms, new)
     return len(new)
-

@@ -225,8 +225,10 @@ def rate_problem(code: str, rate: Decimal, day: date, previous: tuple[date, Deci
     if previous is not None and day - previous[0] <= RATE_MOVE_LOOKBACK and previous[0] < day:
         move = rate / previous[1] - 1
         if abs(move) > MAX_RATE_MOVE:
-            return (f"{code} {day}: {rate} is a {move:+.0%} move from {previous[1]} ({previous[0]}); held, "
-                    f"the previous rate stays in use (more than ±{MAX_RATE_MOVE:.0%} in one step)")  # fmt: skip
+            return (
+                f"{code} {day}: {rate} is a {move:+.0%} move from {previous[1]} ({previous[0]}); held, "
+                f"the previous rate stays in use (more than ±{MAX_RATE_MOVE:.0%} in one step)"
+            )
     return None
 
 
@@ -239,9 +241,9 @@ def _previous(session: Session, source: str, before: date) -> dict[str, tuple[da
         .subquery()
     )
     rows = session.execute(
-        select(FxRate.currency, FxRate.rate_date, FxRate.usd_per_unit).join(
-            latest, (FxRate.currency == latest.c.currency) & (FxRate.rate_date == latest.c.day)
-        ).where(FxRate.source == source)
+        select(FxRate.currency, FxRate.rate_date, FxRate.usd_per_unit)
+        .join(latest, (FxRate.currency == latest.c.currency) & (FxRate.rate_date == latest.c.day))
+        .where(FxRate.source == source)
     )
     return {code: (day, rate) for code, day, rate in rows}
 
@@ -279,8 +281,15 @@ def store_rates(session: Session, fetched: Iterable[DailyRates], fetched_at: dat
                 report.revised += 1
             else:
                 report.inserted += 1
-            rows.append({"currency": code, "rate_date": daily.day, "usd_per_unit": rate, "source": daily.source,
-                         "fetched_at": fetched_at})  # fmt: skip
+            rows.append(
+                {
+                    "currency": code,
+                    "rate_date": daily.day,
+                    "usd_per_unit": rate,
+                    "source": daily.source,
+                    "fetched_at": fetched_at,
+                }
+            )
         upsert_rows(session, FxRate, rows, ("currency", "rate_date", "source"), ("usd_per_unit", "fetched_at"))
     session.flush()
     return list(out.values())

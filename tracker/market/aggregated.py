@@ -148,11 +148,17 @@ def mask(table: Any, selected: Mask, mode: str) -> Mask:
         direct: Mask = selected & ~np.fromiter((_stated(v) for v in via), dtype=bool, count=len(via))
         return direct
     return dedupe(
-        selected, provider=_values(table, "provider"), via=via, upstream=_values(table, "upstream"),
-        gpu_id=_values(table, "gpu_id"), gpu_count=_values(table, "gpu_count_f"), pricing=_values(table, "pricing"),
-        reserved_term=_values(table, "reserved_term"), price_per_gpu_hour=_values(table, "price_per_gpu_hour_f"),
+        selected,
+        provider=_values(table, "provider"),
+        via=via,
+        upstream=_values(table, "upstream"),
+        gpu_id=_values(table, "gpu_id"),
+        gpu_count=_values(table, "gpu_count_f"),
+        pricing=_values(table, "pricing"),
+        reserved_term=_values(table, "reserved_term"),
+        price_per_gpu_hour=_values(table, "price_per_gpu_hour_f"),
         ids=_values(table, "id"),
-    )  # fmt: skip
+    )
 
 
 def _values(table: Any, name: str) -> Any:

@@ -125,8 +125,12 @@ def availability(
 
 
 def _row(
-    key: tuple[str, str], rows: list[Interval], closed_last: int | None,
-    first: int | None, start_us: int, now_us: int,
+    key: tuple[str, str],
+    rows: list[Interval],
+    closed_last: int | None,
+    first: int | None,
+    start_us: int,
+    now_us: int,
 ) -> dict[str, Any]:
     """One (provider, card): its availability intervals in the window → the published figures."""
     avail = [(lo, hi) for _, lo, hi, a, _ in rows if a is True]

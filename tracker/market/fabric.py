@@ -70,8 +70,14 @@ _NUMBERS = ("network_gbps_per_gpu", "gpus_per_node", "cluster_nodes", "nodes_ava
 MAX_NODES = 100_000
 
 # The GPU link a card's form factor fixes, when an offer does not state it.
-_FORM_FACTOR_LINK = {"SXM": "nvlink", "NVL": "nvlink", "superchip": "nvlink", "OAM": "xgmi", "PCIe": "pcie",
-                     "consumer": "pcie"}  # fmt: skip
+_FORM_FACTOR_LINK = {
+    "SXM": "nvlink",
+    "NVL": "nvlink",
+    "superchip": "nvlink",
+    "OAM": "xgmi",
+    "PCIe": "pcie",
+    "consumer": "pcie",
+}
 
 
 def link_of_form_factor(form_factor: str | None) -> str | None:
@@ -122,17 +128,24 @@ def mask(table: OfferTable, interconnect: str | None, min_nodes: int | None) -> 
         wanted = set(_wanted_links(interconnect))
         inferable = interconnect != "nvswitch"
         out &= np.fromiter(
-            (s in wanted if isinstance(s, str) else inferable and by_card.get(g) in wanted
-             for s, g in zip(stated, table["gpu_id"], strict=True)),
-            dtype=bool, count=len(table),
-        )  # fmt: skip
+            (
+                s in wanted if isinstance(s, str) else inferable and by_card.get(g) in wanted
+                for s, g in zip(stated, table["gpu_id"], strict=True)
+            ),
+            dtype=bool,
+            count=len(table),
+        )
     elif interconnect is not None:
         networks = ("infiniband", "roce") if interconnect == "rdma" else (interconnect,)
         stated = table["network"] if "network" in table else np.full(len(table), None, dtype=object)
         out &= np.fromiter((s in networks for s in stated), dtype=bool, count=len(table))
     if min_nodes is not None and min_nodes > 1:
-        nodes = np.fmax(*(_floats(table[c]) if c in table else np.full(len(table), np.nan)
-                          for c in ("cluster_nodes", "nodes_available")))  # fmt: skip
+        nodes = np.fmax(
+            *(
+                _floats(table[c]) if c in table else np.full(len(table), np.nan)
+                for c in ("cluster_nodes", "nodes_available")
+            )
+        )
         with np.errstate(invalid="ignore"):
             out &= nodes >= min_nodes
     return out

@@ -195,11 +195,14 @@ def region_condition(wanted: Sequence[str]) -> ColumnElement[bool]:
         parts.append(and_(prefix, ~located))
         place = or_(
             *(
-                or_(RegionLocation.country == w, RegionLocation.metro == w,
-                    RegionLocation.areas.contains(f"+{w}+", autoescape=True))
+                or_(
+                    RegionLocation.country == w,
+                    RegionLocation.metro == w,
+                    RegionLocation.areas.contains(f"+{w}+", autoescape=True),
+                )
                 for w in sorted(words)
             )
-        )  # fmt: skip
+        )
         parts.append(
             exists().where(RegionLocation.provider == Offer.provider, RegionLocation.region == Offer.region, place)
         )

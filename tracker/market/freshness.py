@@ -88,8 +88,12 @@ class SheetAge:
     stale: bool
 
     def as_dict(self) -> dict[str, Any]:
-        return {"provider": self.provider, "as_of": self.as_of.isoformat(), "age_days": self.age_days,
-                "stale": self.stale}  # fmt: skip
+        return {
+            "provider": self.provider,
+            "as_of": self.as_of.isoformat(),
+            "age_days": self.age_days,
+            "stale": self.stale,
+        }
 
 
 @lru_cache(maxsize=1)

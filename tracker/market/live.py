@@ -35,10 +35,24 @@ if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command
     import numpy.typing as npt
 
 COLUMNS = [
-    "id", "provider", "offer_key", "gpu_id", "gpu_family", "gpu_count", "gpu_memory_gb", "pricing",
-    "reserved_term", "region", "instance_type", "available", "demo", "price_per_hour", "price_per_gpu_hour",
-    "first_seen", "last_seen",
-]  # fmt: skip
+    "id",
+    "provider",
+    "offer_key",
+    "gpu_id",
+    "gpu_family",
+    "gpu_count",
+    "gpu_memory_gb",
+    "pricing",
+    "reserved_term",
+    "region",
+    "instance_type",
+    "available",
+    "demo",
+    "price_per_hour",
+    "price_per_gpu_hour",
+    "first_seen",
+    "last_seen",
+]
 _FLOATS = ("gpu_count", "gpu_memory_gb", "price_per_hour", "price_per_gpu_hour")
 _US = timedelta(microseconds=1)
 

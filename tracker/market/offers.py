@@ -142,16 +142,12 @@ def price_at(session: Session, offer_id: int, at: datetime) -> OfferPrice | None
     )
 
 
-def snapshot_at(
-    session: Session, at: datetime, gpu_ids: list[str] | None = None
-) -> list[tuple[Offer, OfferPrice]]:
+def snapshot_at(session: Session, at: datetime, gpu_ids: list[str] | None = None) -> list[tuple[Offer, OfferPrice]]:
     """Every offer listed at an instant with the price it had then."""
     stmt = (
         select(Offer, OfferPrice)
         .join(OfferPrice, OfferPrice.offer_id == Offer.id)
-        .where(
-            and_(OfferPrice.valid_from <= at, or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > at))
-        )
+        .where(and_(OfferPrice.valid_from <= at, or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > at)))
         .order_by(OfferPrice.price_per_gpu_hour, Offer.id)
     )
     if gpu_ids:

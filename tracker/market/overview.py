@@ -67,14 +67,28 @@ def market_overview(
     live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     table = live_table(live)
-    snapshot = market_snapshot(engine, session, settings, now, pricing=pricing, include_reference=include_reference,
-                               aggregated=aggregated, live=table)  # fmt: skip
+    snapshot = market_snapshot(
+        engine,
+        session,
+        settings,
+        now,
+        pricing=pricing,
+        include_reference=include_reference,
+        aggregated=aggregated,
+        live=table,
+    )
     version = snapshot["data_version"]
     _, frame = table.frame(engine, session)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     start = today - timedelta(days=SPARK_DAYS)
-    params = ("overview", tuple(pricing or ()), include_reference, aggregated, freshness.signature(settings),
-              now.replace(second=0, microsecond=0))  # fmt: skip
+    params = (
+        "overview",
+        tuple(pricing or ()),
+        include_reference,
+        aggregated,
+        freshness.signature(settings),
+        now.replace(second=0, microsecond=0),
+    )
 
     def compute() -> list[dict[str, Any]]:
         demo = _demo_groups(frame.frame, fresh_mask(frame, now, settings), include_reference)
@@ -83,9 +97,16 @@ def market_overview(
         for card in snapshot["cards"]:
             # One indexed history query per card and pricing type: a few dozen per minute at most (memoised).
             buckets = market.history(
-                session, gpu_ids=[card["gpu"]], pricing=card["pricing"], interval="1d", start=start, end=now,
-                now=now, settings=settings, include_reference=include_reference,
-            )  # fmt: skip
+                session,
+                gpu_ids=[card["gpu"]],
+                pricing=card["pricing"],
+                interval="1d",
+                start=start,
+                end=now,
+                now=now,
+                settings=settings,
+                include_reference=include_reference,
+            )
             by_day = {b["bucket"]: b for b in buckets}
             spec = catalog.get(card["gpu"])
             row = card | {
@@ -102,8 +123,14 @@ def market_overview(
         return rows
 
     rows = table.memo(engine, version, params, compute)
-    return {"as_of": now, "data_version": version, "sparkline_days": SPARK_DAYS, "cards": rows,
-            "sheets": snapshot["sheets"], "aggregated": aggregated}  # fmt: skip
+    return {
+        "as_of": now,
+        "data_version": version,
+        "sparkline_days": SPARK_DAYS,
+        "cards": rows,
+        "sheets": snapshot["sheets"],
+        "aggregated": aggregated,
+    }
 
 
 __all__ = ["CHANGE_DAYS", "SPARK_DAYS", "market_overview"]

@@ -98,9 +98,7 @@ def check(f: OfferQuality) -> None:
 
 def active(f: OfferQuality) -> bool:
     """Whether any of the filters is on."""
-    return bool(
-        f.available_only or f.verified_only or f.datacenter_only or f.min_reliability is not None or f.cloud
-    )
+    return bool(f.available_only or f.verified_only or f.datacenter_only or f.min_reliability is not None or f.cloud)
 
 
 def _operators() -> list[str]:

@@ -71,8 +71,17 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).
-ESTIMATE_FIELDS = ("tokens_per_second", "hours", "vram_gb", "card_memory_gb", "fits", "efficiency",
-                   "multi_gpu_efficiency", "band_low", "band_high")  # fmt: skip
+ESTIMATE_FIELDS = (
+    "tokens_per_second",
+    "hours",
+    "vram_gb",
+    "card_memory_gb",
+    "fits",
+    "efficiency",
+    "multi_gpu_efficiency",
+    "band_low",
+    "band_high",
+)
 # (card, GPUs, slice memory, inter-node GB/s per GPU: None for an offer within one node).
 ComboKey = tuple[str, float, float | None, float | None]
 
@@ -105,8 +114,17 @@ def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[A
     else:
         est = prepared.on(card, gpus, memory_gb=slice_gb)
     band = est.band  # tokens/s factors of the uncertainty band; NaN for sets without one (seed)
-    return (est.tokens_per_second, est.hours, est.vram_gb, est.memory_gb, est.fits, est.efficiency,
-            est.multi_gpu_efficiency, band.low if band else math.nan, band.high if band else math.nan)  # fmt: skip
+    return (
+        est.tokens_per_second,
+        est.hours,
+        est.vram_gb,
+        est.memory_gb,
+        est.fits,
+        est.efficiency,
+        est.multi_gpu_efficiency,
+        band.low if band else math.nan,
+        band.high if band else math.nan,
+    )
 
 
 def _estimate_combos(
@@ -127,8 +145,12 @@ def _estimate_combos(
     for i in first:
         mem = slice_gb[i]
         link = math.nan if inter is None else inter[i]
-        key: ComboKey = (gpu_id(i), float(gpus[i]), None if np.isnan(mem) else float(mem),
-                         None if np.isnan(link) else float(link))  # fmt: skip
+        key: ComboKey = (
+            gpu_id(i),
+            float(gpus[i]),
+            None if np.isnan(mem) else float(mem),
+            None if np.isnan(link) else float(link),
+        )
         est = cache.get(key) if cache is not None else None
         if est is None:
             est = _estimate(prepared, key)
@@ -298,13 +320,19 @@ def unavailable_mask(available: np.ndarray) -> np.ndarray:
 
 
 def _order(
-    frame: OfferTable, idx: np.ndarray, kept: np.ndarray, fits: np.ndarray, key: np.ndarray, price_h: np.ndarray,
-    cards: np.ndarray, options: RankOptions,
+    frame: OfferTable,
+    idx: np.ndarray,
+    kept: np.ndarray,
+    fits: np.ndarray,
+    key: np.ndarray,
+    price_h: np.ndarray,
+    cards: np.ndarray,
+    options: RankOptions,
 ) -> np.ndarray:
     """Positions in `idx` of the ranked offers: fitting first, then those not known to be sold out (an offer the
     provider says is unavailable is no choice today: it ranks after every available or unknown one, and says so
     in its row), then the sort key, price and id (unique, so the order is total); NaN sorts last. With
-    `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing."""  # fmt: skip
+    `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing."""
     tier = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
     if not options.best_per_card and not options.one_per_listing:  # only the first `limit` are returned
         kept = _candidates(kept, tier, key, options.limit)
@@ -329,8 +357,10 @@ def listing_codes(frame: OfferTable, idx: np.ndarray) -> np.ndarray:
     """One code per listing among the offers at `idx`: provider, pricing and term, and the instance type (a
     resale: its upstream, card and count, since aggregators list one machine under several names). An offer
     without an instance type is a listing of its own: nothing says two such hosts sell the same machine."""
-    cols = {c: frame[c][idx].tolist() for c in ("id", "provider", "pricing", "reserved_term", "instance_type",
-                                                 "gpu_id", "gpu_count_f")}  # fmt: skip
+    cols = {
+        c: frame[c][idx].tolist()
+        for c in ("id", "provider", "pricing", "reserved_term", "instance_type", "gpu_id", "gpu_count_f")
+    }
     upstream = frame["upstream"][idx].tolist() if "upstream" in frame else [None] * len(idx)
 
     def machine(i: int) -> str:
@@ -339,8 +369,9 @@ def listing_codes(frame: OfferTable, idx: np.ndarray) -> np.ndarray:
             return f"resale|{up}|{cols['gpu_id'][i]}|{cols['gpu_count_f'][i]}"
         return f"type|{kind}" if isinstance(kind, str) and kind else f"offer|{cols['id'][i]}"
 
-    keys = [repr((cols["provider"][i], cols["pricing"][i], cols["reserved_term"][i], machine(i)))
-            for i in range(len(idx))]  # fmt: skip
+    keys = [
+        repr((cols["provider"][i], cols["pricing"][i], cols["reserved_term"][i], machine(i))) for i in range(len(idx))
+    ]
     return factorize(keys)[0]
 
 
@@ -361,13 +392,43 @@ def _fold_counts(
         row["other_regions"] = list(dict.fromkeys(r for r in group if isinstance(r, str) and r and r != shown))
 
 
-_OFFER_FIELDS = ("id", "provider", "reference", "demo", "offer_key", "gpu_id", "gpu_family", "gpu_count_f",
-                 "pricing", "reserved_term", "region", "instance_type", "available", "verification", "hosting",
-                 "cloud", "price_per_hour", "price_per_gpu_hour")  # fmt: skip
+_OFFER_FIELDS = (
+    "id",
+    "provider",
+    "reference",
+    "demo",
+    "offer_key",
+    "gpu_id",
+    "gpu_family",
+    "gpu_count_f",
+    "pricing",
+    "reserved_term",
+    "region",
+    "instance_type",
+    "available",
+    "verification",
+    "hosting",
+    "cloud",
+    "price_per_hour",
+    "price_per_gpu_hour",
+)
 # Optional offer fields: a missing value (None in the database, NaN in a string column) is JSON null.
-_MAYBE_MISSING = {"provider", "offer_key", "gpu_id", "gpu_family", "pricing", "reserved_term", "region",
-                  "instance_type", "available", "verification", "hosting", "cloud", "price_per_hour",
-                  "price_per_gpu_hour"}  # fmt: skip
+_MAYBE_MISSING = {
+    "provider",
+    "offer_key",
+    "gpu_id",
+    "gpu_family",
+    "pricing",
+    "reserved_term",
+    "region",
+    "instance_type",
+    "available",
+    "verification",
+    "hosting",
+    "cloud",
+    "price_per_hour",
+    "price_per_gpu_hour",
+}
 
 
 def _column(values: np.ndarray, maybe_missing: bool) -> list[Any]:
@@ -382,15 +443,23 @@ def _band_fields(r: dict[str, Any], price: Any, hours: float, tps: float, priced
     """The estimate's uncertainty band (tracker.estimate.uncertainty) carried to the offer."""
     lo, hi = (math.nan if r.get(k) is None else float(r[k]) for k in ("band_low", "band_high"))
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        return {"tokens_per_second_low": None, "tokens_per_second_high": None, "hours_low": None,
-                "hours_high": None, "cost_per_run_low": None, "cost_per_run_high": None}  # fmt: skip
+        return {
+            "tokens_per_second_low": None,
+            "tokens_per_second_high": None,
+            "hours_low": None,
+            "hours_high": None,
+            "cost_per_run_low": None,
+            "cost_per_run_high": None,
+        }
     h_lo, h_hi = hours / hi, hours / lo
     return {
-        "tokens_per_second_low": round(tps * lo, 1), "tokens_per_second_high": round(tps * hi, 1),
-        "hours_low": round(h_lo, 3), "hours_high": round(h_hi, 3),
+        "tokens_per_second_low": round(tps * lo, 1),
+        "tokens_per_second_high": round(tps * hi, 1),
+        "hours_low": round(h_lo, 3),
+        "hours_high": round(h_hi, 3),
         "cost_per_run_low": money.cost(price, h_lo) if priced else None,
         "cost_per_run_high": money.cost(price, h_hi) if priced else None,
-    }  # fmt: skip
+    }
 
 
 def _row(r: dict[str, Any]) -> dict[str, Any]:

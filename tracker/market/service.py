@@ -44,16 +44,30 @@ def market_snapshot(
 ) -> dict[str, Any]:
     table = live_table(live)
     version, frame = table.frame(engine, session)
-    params = ("market", tuple(gpu_ids or ()), tuple(pricing or ()), include_reference, max_age, aggregated,
-              freshness.signature(settings), now.replace(second=0, microsecond=0))  # fmt: skip
+    params = (
+        "market",
+        tuple(gpu_ids or ()),
+        tuple(pricing or ()),
+        include_reference,
+        max_age,
+        aggregated,
+        freshness.signature(settings),
+        now.replace(second=0, microsecond=0),
+    )
     sheets = freshness.sheet_ages(now, settings)
 
     def compute() -> list[dict[str, Any]]:
         fresh = fresh_mask(frame, now, settings, max_age)
         stale = frozenset(name for name, age in sheets.items() if age.stale)
-        stats = market.snapshot(frame.frame, fresh=fresh, gpu_ids=gpu_ids, pricing=pricing,
-                                include_reference=include_reference, aggregated=aggregated,
-                                stale_sheets=stale)  # fmt: skip
+        stats = market.snapshot(
+            frame.frame,
+            fresh=fresh,
+            gpu_ids=gpu_ids,
+            pricing=pricing,
+            include_reference=include_reference,
+            aggregated=aggregated,
+            stale_sheets=stale,
+        )
         return [s.as_dict() | {"age_s": (now - s.freshest).total_seconds()} for s in stats]
 
     rows = table.memo(engine, version, params, compute)
@@ -75,9 +89,16 @@ def market_history(
     include_reference: bool = True,
 ) -> list[dict[str, Any]]:
     return market.history(
-        session, gpu_ids=gpu_ids, pricing=pricing, interval=interval, start=start, end=end, now=now,
-        settings=settings, include_reference=include_reference,
-    )  # fmt: skip
+        session,
+        gpu_ids=gpu_ids,
+        pricing=pricing,
+        interval=interval,
+        start=start,
+        end=end,
+        now=now,
+        settings=settings,
+        include_reference=include_reference,
+    )
 
 
 def rank_offers(
@@ -158,16 +179,27 @@ def rank_history(
             continue
         gpus, est = machine
         buckets = market.history(
-            session, gpu_ids=[gpu_id], pricing=pricing, interval="1d", start=start, end=end, now=now,
-            settings=settings, include_reference=include_reference,
-        )  # fmt: skip
+            session,
+            gpu_ids=[gpu_id],
+            pricing=pricing,
+            interval="1d",
+            start=start,
+            end=end,
+            now=now,
+            settings=settings,
+            include_reference=include_reference,
+        )
         points = [
-            {"day": b["bucket"], "price_per_gpu_hour": b[statistic],
-             "cost_per_run": money.cost(b[statistic] * gpus, est.hours), "offers": b["offers"],
-             # Serving's figure (and fine-tuning's $/Mtok): the machine's price over its tokens/s.
-             "usd_per_mtok": money.per_million_tokens(b[statistic] * gpus, est.tokens_per_second)}
+            {
+                "day": b["bucket"],
+                "price_per_gpu_hour": b[statistic],
+                "cost_per_run": money.cost(b[statistic] * gpus, est.hours),
+                "offers": b["offers"],
+                # Serving's figure (and fine-tuning's $/Mtok): the machine's price over its tokens/s.
+                "usd_per_mtok": money.per_million_tokens(b[statistic] * gpus, est.tokens_per_second),
+            }
             for b in buckets
-        ]  # fmt: skip
+        ]
         if plan is not None:
             defaults = resolve("", pricing)
             for p in points:
@@ -175,9 +207,15 @@ def rank_history(
                 if not gpu_only:
                     p["cost_per_run"] = run_cost(p["price_per_gpu_hour"] * gpus, est.hours, defaults, plan).total
         series.append(
-            {"gpu": gpu_id, "fits": True, "gpus": gpus, "hours": round(est.hours, 3),
-             "tokens_per_second": round(est.tokens_per_second, 1), "points": points}
-        )  # fmt: skip
+            {
+                "gpu": gpu_id,
+                "fits": True,
+                "gpus": gpus,
+                "hours": round(est.hours, 3),
+                "tokens_per_second": round(est.tokens_per_second, 1),
+                "points": points,
+            }
+        )
     return {
         "assumptions": prepared.assumptions.name,
         "job": prepared.job.describe(),

@@ -19,8 +19,16 @@ from tracker.catalog.gpus import get_catalog
 from tracker.estimate.serving import PreparedServing
 
 SERVING_PRICING = ("on_demand",)
-RUN_FIELDS = ("hours", "hours_low", "hours_high", "cost_per_run", "cost_per_run_low", "cost_per_run_high",
-              "gpu_cost_per_run", "cost")  # fmt: skip
+RUN_FIELDS = (
+    "hours",
+    "hours_low",
+    "hours_high",
+    "cost_per_run",
+    "cost_per_run_low",
+    "cost_per_run_high",
+    "gpu_cost_per_run",
+    "cost",
+)
 
 
 # A run's sort keys (cost per run, hours) mean $ per million output tokens for traffic.
@@ -46,33 +54,38 @@ def annotate(rows: list[dict[str, Any]], prepared: PreparedServing, memory_gb: S
     catalog = get_catalog()
     for r, mem in zip(rows, memory_gb, strict=True):
         gpus = float(r["gpus"])
-        est = prepared.on(catalog.get(r["gpu"]), gpus, price_per_gpu_hour=r["price_per_gpu_hour"],
-                          memory_gb=float(mem) if gpus < 1 else None)  # fmt: skip
+        est = prepared.on(
+            catalog.get(r["gpu"]),
+            gpus,
+            price_per_gpu_hour=r["price_per_gpu_hour"],
+            memory_gb=float(mem) if gpus < 1 else None,
+        )
         for key in RUN_FIELDS:
             r.pop(key, None)
         per_mtok, load, per_hour = est.usd_per_mtok, est.job.load_tokens_per_second, est.price_per_hour
         if load is not None and per_hour is not None and est.offers_needed is not None:
             per_mtok = money.per_million_tokens(per_hour * est.offers_needed, load)
-        r.update({
-            "kind": "inference",
-            "layout": est.layout.describe(),
-            "tensor_parallel": est.layout.tp,
-            "replicas": est.layout.replicas,
-            "gpus_used": est.layout.used if gpus >= 1 else gpus,
-            "gpus_idle": est.layout.idle,
-            "concurrency": est.concurrency,
-            "concurrency_per_replica": est.batch_per_replica + est.queued_per_replica,
-            "running_per_replica": est.batch_per_replica,
-            "queued_per_replica": est.queued_per_replica,
-            "per_user_tokens_per_second": round(est.per_user_tokens_per_second, 2),
-            "ttft_s": round(est.ttft_s, 4),
-            "usd_per_mtok": per_mtok,
-            "usd_per_mtok_output": est.usd_per_mtok_output,
-            "usd_per_mtok_input": est.usd_per_mtok_input,
-            "monthly_cost": est.monthly_cost,
-            "gpus_needed": est.gpus_needed,
-            "offers_needed": est.offers_needed,
-        })  # fmt: skip
+        r.update(
+            {
+                "kind": "inference",
+                "layout": est.layout.describe(),
+                "tensor_parallel": est.layout.tp,
+                "replicas": est.layout.replicas,
+                "gpus_used": est.layout.used if gpus >= 1 else gpus,
+                "gpus_idle": est.layout.idle,
+                "concurrency": est.concurrency,
+                "concurrency_per_replica": est.batch_per_replica + est.queued_per_replica,
+                "running_per_replica": est.batch_per_replica,
+                "queued_per_replica": est.queued_per_replica,
+                "per_user_tokens_per_second": round(est.per_user_tokens_per_second, 2),
+                "ttft_s": round(est.ttft_s, 4),
+                "usd_per_mtok": per_mtok,
+                "usd_per_mtok_output": est.usd_per_mtok_output,
+                "usd_per_mtok_input": est.usd_per_mtok_input,
+                "monthly_cost": est.monthly_cost,
+                "gpus_needed": est.gpus_needed,
+                "offers_needed": est.offers_needed,
+            }
+        )
         if not est.fits and est.reason:
             r["reason"] = est.reason  # "precision fp8 needs FP8 tensor cores ...", not a memory figure
-

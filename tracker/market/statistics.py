@@ -179,7 +179,11 @@ def _bucket_pieces(
 
 
 def _without_outages(
-    session: Session, settings: Settings, names: list[str], start: datetime, end: datetime,
+    session: Session,
+    settings: Settings,
+    names: list[str],
+    start: datetime,
+    end: datetime,
     columns: dict[str, np.ndarray],
 ) -> tuple[np.ndarray, ...]:
     """(lo, hi, price, offer, provider) with every provider's outages cut out (tracker.market.outages)."""
@@ -265,6 +269,19 @@ def history(
         return []
     idx, bucket, weight = pieces
 
+    return _bucket_rows(idx, bucket, weight, price, offer_code, provider_code, first, step)
+
+
+def _bucket_rows(
+    idx: np.ndarray,
+    bucket: np.ndarray,
+    weight: np.ndarray,
+    price: np.ndarray,
+    offer_code: np.ndarray,
+    provider_code: np.ndarray,
+    first: datetime,
+    step: timedelta,
+) -> list[dict[str, Any]]:
     # All buckets at once: sort by (bucket, price); one cumulative weight; each bucket a contiguous run.
     order = np.lexsort((price[idx], bucket))
     idx, bucket, weight = idx[order], bucket[order], weight[order]
@@ -288,10 +305,14 @@ def history(
     n = len(starts)
     first_utc, tz = first.astimezone(UTC), first.tzinfo
     return [
-        {"bucket": (first_utc + step * b).astimezone(tz), **{c: decs[k * n + i] for k, c in enumerate(stat_names)},
-         "offers": offers[i], "providers": providers[i]}
+        {
+            "bucket": (first_utc + step * b).astimezone(tz),
+            **{c: decs[k * n + i] for k, c in enumerate(stat_names)},
+            "offers": offers[i],
+            "providers": providers[i],
+        }
         for i, b in enumerate(bucket[starts].tolist())
-    ]  # fmt: skip
+    ]
 
 
 __all__ = ["INTERVALS", "MarketStat", "history", "snapshot", "weighted_quantiles"]

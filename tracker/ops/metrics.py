@@ -68,18 +68,23 @@ class DatabaseCollector(Collector):
 
     def _runs(self) -> list[Metric]:
         runs = CounterMetricFamily(
-            f"{PREFIX}_scrape_runs", "Provider scrape runs recorded in the ledger, by outcome",
+            f"{PREFIX}_scrape_runs",
+            "Provider scrape runs recorded in the ledger, by outcome",
             labels=["provider", "status"],
-        )  # fmt: skip
+        )
         duration = SummaryMetricFamily(
-            f"{PREFIX}_scrape_duration_seconds", "Wall time of finished scrape runs (start to finish)",
+            f"{PREFIX}_scrape_duration_seconds",
+            "Wall time of finished scrape runs (start to finish)",
             labels=["provider"],
-        )  # fmt: skip
+        )
         seconds = seconds_between(self.engine, ScrapeRun.started_at, ScrapeRun.finished_at)
         stmt = select(
-            ScrapeRun.provider, ScrapeRun.status, func.count(), func.count(ScrapeRun.finished_at),
+            ScrapeRun.provider,
+            ScrapeRun.status,
+            func.count(),
+            func.count(ScrapeRun.finished_at),
             func.coalesce(func.sum(seconds), 0),
-        ).group_by(ScrapeRun.provider, ScrapeRun.status)  # fmt: skip
+        ).group_by(ScrapeRun.provider, ScrapeRun.status)
         finished: dict[str, tuple[int, float]] = {}
         with session_scope(self.engine) as session:
             for provider, status, count, done, total in session.execute(stmt):
@@ -93,27 +98,30 @@ class DatabaseCollector(Collector):
     def _providers(self) -> list[Metric]:
         offers = GaugeMetricFamily(f"{PREFIX}_offers", "Offers currently listed, by provider", labels=["provider"])
         unknown = GaugeMetricFamily(
-            f"{PREFIX}_unknown_gpu_names", "Distinct GPU names a provider listed that the catalog cannot resolve",
+            f"{PREFIX}_unknown_gpu_names",
+            "Distinct GPU names a provider listed that the catalog cannot resolve",
             labels=["provider"],
-        )  # fmt: skip
+        )
         success = GaugeMetricFamily(
-            f"{PREFIX}_last_success_timestamp_seconds", "When the provider's last successful scrape observed prices",
+            f"{PREFIX}_last_success_timestamp_seconds",
+            "When the provider's last successful scrape observed prices",
             labels=["provider"],
-        )  # fmt: skip
+        )
         stale = GaugeMetricFamily(
-            f"{PREFIX}_provider_stale", "1 when a provider's last success is older than its freshness window"
-            " (its prices no longer count)",
+            f"{PREFIX}_provider_stale",
+            "1 when a provider's last success is older than its freshness window (its prices no longer count)",
             labels=["provider"],
-        )  # fmt: skip
+        )
         last = GaugeMetricFamily(
-            f"{PREFIX}_scrape_last_duration_seconds", "Wall time of the provider's latest finished run",
+            f"{PREFIX}_scrape_last_duration_seconds",
+            "Wall time of the provider's latest finished run",
             labels=["provider"],
-        )  # fmt: skip
+        )
         drift = GaugeMetricFamily(
             f"{PREFIX}_provider_schema_drift_fields",
             "Fields the parser needs that the provider's latest response lacked or retyped (0: the shape held)",
             labels=["provider"],
-        )  # fmt: skip
+        )
         for row in provider_status(self.engine, self.settings, self.clock()):
             name = row["name"]
             drift.add_metric([name], row["schema_drift"])
@@ -135,18 +143,18 @@ class DatabaseCollector(Collector):
             f"{PREFIX}_price_min_usd_per_gpu_hour", "Lowest live $/GPU-hour, per card and pricing type", labels=labels
         )
         median = GaugeMetricFamily(
-            f"{PREFIX}_price_median_usd_per_gpu_hour", "Median live $/GPU-hour, per card and pricing type",
+            f"{PREFIX}_price_median_usd_per_gpu_hour",
+            "Median live $/GPU-hour, per card and pricing type",
             labels=labels,
-        )  # fmt: skip
-        count = GaugeMetricFamily(
-            f"{PREFIX}_market_offers", "Fresh offers counted in the price series", labels=labels
         )
+        count = GaugeMetricFamily(f"{PREFIX}_market_offers", "Fresh offers counted in the price series", labels=labels)
         # A separate series, not a label: a card gaining its first live offer must not change the
         # identity of its price series (that would break alert rules and graphs over the change).
         reference = GaugeMetricFamily(
-            f"{PREFIX}_market_reference_only", "1 when a card's price comes only from static reference sheets",
+            f"{PREFIX}_market_reference_only",
+            "1 when a card's price comes only from static reference sheets",
             labels=labels,
-        )  # fmt: skip
+        )
         now = self.clock()
         with session_scope(self.engine) as session:
             cards = market_snapshot(self.engine, session, self.settings, now)["cards"]

@@ -20,23 +20,15 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
     with session_scope(engine) as session:
         newest = select(func.max(ScrapeRun.id)).group_by(ScrapeRun.provider)
         last = {r.provider: r for r in session.scalars(select(ScrapeRun).where(ScrapeRun.id.in_(newest)))}
-        newest_ok = (
-            select(func.max(ScrapeRun.id)).where(ScrapeRun.status == "ok").group_by(ScrapeRun.provider)
-        )
-        last_ok = {
-            r.provider: r for r in session.scalars(select(ScrapeRun).where(ScrapeRun.id.in_(newest_ok)))
-        }
+        newest_ok = select(func.max(ScrapeRun.id)).where(ScrapeRun.status == "ok").group_by(ScrapeRun.provider)
+        last_ok = {r.provider: r for r in session.scalars(select(ScrapeRun).where(ScrapeRun.id.in_(newest_ok)))}
         offers = dict(
             session.execute(
-                select(Offer.provider, func.count())
-                .where(Offer.delisted_at.is_(None))
-                .group_by(Offer.provider)
+                select(Offer.provider, func.count()).where(Offer.delisted_at.is_(None)).group_by(Offer.provider)
             ).all()
         )
         unknown = dict(
-            session.execute(
-                select(UnresolvedGpuName.provider, func.count()).group_by(UnresolvedGpuName.provider)
-            ).all()
+            session.execute(select(UnresolvedGpuName.provider, func.count()).group_by(UnresolvedGpuName.provider)).all()
         )
         rows = []
         for name, cls in all_providers().items():

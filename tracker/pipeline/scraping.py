@@ -98,9 +98,11 @@ class _BoundedTransport(httpx.AsyncBaseTransport):
             self.gate.release()
             return response
         return httpx.Response(
-            response.status_code, headers=response.headers, stream=_ReleaseOnClose(response.stream, self.gate),
+            response.status_code,
+            headers=response.headers,
+            stream=_ReleaseOnClose(response.stream, self.gate),
             extensions=response.extensions,
-        )  # fmt: skip
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -138,8 +140,15 @@ def plan(
 
 def _start_run(engine: Engine, job: ScrapeJob, clock: Clock) -> int | None:
     """Claim the ledger row; None when another worker already holds this provider's slot."""
-    return start_run(engine, provider=job.provider.name, slot=job.slot, attempt=job.attempt, source=job.source,
-                     parser_version=job.provider.parser_version, started_at=clock())  # fmt: skip
+    return start_run(
+        engine,
+        provider=job.provider.name,
+        slot=job.slot,
+        attempt=job.attempt,
+        source=job.source,
+        parser_version=job.provider.parser_version,
+        started_at=clock(),
+    )
 
 
 def _ingest(
@@ -169,9 +178,7 @@ def _ingest(
                 session.flush()
             else:
                 run = session.get_one(ScrapeRun, run_id)
-            report = ingest(
-                session, run, result, catalog=get_catalog(), settings=settings, observed_at=observed_at
-            )
+            report = ingest(session, run, result, catalog=get_catalog(), settings=settings, observed_at=observed_at)
             run.schema_warnings = schema_warnings
             run.finished_at = clock()
             if dry_run:
@@ -198,8 +205,7 @@ async def _run_one(
     def fail(status: RunStatus, error: str) -> IngestReport:
         if run_id is not None:
             finish_run(engine, run_id, status, error, clock(), warnings)
-        return IngestReport(provider=name, run_id=run_id, status=status, error=error,
-                            schema_warnings=warnings or [])  # fmt: skip
+        return IngestReport(provider=name, run_id=run_id, status=status, error=error, schema_warnings=warnings or [])
 
     if job.source == "live":
         credentials, missing = credentials_of(provider, settings)
@@ -251,8 +257,7 @@ async def _run_one(
         await ensure_rates_for(engine, settings, {o.currency for o in result.offers}, source=job.source, clock=clock)
     observed_at = clock()
     try:
-        report = await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock,
-                                         warnings)  # fmt: skip
+        report = await asyncio.to_thread(_ingest, engine, job, run_id, result, settings, observed_at, clock, warnings)
         report.schema_warnings = warnings or []
         return report
     except Exception as exc:
@@ -324,7 +329,7 @@ NO_NETWORK_AFTER = 3  # providers in a row that could not be reached before the 
 
 
 class _NetworkNotice:
-    """"No network?" said once, not once per provider: the worker scrapes each provider as its own job, so a
+    """ "No network?" said once, not once per provider: the worker scrapes each provider as its own job, so a
     machine without network would otherwise log sixty failures. Each unreachable provider is logged at
     INFO; after NO_NETWORK_AFTER in a row with no provider reached, one warning names them and the way to
     see data offline; the first provider reached again ends the outage (and says so)."""
@@ -361,6 +366,10 @@ async def _run_claimed(
     """Write the run's ledger row, then run it; a slot whose row another worker wrote first is skipped."""
     run_id = await asyncio.to_thread(_start_run, engine, job, clock)
     if run_id is None:
-        return IngestReport(provider=job.provider.name, run_id=None, status=RunStatus.skipped,
-                            error="slot already taken by another worker")  # fmt: skip
+        return IngestReport(
+            provider=job.provider.name,
+            run_id=None,
+            status=RunStatus.skipped,
+            error="slot already taken by another worker",
+        )
     return await _run_one(job, engine, settings, gate, clock, run_id)

@@ -26,8 +26,9 @@ def slot_start(now: datetime, interval: timedelta) -> datetime:
 class SlotTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 ships no type information
     """First fire: at once (the current slot). Then: each following slot's start + U(0, jitter) seconds."""
 
-    def __init__(self, interval: timedelta, jitter_s: float = 0.0,
-                 rand: Callable[[float, float], float] = random.uniform) -> None:
+    def __init__(
+        self, interval: timedelta, jitter_s: float = 0.0, rand: Callable[[float, float], float] = random.uniform
+    ) -> None:
         if interval <= timedelta(0):
             raise ValueError("interval must be positive")
         self.interval = interval

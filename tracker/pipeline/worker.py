@@ -465,9 +465,14 @@ class Worker:
             replace_existing=True,
         )
         if self.settings.export_dir:  # the install's own open dataset, daily (tracker.history.export)
-            scheduler.add_job(scheduled_export, SlotTrigger(timedelta(days=1), self.settings.worker_jitter_s),
-                              args=[self.engine, self.settings, self.clock], id="history:export",
-                              name="dataset export", replace_existing=True)  # fmt: skip
+            scheduler.add_job(
+                scheduled_export,
+                SlotTrigger(timedelta(days=1), self.settings.worker_jitter_s),
+                args=[self.engine, self.settings, self.clock],
+                id="history:export",
+                name="dataset export",
+                replace_existing=True,
+            )
         scheduler.add_job(
             self.sweep,
             IntervalTrigger(seconds=self.settings.alert_sweep_s, timezone=UTC),

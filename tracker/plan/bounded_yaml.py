@@ -41,11 +41,11 @@ class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
         max_nodes, max_chars = self._limits
         if self._nodes > max_nodes or self._chars > max_chars:
             raise ComposerError(
-                None, None,
-                f"the mix expands (through its aliases) to more than {max_nodes:,} values or "
-                f"{max_chars:,} characters",
+                None,
+                None,
+                f"the mix expands (through its aliases) to more than {max_nodes:,} values or {max_chars:,} characters",
                 mark,
-            )  # fmt: skip
+            )
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):

@@ -91,8 +91,11 @@ class Volume(BaseModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Volume:
-        given = [n for n in ("runs_per_month", "training_tokens_per_month", "tokens_per_month", "requests_per_second")
-                 if getattr(self, n) is not None]  # fmt: skip
+        given = [
+            n
+            for n in ("runs_per_month", "training_tokens_per_month", "tokens_per_month", "requests_per_second")
+            if getattr(self, n) is not None
+        ]
         if len(given) != 1:
             raise ValueError(
                 "give exactly one of runs_per_month, training_tokens_per_month, tokens_per_month, requests_per_second"
@@ -114,9 +117,10 @@ class Constraints(BaseModel):
         None, gt=0, le=3600, description="Serving: longest acceptable time to first token."
     )
     pricing: list[Pricing] | None = Field(
-        None, max_length=3,
+        None,
+        max_length=3,
         description="Allowed pricing types (default on_demand only: spot only where interruption is tolerated).",
-    )  # fmt: skip
+    )
     providers: list[str] | None = Field(None, max_length=100, description="Only these providers.")
     regions: list[str] | None = Field(None, max_length=100, description="Only these regions (exact, or a prefix: us).")
     available_now: bool = Field(False, description="Only offers the provider says are available now.")
@@ -246,8 +250,9 @@ def validate_mix(raw: object) -> WorkloadMix:
                         f"workload {w.name!r} ({field}): {float(tokens):.3g} tokens is "
                         f"{float(tokens) / spec.tokens:.3g} runs of {spec.tokens:.3g} tokens a month; "
                         f"at most {MAX_RUNS_PER_MONTH:.0e}",
-                        field=field, workload=w.name,
-                    )  # fmt: skip
+                        field=field,
+                        workload=w.name,
+                    )
             else:
                 validate_serving_job(w.job_input())
         except EstimateError as exc:

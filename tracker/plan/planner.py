@@ -134,12 +134,16 @@ def _filters(w: Workload) -> RankFilters:
     # The mix validated its constraints already (tracker.plan.mix.Constraints): taken as they are, so a
     # provider named in capitals matches nothing, as it always did, instead of failing the whole plan.
     return RankFilters.model_construct(
-        providers=c.providers, pricing=[Pricing(p) for p in c.allowed_pricing()], regions=c.regions,
+        providers=c.providers,
+        pricing=[Pricing(p) for p in c.allowed_pricing()],
+        regions=c.regions,
         min_gpus=None if c.min_gpus is None else Decimal(c.min_gpus),
         max_gpus=None if c.max_gpus is None else Decimal(c.max_gpus),
-        include_reference=c.include_reference, available_only=c.available_now,
-        interconnect=c.interconnect, min_nodes=c.min_nodes,
-    )  # fmt: skip
+        include_reference=c.include_reference,
+        available_only=c.available_now,
+        interconnect=c.interconnect,
+        min_nodes=c.min_nodes,
+    )
 
 
 def _whole_nodes(frame: OfferTable) -> Array:
@@ -205,8 +209,15 @@ class _Planner:
             row = int(idx[pos])
             c = combos[int(inverse[pos])]
             kw = None if c.tdp_w is None else c.nodes_at_peak * c.gpus * c.tdp_w * self.options.overhead_factor / 1000
-            return _Option(row, c, Decimal(self.frame["price_per_hour"][row]), str(self.frame["pricing"][row]),
-                           float(billed[pos]), float(cost[pos]), kw)  # fmt: skip
+            return _Option(
+                row,
+                c,
+                Decimal(self.frame["price_per_hour"][row]),
+                str(self.frame["pricing"][row]),
+                float(billed[pos]),
+                float(cost[pos]),
+                kw,
+            )
 
         ev.best = option(int(order[0]))
         # The cheapest offer of each card, and of each (card, GPUs per node): first in `order` per group.
@@ -224,15 +235,19 @@ class _Planner:
         if w.kind in TRAINING_KINDS:
             job = w.job_input()
             prepared = prepare(job.spec(), job.assumptions)
-            runs = v.runs_per_month if v.runs_per_month is not None else float(v.training_tokens_per_month or 0) / (
-                prepared.job.tokens)  # fmt: skip
+            runs = (
+                v.runs_per_month
+                if v.runs_per_month is not None
+                else float(v.training_tokens_per_month or 0) / (prepared.job.tokens)
+            )
             ev.demand = {"runs_per_month": runs, "tokens_per_run": prepared.job.tokens}
 
             def train(gpu_id: str, gpus: int) -> _Combo:
                 card = self.catalog.get(gpu_id)
                 est = prepared.on(card, gpus)
-                combo = _Combo(gpu_id, gpus, est.fits, est.hours, est.tokens_per_second, vram_gb=est.vram_gb,
-                               tdp_w=card.tdp_w)  # fmt: skip
+                combo = _Combo(
+                    gpu_id, gpus, est.fits, est.hours, est.tokens_per_second, vram_gb=est.vram_gb, tdp_w=card.tdp_w
+                )
                 combo.meets = c.deadline_hours is None or est.hours <= c.deadline_hours
                 combo.usage_node_hours = runs * est.hours
                 combo.nodes_at_peak = _peak_nodes(combo.usage_node_hours, v.peak_to_average, hours)
@@ -245,8 +260,17 @@ class _Planner:
         def serve(gpu_id: str, gpus: int) -> _Combo:
             card = self.catalog.get(gpu_id)
             s = prepared_serving.on(card, gpus)
-            combo = _Combo(gpu_id, gpus, s.fits, None, s.tokens_per_second, s.per_user_tokens_per_second, s.ttft_s,
-                           tdp_w=card.tdp_w, reason=s.reason)  # fmt: skip
+            combo = _Combo(
+                gpu_id,
+                gpus,
+                s.fits,
+                None,
+                s.tokens_per_second,
+                s.per_user_tokens_per_second,
+                s.ttft_s,
+                tdp_w=card.tdp_w,
+                reason=s.reason,
+            )
             fast = c.min_user_tokens_per_second is None or s.per_user_tokens_per_second >= c.min_user_tokens_per_second
             combo.meets = fast and (c.max_ttft_s is None or s.ttft_s <= c.max_ttft_s)
             if v.tokens_per_month is not None:
@@ -279,17 +303,23 @@ class _Planner:
         fitting = [x for x in combos if x.fits]
         if w.kind in TRAINING_KINDS:
             fastest = min(fitting, key=lambda x: x.hours_per_run or math.inf)
-            return (f"{ev.fitting:,} offers fit, but none finishes a run within the {c.deadline_hours:g} h deadline "
-                    f"(fastest: {fastest.hours_per_run:.2f} h on {fastest.gpus}× {fastest.gpu_id})")  # fmt: skip
+            return (
+                f"{ev.fitting:,} offers fit, but none finishes a run within the {c.deadline_hours:g} h deadline "
+                f"(fastest: {fastest.hours_per_run:.2f} h on {fastest.gpus}× {fastest.gpu_id})"
+            )
         parts = []
         if c.min_user_tokens_per_second is not None:
             best = max(fitting, key=lambda x: x.per_user_tps or 0)
-            parts.append(f"at least {c.min_user_tokens_per_second:g} tokens/s per user (best: "
-                         f"{per_user_rate(best.per_user_tps or 0):g} on {best.gpus}× {best.gpu_id})")  # fmt: skip
+            parts.append(
+                f"at least {c.min_user_tokens_per_second:g} tokens/s per user (best: "
+                f"{per_user_rate(best.per_user_tps or 0):g} on {best.gpus}× {best.gpu_id})"
+            )
         if c.max_ttft_s is not None:
             best = min(fitting, key=lambda x: x.ttft_s if x.ttft_s is not None else math.inf)
-            parts.append(f"a first token within {c.max_ttft_s:g} s (best: {best.ttft_s or 0:.2f} s on "
-                         f"{best.gpus}× {best.gpu_id})")  # fmt: skip
+            parts.append(
+                f"a first token within {c.max_ttft_s:g} s (best: {best.ttft_s or 0:.2f} s on "
+                f"{best.gpus}× {best.gpu_id})"
+            )
         return f"{ev.fitting:,} offers fit, but none meets " + " and ".join(parts)
 
 
@@ -420,13 +450,14 @@ def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -
         "gpu_hours_per_month": round(gpu_hours, 4),
         "monthly_cost": money.cost(o.price_per_hour, o.billed_node_hours),
         "usd_per_mtok": money.per_million_tokens(o.price_per_hour, c.tokens_per_second)
-        if c.tokens_per_second > 0 else None,
+        if c.tokens_per_second > 0
+        else None,
         "tdp_w": c.tdp_w,
         "power_kw": None if o.power_kw is None else round(o.power_kw, 4),
         # Throughput a kilowatt of facility power buys on this card (one node, with the overhead).
         "tokens_per_second_per_kw": None if not kw_per_node else round(c.tokens_per_second / kw_per_node, 2),
         "price_age_s": round((epoch_us(now) - int(frame["last_seen_us"][row])) / 1e6, 1),
-    }  # fmt: skip
+    }
     return out
 
 
@@ -451,10 +482,19 @@ def _why_lost(best: dict[str, Any], other: dict[str, Any], training: bool) -> st
 def _fleet(picks: list[tuple[_Evaluated, _Option, dict[str, Any]]], overhead: float) -> dict[str, Any]:
     cards: dict[str, dict[str, Any]] = {}
     for ev, o, j in picks:
-        card = cards.setdefault(o.combo.gpu_id, {
-            "gpu": o.combo.gpu_id, "gpu_name": j["gpu_name"], "tdp_w": o.combo.tdp_w, "gpus_at_peak": 0,
-            "gpu_hours_per_month": 0.0, "monthly_cost": Decimal(0), "power_kw": 0.0, "workloads": [],
-        })  # fmt: skip
+        card = cards.setdefault(
+            o.combo.gpu_id,
+            {
+                "gpu": o.combo.gpu_id,
+                "gpu_name": j["gpu_name"],
+                "tdp_w": o.combo.tdp_w,
+                "gpus_at_peak": 0,
+                "gpu_hours_per_month": 0.0,
+                "monthly_cost": Decimal(0),
+                "power_kw": 0.0,
+                "workloads": [],
+            },
+        )
         card["gpus_at_peak"] += o.gpus_at_peak
         card["gpu_hours_per_month"] += j["gpu_hours_per_month"]
         card["monthly_cost"] += j["monthly_cost"]
@@ -517,11 +557,17 @@ def _answer(
     for ev in evaluated:
         w = ev.workload
         entry: dict[str, Any] = {
-            "name": w.name, "kind": w.kind, "status": ev.status, "reason": ev.reason,
+            "name": w.name,
+            "kind": w.kind,
+            "status": ev.status,
+            "reason": ev.reason,
             "offers": {"considered": ev.considered, "fitting": ev.fitting, "feasible": ev.feasible},
-            "demand": ev.demand, "constraints": w.constraints.model_dump(mode="json", exclude_defaults=True),
-            "choice": None, "runner_up": None, "by_card": [],
-        }  # fmt: skip
+            "demand": ev.demand,
+            "constraints": w.constraints.model_dump(mode="json", exclude_defaults=True),
+            "choice": None,
+            "runner_up": None,
+            "by_card": [],
+        }
         if ev.status == "ok" and ev.best is not None:
             training = w.kind in TRAINING_KINDS
             o = chosen[w.name]
@@ -535,8 +581,11 @@ def _answer(
             runner = rivals[0] if rivals else (ev.runner_up if ev.runner_up and ev.runner_up.row != o.row else None)
             if runner is not None:
                 r = as_json(ev, runner)
-                r["why_lost"] = _why_lost(choice, r, training) if Decimal(r["monthly_cost"]) >= Decimal(
-                    choice["monthly_cost"]) else "cheaper, but over the power budget"  # fmt: skip
+                r["why_lost"] = (
+                    _why_lost(choice, r, training)
+                    if Decimal(r["monthly_cost"]) >= Decimal(choice["monthly_cost"])
+                    else "cheaper, but over the power budget"
+                )
                 entry["runner_up"] = r
             entry["by_card"] = [
                 {k: v for k, v in as_json(ev, x).items() if k in _BY_CARD}
@@ -567,8 +616,20 @@ def _answer(
     }
 
 
-_BY_CARD = ("gpu", "gpus_per_node", "provider", "pricing", "price_per_hour", "monthly_cost", "nodes_at_peak",
-            "gpus_at_peak", "hours_per_run", "tokens_per_second", "power_kw", "tokens_per_second_per_kw")  # fmt: skip
+_BY_CARD = (
+    "gpu",
+    "gpus_per_node",
+    "provider",
+    "pricing",
+    "price_per_hour",
+    "monthly_cost",
+    "nodes_at_peak",
+    "gpus_at_peak",
+    "hours_per_run",
+    "tokens_per_second",
+    "power_kw",
+    "tokens_per_second_per_kw",
+)
 _METHOD = (
     "Each workload on the feasible live offer with the lowest monthly cost (billed node-hours × $/hour; "
     "reserved offers bill their peak nodes for the whole month); GPUs at peak summed per card; power = "
@@ -599,9 +660,11 @@ def _power_section(placed: list[_Evaluated], picks: dict[str, _Option], opts: Pl
     choices = [ev.choices for ev in placed]
     if any(not c for c in choices):
         names = [ev.workload.name for ev in placed if not ev.choices]
-        out |= {"within_budget": False, "algorithm": "none",
-                "reason": f"no placement with a known TDP for {', '.join(names)}: the cap cannot be checked",
-                }  # fmt: skip
+        out |= {
+            "within_budget": False,
+            "algorithm": "none",
+            "reason": f"no placement with a known TDP for {', '.join(names)}: the cap cannot be checked",
+        }
         return out
     size = math.prod(len(c) for c in choices)
     algorithm = "exact (branch and bound)" if size <= EXACT_LIMIT else "greedy by marginal $ per kW saved"
@@ -609,21 +672,25 @@ def _power_section(placed: list[_Evaluated], picks: dict[str, _Option], opts: Pl
     out["algorithm"] = algorithm
     if pick is None:
         floor = sum(min(o.power_kw or 0 for o in c) for c in choices)
-        out |= {"within_budget": False,
-                "reason": f"the lowest-power feasible fleet draws {floor:,.1f} kW, over the {cap:g} kW budget; "
-                          "the plan below ignores the budget"}  # fmt: skip
+        out |= {
+            "within_budget": False,
+            "reason": f"the lowest-power feasible fleet draws {floor:,.1f} kW, over the {cap:g} kW budget; "
+            "the plan below ignores the budget",
+        }
         return out
     capped = {ev.workload.name: ev.choices[j] for ev, j in zip(placed, pick, strict=True)}
     capped_cost = sum(o.cost_f for o in capped.values())
     out |= {
         "within_budget": True,
         "power_kw": _sum_kw(capped.values()),
-        "cap_cost": money.to_money(sum((_exact_cost(o) for o in capped.values()), Decimal(0))
-                                   - sum((_exact_cost(o) for o in picks.values()), Decimal(0))),
+        "cap_cost": money.to_money(
+            sum((_exact_cost(o) for o in capped.values()), Decimal(0))
+            - sum((_exact_cost(o) for o in picks.values()), Decimal(0))
+        ),
         "cap_cost_pct": round((capped_cost - uncapped_cost) / uncapped_cost * 100, 2) if uncapped_cost else None,
         "changed": [n for n in capped if capped[n].row != picks[n].row],
         "_picks": capped,
-    }  # fmt: skip
+    }
     return out
 
 
@@ -656,15 +723,27 @@ def _single_card(
         picked = [o for o in options if o is not None]
         cost = money.to_money(sum((_exact_cost(o) for o in picked), Decimal(0)))
         kw = _sum_kw(picked)
-        fleets.append({
-            "gpu": gid, "monthly_cost": cost, "gpus_at_peak": sum(o.gpus_at_peak for o in picked), "power_kw": kw,
-            "within_budget": None if opts.power_budget_kw is None or kw is None else kw <= opts.power_budget_kw + 1e-9,
-            "assignments": [
-                {"workload": ev.workload.name, "gpus_per_node": o.combo.gpus, "provider": str(frame["provider"][o.row]),
-                 "pricing": o.pricing, "monthly_cost": _exact_cost(o)}
-                for ev, o in zip(placed, picked, strict=True)
-            ],
-        })  # fmt: skip
+        fleets.append(
+            {
+                "gpu": gid,
+                "monthly_cost": cost,
+                "gpus_at_peak": sum(o.gpus_at_peak for o in picked),
+                "power_kw": kw,
+                "within_budget": None
+                if opts.power_budget_kw is None or kw is None
+                else kw <= opts.power_budget_kw + 1e-9,
+                "assignments": [
+                    {
+                        "workload": ev.workload.name,
+                        "gpus_per_node": o.combo.gpus,
+                        "provider": str(frame["provider"][o.row]),
+                        "pricing": o.pricing,
+                        "monthly_cost": _exact_cost(o),
+                    }
+                    for ev, o in zip(placed, picked, strict=True)
+                ],
+            }
+        )
     fleets.sort(key=lambda f: (f["monthly_cost"], f["gpu"]))
     eligible = [f for f in fleets if f["within_budget"] is not False]
     best = eligible[0] if eligible else None
@@ -673,12 +752,14 @@ def _single_card(
         "best": best,
         "fleets": fleets[:MAX_BY_CARD],
         "saving": saving,
-        "saving_pct": None if best is None or not best["monthly_cost"] else
-        round(float(saving or 0) / float(str(best["monthly_cost"])) * 100, 2),
+        "saving_pct": None
+        if best is None or not best["monthly_cost"]
+        else round(float(saving or 0) / float(str(best["monthly_cost"])) * 100, 2),
         "cards_unable": unable,
-        "note": None if best is not None else "no single card type runs every planned workload"
-        + (" within the power budget" if fleets else ""),
-    }  # fmt: skip
+        "note": None
+        if best is not None
+        else "no single card type runs every planned workload" + (" within the power budget" if fleets else ""),
+    }
 
 
 def _density(placed: list[_Evaluated], opts: PlanOptions) -> list[dict[str, Any]]:
@@ -688,14 +769,19 @@ def _density(placed: list[_Evaluated], opts: PlanOptions) -> list[dict[str, Any]
     for ev in placed:
         for gid, o in ev.by_card.items():
             tdp = o.combo.tdp_w
-            row = cards.setdefault(gid, {
-                "gpu": gid, "tdp_w": tdp,
-                "kw_per_gpu": None if tdp is None else round(tdp * opts.overhead_factor / 1000, 4),
-                "gpus_per_100kw": None if tdp is None else math.floor(100_000 / (tdp * opts.overhead_factor)),
-                "bf16_tflops_per_kw": None if tdp is None else round(
-                    catalog.get(gid).bf16_tflops / (tdp * opts.overhead_factor / 1000), 2),
-                "workloads": {},
-            })  # fmt: skip
+            row = cards.setdefault(
+                gid,
+                {
+                    "gpu": gid,
+                    "tdp_w": tdp,
+                    "kw_per_gpu": None if tdp is None else round(tdp * opts.overhead_factor / 1000, 4),
+                    "gpus_per_100kw": None if tdp is None else math.floor(100_000 / (tdp * opts.overhead_factor)),
+                    "bf16_tflops_per_kw": None
+                    if tdp is None
+                    else round(catalog.get(gid).bf16_tflops / (tdp * opts.overhead_factor / 1000), 2),
+                    "workloads": {},
+                },
+            )
             if tdp:
                 kw = o.combo.gpus * tdp * opts.overhead_factor / 1000
                 row["workloads"][ev.workload.name] = round(o.combo.tokens_per_second / kw, 2)

@@ -128,15 +128,23 @@ def history_prices(
             if key not in prices:
                 include_reference = ev.workload.constraints.include_reference
                 buckets = statistics.history(
-                    session, gpu_ids=[gid], pricing=o.pricing, interval="1d", start=start, end=end, now=now,
-                    settings=settings, include_reference=include_reference,
-                )  # fmt: skip
+                    session,
+                    gpu_ids=[gid],
+                    pricing=o.pricing,
+                    interval="1d",
+                    start=start,
+                    end=end,
+                    now=now,
+                    settings=settings,
+                    include_reference=include_reference,
+                )
                 prices[key] = {b["bucket"]: b[statistic] for b in buckets}
     return prices
 
 
-def _day_point(day: datetime, evaluated: list[Evaluation], prices: dict[tuple[str, str], dict[datetime, Decimal]]
-               ) -> dict[str, Any]:  # fmt: skip
+def _day_point(
+    day: datetime, evaluated: list[Evaluation], prices: dict[tuple[str, str], dict[datetime, Decimal]]
+) -> dict[str, Any]:
     per_workload: list[dict[str, Any]] = []
     by_card_total: dict[str, Decimal] = {}
     complete_cards: set[str] | None = None

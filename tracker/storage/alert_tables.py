@@ -159,9 +159,7 @@ class AlertDeliveryAttempt(Base):
     __tablename__ = "alert_delivery_attempts"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    notification_id: Mapped[int] = mapped_column(
-        ForeignKey("alert_notifications.id", ondelete="CASCADE"), index=True
-    )
+    notification_id: Mapped[int] = mapped_column(ForeignKey("alert_notifications.id", ondelete="CASCADE"), index=True)
     attempt: Mapped[int] = mapped_column(Integer)
     at: Mapped[datetime] = mapped_column(UTCDateTime)
     ok: Mapped[bool] = mapped_column(Boolean)

@@ -76,7 +76,6 @@ def seconds_between(engine: Engine, start: Any, stop: Any) -> Any:
     return extract("epoch", stop - start)
 
 
-
 _T = TypeVar("_T")
 _JSON_KEY = re.compile(r"^[a-z_][a-z0-9_]{0,63}$")
 

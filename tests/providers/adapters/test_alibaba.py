@@ -46,16 +46,21 @@ def test_signature_matches_the_documented_example():
 
 
 def test_integrity(result):
-    resolved = assert_integrity(result, expected_gpus={"T4-16GB", "V100-SXM-16GB", "A10-24GB", "A100-SXM-80GB",
-                                                       "L20-48GB"})  # fmt: skip
+    resolved = assert_integrity(
+        result, expected_gpus={"T4-16GB", "V100-SXM-16GB", "A10-24GB", "A100-SXM-80GB", "L20-48GB"}
+    )
     assert resolved["cn-shanghai:ecs.gn7e-c16g1.4xlarge"] == "A100-SXM-80GB"
     assert len(result.offers) == 25
 
 
 def test_instance_price_in_cny_without_the_disk(result):
     a10 = by_key(result)["cn-hangzhou:ecs.gn7i-c32g1.32xlarge"]
-    assert (a10.gpu_count, a10.price_per_hour, a10.currency, a10.pricing) == (4, Decimal("52.64"), "CNY",
-                                                                               Pricing.on_demand)  # fmt: skip
+    assert (a10.gpu_count, a10.price_per_hour, a10.currency, a10.pricing) == (
+        4,
+        Decimal("52.64"),
+        "CNY",
+        Pricing.on_demand,
+    )
     assert a10.price_per_gpu_hour == Decimal("13.16") and a10.attributes["price_scope"] == "instance"
     assert a10.attributes["original_price"] == "53.42"  # instance + system disk, not what we keep
     assert (a10.region, a10.available) == ("cn-hangzhou", None)
@@ -63,15 +68,26 @@ def test_instance_price_in_cny_without_the_disk(result):
 
 def test_spot_from_the_latest_history_point_per_zone(result):
     spot = by_key(result)["cn-hangzhou-i:ecs.gn6i-c4g1.xlarge:spot"]
-    assert (spot.pricing, spot.price_per_hour, spot.currency, spot.region) == (Pricing.spot, Decimal("2.25"), "CNY",
-                                                                                "cn-hangzhou-i")  # fmt: skip
+    assert (spot.pricing, spot.price_per_hour, spot.currency, spot.region) == (
+        Pricing.spot,
+        Decimal("2.25"),
+        "CNY",
+        "cn-hangzhou-i",
+    )
     assert spot.attributes["history_points"] == 2
     assert (spot.attributes["history_low"], spot.attributes["history_high"]) == ("2.25", "2.31")
     assert spot.attributes["spot_price_at"] == "2026-12-01T08:00:00Z"
     assert by_key(result)["cn-hangzhou-j:ecs.gn6i-c4g1.xlarge:spot"].price_per_hour == Decimal("1.98")
-    usd = parse_spot_history({"Currency": "USD", "SpotPrices": {"SpotPriceType": [
-        {"ZoneId": "ap-southeast-1a", "Timestamp": "2026-12-01T00:00:00Z", "SpotPrice": 0.3}]}},
-        "ap-southeast-1", "ecs.gn6i-c4g1.xlarge")  # fmt: skip
+    usd = parse_spot_history(
+        {
+            "Currency": "USD",
+            "SpotPrices": {
+                "SpotPriceType": [{"ZoneId": "ap-southeast-1a", "Timestamp": "2026-12-01T00:00:00Z", "SpotPrice": 0.3}]
+            },
+        },
+        "ap-southeast-1",
+        "ecs.gn6i-c4g1.xlarge",
+    )
     assert usd[0].currency == "USD"
 
 

@@ -37,7 +37,11 @@ def test_on_demand_and_terms(result):
     offers = by_key(result)
     on_demand = offers["AH100NVL.240GB"]
     assert (on_demand.gpu_count, on_demand.price_per_hour, on_demand.currency, on_demand.pricing) == (
-        1, Decimal("3.941"), "USD", Pricing.on_demand)  # fmt: skip
+        1,
+        Decimal("3.941"),
+        "USD",
+        Pricing.on_demand,
+    )
     assert (on_demand.vcpus, on_demand.ram_gb, on_demand.region, on_demand.available) == (28, 240, "", None)
     one_year, three_year = offers["AH100NVL.240GB:1y"], offers["AH100NVL.240GB:3y"]
     assert (one_year.pricing, one_year.reserved_term) == (Pricing.reserved, "1y")
@@ -56,10 +60,14 @@ def test_odd_blocks_and_plans_dropped_with_reason(result):
 
 def test_model_and_count_from_the_page():
     assert (model_of("AH100NVL.240GB"), model_of("AL40S.192GB"), model_of("AA40.48GB")) == ("H100 NVL", "L40S", "A40")
-    plan = {"name": "AL40S.384GB", "category": "Accelerated Compute",
-            "additionalProperty": [{"name": "GPU", "value": "2 x NVIDIA L40S"}],
-            "priceSpecification": [{"name": "Linux – On-Demand", "price": "3.3", "priceCurrency": "USD",
-                                    "unitCode": "HUR"}]}  # fmt: skip
+    plan = {
+        "name": "AL40S.384GB",
+        "category": "Accelerated Compute",
+        "additionalProperty": [{"name": "GPU", "value": "2 x NVIDIA L40S"}],
+        "priceSpecification": [
+            {"name": "Linux – On-Demand", "price": "3.3", "priceCurrency": "USD", "unitCode": "HUR"}
+        ],
+    }
     two = parse_page(_page(plan)).offers[0]
     assert (two.gpu_count, two.price_per_gpu_hour) == (2, Decimal("1.65"))
     none = plan | {"additionalProperty": [{"name": "GPU", "value": "0 x NVIDIA L40S"}]}

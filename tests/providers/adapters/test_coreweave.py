@@ -41,8 +41,9 @@ def test_cards_resolve(result):
 
 
 def test_instance_prices_and_counts_as_quoted(result):
-    on_demand = {o.instance_type: (int(o.gpu_count), o.price_per_hour) for o in result.offers
-                 if o.pricing is Pricing.on_demand}  # fmt: skip
+    on_demand = {
+        o.instance_type: (int(o.gpu_count), o.price_per_hour) for o in result.offers if o.pricing is Pricing.on_demand
+    }
     spot = {o.instance_type: o.price_per_hour for o in result.offers if o.pricing is Pricing.spot}
     assert on_demand == {k: (n, Decimal(od)) for k, (n, od, _) in EXPECTED.items()}
     assert spot == {k: Decimal(s) for k, (_, _, s) in EXPECTED.items() if s}

@@ -36,8 +36,16 @@ def _aws_csv_with_gp3(rate: str) -> str:
     lines = text.splitlines()
     header = next(csv.reader([next(line for line in lines if line.startswith('"SKU"'))]))
     row = dict.fromkeys(header, "")
-    row |= {"SKU": "GP3SKU", "TermType": "OnDemand", "Unit": "GB-Mo", "PricePerUnit": rate, "Currency": "USD",
-            "Product Family": "Storage", "usageType": "EBS:VolumeUsage.gp3", "Region Code": "us-east-1"}  # fmt: skip
+    row |= {
+        "SKU": "GP3SKU",
+        "TermType": "OnDemand",
+        "Unit": "GB-Mo",
+        "PricePerUnit": rate,
+        "Currency": "USD",
+        "Product Family": "Storage",
+        "usageType": "EBS:VolumeUsage.gp3",
+        "Region Code": "us-east-1",
+    }
     out = io.StringIO()
     csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow([row[h] for h in header])
     return text.rstrip("\n") + "\n" + out.getvalue()
@@ -54,4 +62,6 @@ def test_aws_reads_the_regions_gp3_rate_from_the_price_list():
 
 def test_terms_helper_leaves_out_what_is_not_said():
     assert terms(egress_usd_per_gb=Decimal("0.01"), download_mbps=None, stopped_bills=True) == {
-        "egress_usd_per_gb": "0.01", "stopped_bills": True}  # fmt: skip
+        "egress_usd_per_gb": "0.01",
+        "stopped_bills": True,
+    }

@@ -36,12 +36,17 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "A40-48GB", "RTXA5000-24GB", "H100-SXM-80GB", "A100-PCIE-80GB", "L40S-48GB", "RTXA6000-48GB",
+            "A40-48GB",
+            "RTXA5000-24GB",
+            "H100-SXM-80GB",
+            "A100-PCIE-80GB",
+            "L40S-48GB",
+            "RTXA6000-48GB",
         },
         # CUDO's bare "V100" names no memory or form factor; the A800 is not in the catalog: never guessed
         allowed_unknown={"V100"},  # no memory or form factor stated: PCIe or SXM, 16 or 32 GB cannot be told
         provider="cudo",
-    )  # fmt: skip
+    )
     assert resolved["ca-montreal-3:sapphire-rapids-h100:8"] == "H100-SXM-80GB"
     assert len(result.offers) == 33
     assert all(o.pricing is Pricing.on_demand for o in result.offers)

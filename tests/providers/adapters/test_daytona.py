@@ -24,9 +24,14 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "B300-SXM-288GB", "B200-SXM-180GB", "RTXPRO6000-96GB", "RTX5090-32GB", "RTX4090-24GB", "MI355X-288GB"
+            "B300-SXM-288GB",
+            "B200-SXM-180GB",
+            "RTXPRO6000-96GB",
+            "RTX5090-32GB",
+            "RTX4090-24GB",
+            "MI355X-288GB",
         },
-    )  # fmt: skip
+    )
     assert resolved["RTX-5090:1"] == "RTX5090-32GB"
     # 8 priced types × 4 counts on demand, plus spot for the 7 with a spot rate
     assert len(result.offers) == 8 * 4 + 7 * 4
@@ -90,15 +95,26 @@ def test_odd_rows_dropped_with_reason(result):
 def test_a_priced_type_is_orderable_whatever_its_name():
     # The row of a real 2026 response that a hard-coded "not orderable" list used to drop.
     real = {"type": "B200", "onDemandPricePerHour": 6.25, "spotPricePerHour": 3.59}
-    parsed = parse({"gpus": [real], "resources": {"onDemand": {"vcpuPerHour": 0, "memoryGiBPerHour": 0},
-                                                  "spot": {"vcpuPerHour": 0, "memoryGiBPerHour": 0}}})  # fmt: skip
+    parsed = parse(
+        {
+            "gpus": [real],
+            "resources": {
+                "onDemand": {"vcpuPerHour": 0, "memoryGiBPerHour": 0},
+                "spot": {"vcpuPerHour": 0, "memoryGiBPerHour": 0},
+            },
+        }
+    )
     offers = by_key(parsed)
     assert parsed.skipped == []
     assert offers["B200:1"].price_per_hour == Decimal("6.25") and offers["B200:1"].gpu_memory_gb == 180
     assert offers["B200:8:spot"].price_per_hour == 8 * Decimal("3.59")
     # The same type without a price is what the data says is not for sale.
-    unpriced = parse({"gpus": [real | {"onDemandPricePerHour": None}],
-                      "resources": {"onDemand": {"vcpuPerHour": 0, "memoryGiBPerHour": 0}}})  # fmt: skip
+    unpriced = parse(
+        {
+            "gpus": [real | {"onDemandPricePerHour": None}],
+            "resources": {"onDemand": {"vcpuPerHour": 0, "memoryGiBPerHour": 0}},
+        }
+    )
     assert unpriced.offers == [] and unpriced.skipped == ["B200: no on-demand price"]
 
 

@@ -32,8 +32,12 @@ def test_integrity(result):
 
 def test_per_gpu_price_times_gpus(result):
     h100 = by_key(result)["hou1:on-demand:H100_80GB_SXM_8x"]
-    assert (h100.gpu_count, h100.price_per_hour, h100.currency, h100.pricing) == (8, Decimal("17.20"), "USD",
-                                                                                   Pricing.on_demand)  # fmt: skip
+    assert (h100.gpu_count, h100.price_per_hour, h100.currency, h100.pricing) == (
+        8,
+        Decimal("17.20"),
+        "USD",
+        Pricing.on_demand,
+    )
     assert h100.price_per_gpu_hour == Decimal("2.15") and h100.region == "hou1"
     a100 = by_key(result)["hou1:on-demand:A100_80GB_SXM_1x"]
     assert (a100.vcpus, a100.ram_gb, a100.gpu_memory_gb) == (24, 116, 80)

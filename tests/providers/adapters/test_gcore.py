@@ -33,8 +33,12 @@ def test_integrity(result):
 
 def test_whole_server_price_in_native_currency(result):
     h100 = by_key(result)["baremetal:76:bm3-ai-1xlarge-h100-80-8"]
-    assert (h100.gpu_count, h100.price_per_hour, h100.currency, h100.pricing) == (8, Decimal("22.96"), "EUR",
-                                                                                   Pricing.on_demand)  # fmt: skip
+    assert (h100.gpu_count, h100.price_per_hour, h100.currency, h100.pricing) == (
+        8,
+        Decimal("22.96"),
+        "EUR",
+        Pricing.on_demand,
+    )
     assert h100.price_per_gpu_hour == Decimal("2.87") and h100.region == "luxembourg-2"
     assert by_key(result)["baremetal:120:bm3-ai-1xlarge-h100-80-8"].currency == "USD"  # read, never assumed
 
@@ -86,7 +90,13 @@ def test_envelope_change_fails_the_run():
 
 def test_ids_that_would_shape_the_url_are_refused():
     assert (ident(76), ident("ed-10"), ident("../x"), ident(True), ident(""), ident([1])) == (
-        "76", "ed-10", None, None, None, None)  # fmt: skip
+        "76",
+        "ed-10",
+        None,
+        None,
+        None,
+        None,
+    )
     lux = {"id": 76, "display_name": "Luxembourg-2", "state": "ACTIVE", "has_ai_gpu": True}
     regions = {"results": [lux | {"id": "../../v1/keys"}, lux]}
     assert pick_regions(regions, ScrapeResult()) == [("76", "luxembourg-2")]

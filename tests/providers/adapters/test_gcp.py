@@ -41,11 +41,17 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "A100-SXM-40GB", "A100-SXM-80GB", "H100-SXM-80GB", "H200-SXM-141GB", "B200-SXM-180GB",
-            "L4-24GB", "T4-16GB", "V100-SXM-16GB",
+            "A100-SXM-40GB",
+            "A100-SXM-80GB",
+            "H100-SXM-80GB",
+            "H200-SXM-141GB",
+            "B200-SXM-180GB",
+            "L4-24GB",
+            "T4-16GB",
+            "V100-SXM-16GB",
         },
         allowed_unknown={"P100 PCIe 16GB", "P4 8GB", "K80"},  # not in the GPU catalog
-    )  # fmt: skip
+    )
     assert resolved["039F-D0DA-4055:us-central1"] == "A100-SXM-40GB"
     assert resolved["F2B9-6C3D-1A58:us-central1"] == "H100-SXM-80GB"  # H100 Mega: same card
     assert resolved["5C2E-8A71-3D90:us-east5"] == "H200-SXM-141GB"  # "H200 141GB GPU": no vendor word
@@ -77,8 +83,11 @@ def test_spot_from_usage_type(result):
 def test_one_offer_per_sku_and_region_and_second_page(result):
     offers = by_key(result)
     assert {o.region for o in result.offers if o.attributes["sku"] == "0325-B5D3-8D96"} == {
-        "us-central1", "us-east1", "us-east4", "us-west1",
-    }  # fmt: skip
+        "us-central1",
+        "us-east1",
+        "us-east4",
+        "us-west1",
+    }
     h200 = offers["D7A1-3E4F-8B62:us-east4"]  # page 2, after a 429
     assert (h200.gpu_name, h200.gpu_memory_gb) == ("H200 SXM 141GB", 141)
     assert h200.attributes["machine_family"] == "a3-ultragpu"
@@ -213,8 +222,10 @@ def test_api_key_in_query_and_page_token():
     assert len(seen) == 3  # page 1, page 2 answered 429, page 2 again
     assert all(r.url.params["key"] == SECRET and r.url.params["pageSize"] == "5000" for r in seen)
     assert [r.url.params.get("pageToken") for r in seen] == [
-        None, "CgsI0sXlygYQ4O2yHxIMMEYxMi1BNDRBLTMwOTk", "CgsI0sXlygYQ4O2yHxIMMEYxMi1BNDRBLTMwOTk",
-    ]  # fmt: skip
+        None,
+        "CgsI0sXlygYQ4O2yHxIMMEYxMi1BNDRBLTMwOTk",
+        "CgsI0sXlygYQ4O2yHxIMMEYxMi1BNDRBLTMwOTk",
+    ]
 
 
 def test_missing_credentials():

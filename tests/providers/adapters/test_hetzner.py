@@ -30,11 +30,18 @@ def test_integrity(result):
 def test_hourly_price_in_eur_and_the_setup_fee_apart(result):
     server = by_key(result)[GEX131]
     assert (server.gpu_name, server.gpu_count, server.price_per_hour, server.currency) == (
-        "RTX PRO 6000 Blackwell Max-Q", 1, Decimal("1.4364"), "EUR",
-    )  # fmt: skip
+        "RTX PRO 6000 Blackwell Max-Q",
+        1,
+        Decimal("1.4364"),
+        "EUR",
+    )
     assert (server.region, server.pricing, server.vcpus, server.ram_gb, server.gpu_memory_gb) == (
-        "hel1", Pricing.on_demand, 48, 256, 96,
-    )  # fmt: skip
+        "hel1",
+        Pricing.on_demand,
+        48,
+        256,
+        96,
+    )
     assert server.attributes[COST_TERMS] == {"setup_fee": "2912.0000"}
     assert server.attributes["monthly_price"] == "896.3000" and server.available is True
     assert by_key(result)["1666-1667-1670:fsn1"].available is False  # quantity 0

@@ -32,8 +32,11 @@ def test_integrity(result):
 def test_node_price_stays_in_eur(result):
     node = by_key(result)["22222222-2222-2222-2222-222222222222"]
     assert (node.gpu_name, node.gpu_count, node.price_per_hour, node.price_per_gpu_hour) == (
-        "RTX 4090", 4, Decimal("1.6"), Decimal("0.4"),
-    )  # fmt: skip
+        "RTX 4090",
+        4,
+        Decimal("1.6"),
+        Decimal("0.4"),
+    )
     assert (node.currency, node.pricing, node.region, node.vcpus, node.ram_gb) == (
         "EUR",
         Pricing.on_demand,

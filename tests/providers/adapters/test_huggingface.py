@@ -46,11 +46,19 @@ def test_integrity(result):
 def test_price_is_per_instance_and_memory_is_the_instance_total(result):
     box = by_key(result)[H200]
     assert (box.gpu_name, box.gpu_count, box.price_per_hour, box.price_per_gpu_hour) == (
-        "nvidia h200 SXM", 4, Decimal(20), Decimal(5),
-    )  # fmt: skip
+        "nvidia h200 SXM",
+        4,
+        Decimal(20),
+        Decimal(5),
+    )
     assert (box.region, box.currency, box.pricing, box.gpu_memory_gb, box.vcpus, box.ram_gb) == (
-        "ap-northeast-2", "USD", Pricing.on_demand, 141, 92, 1000,
-    )  # fmt: skip
+        "ap-northeast-2",
+        "USD",
+        Pricing.on_demand,
+        141,
+        92,
+        1000,
+    )
     assert box.instance_type == "nvidia-h200-x4" and box.available is True
 
 

@@ -35,8 +35,11 @@ def test_cents_per_gpu_hour_times_the_free_gpus(result):
     node = by_key(result)["korea-amd14-78"]
     assert (node.gpu_count, node.price_per_hour, node.price_per_gpu_hour) == (3, Decimal("3.87"), Decimal("1.29"))
     assert (node.gpu_name, node.region, node.currency, node.pricing) == (
-        "NVIDIA-H100-80GB-HBM3 SXM5", "us-central-1", "USD", Pricing.on_demand,
-    )  # fmt: skip
+        "NVIDIA-H100-80GB-HBM3 SXM5",
+        "us-central-1",
+        "USD",
+        Pricing.on_demand,
+    )
     assert node.gpu_memory_gb == Decimal("79.65")  # 81559 MiB
     assert node.attributes["partly_rented"] is True and node.attributes["cluster_name"] == "angelic-mushroom-dolphin"
     assert node.instance_type == "8x NVIDIA-H100-80GB-HBM3" and node.available is True

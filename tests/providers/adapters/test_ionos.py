@@ -39,8 +39,9 @@ def test_one_offer_per_size_and_currency_in_its_own_currency(result):
         "EUR",
     )
     assert (offers["GPUH200S:GBP"].price_per_hour, offers["GPUH200S:USD"].price_per_hour) == (
-        Decimal("2.554"), Decimal("3.261"),
-    )  # fmt: skip
+        Decimal("2.554"),
+        Decimal("3.261"),
+    )
     big = offers["GPUH200XL:USD"]
     assert (big.gpu_count, big.price_per_gpu_hour, big.pricing, big.region) == (
         8,

@@ -56,7 +56,7 @@ def test_per_gpu_price_times_count(result):
 
 
 def test_counts_follow_num_gpus(result):
-    counts = {}
+    counts: dict[str, set[int]] = {}  # instance name → the GPU counts it is offered with
     for o in result.offers:
         if o.pricing is Pricing.on_demand:
             counts.setdefault(o.key.rsplit(":", 1)[0], set()).add(int(o.gpu_count))

@@ -28,10 +28,16 @@ result = replay_fixture(Koyeb)
 def test_integrity(result):
     resolved = assert_integrity(
         result,
-        expected_gpus={"RTX4000SFFADA-20GB", "RTXA6000-48GB", "L40S-48GB", "A100-PCIE-80GB", "H100-SXM-80GB",
-                       "H200-SXM-141GB"},
+        expected_gpus={
+            "RTX4000SFFADA-20GB",
+            "RTXA6000-48GB",
+            "L40S-48GB",
+            "A100-PCIE-80GB",
+            "H100-SXM-80GB",
+            "H200-SXM-141GB",
+        },
         allowed_unknown={"Tenstorrent P150b 32GB"},
-    )  # fmt: skip
+    )
     assert resolved["gpu-nvidia-h100:fra"] == "H100-SXM-80GB"
     assert len(result.offers) == 13  # CPU "small" left out; B200 without a price dropped
 
@@ -64,12 +70,21 @@ def test_malformed_instance_dropped_with_reason(result):
 def test_pages_by_offset(monkeypatch):
     monkeypatch.setattr(koyeb, "PAGE_SIZE", 1)
     row = {"id": "g", "type": "gpu", "gpu": {"count": 1, "name": "L4", "memory": "24GB"}, "price_hourly": "0.7"}
-    bodies = [{"instances": [row | {"regions": ["fra"]}], "count": 2},
-              {"instances": [row | {"regions": ["was"]}], "count": 2}]  # fmt: skip
-    cassette = Cassette.from_json({"interactions": [
-        {"request": {"method": "GET", "url": f"{URL}?limit=1&offset={i}", "body": None},
-         "response": {"status": 200, "headers": {}, "json": body}} for i, body in enumerate(bodies)
-    ]})  # fmt: skip
+    bodies = [
+        {"instances": [row | {"regions": ["fra"]}], "count": 2},
+        {"instances": [row | {"regions": ["was"]}], "count": 2},
+    ]
+    cassette = Cassette.from_json(
+        {
+            "interactions": [
+                {
+                    "request": {"method": "GET", "url": f"{URL}?limit=1&offset={i}", "body": None},
+                    "response": {"status": 200, "headers": {}, "json": body},
+                }
+                for i, body in enumerate(bodies)
+            ]
+        }
+    )
     got, seen = fetch_recording(Koyeb, {"KOYEB_API_TOKEN": SECRET}, cassette)
     assert [o.key for o in got.offers] == ["g:fra", "g:was"] and len(seen) == 2
     assert seen[0].headers["authorization"] == f"Bearer {SECRET}"

@@ -76,11 +76,21 @@ def test_bearer_and_pages_until_total(result):
         }
     }
     bodies = [{"data": [row], "meta": {"total_pages": 2}}, {"data": [], "meta": {"total_pages": 2}}]
-    cassette = Cassette.from_json({"interactions": [
-        {"request": {"method": "GET", "url": f"{URL}?filter[gpu]=true&page[size]=100&page[number]={i + 1}",
-                     "body": None}, "response": {"status": 200, "headers": {}, "json": body}}
-        for i, body in enumerate(bodies)
-    ]})  # fmt: skip
+    cassette = Cassette.from_json(
+        {
+            "interactions": [
+                {
+                    "request": {
+                        "method": "GET",
+                        "url": f"{URL}?filter[gpu]=true&page[size]=100&page[number]={i + 1}",
+                        "body": None,
+                    },
+                    "response": {"status": 200, "headers": {}, "json": body},
+                }
+                for i, body in enumerate(bodies)
+            ]
+        }
+    )
     got, pages = fetch_recording(Latitude, {"LATITUDE_API_KEY": SECRET}, cassette)
     assert [o.key for o in got.offers] == ["l4:dal"] and len(pages) == 2
 

@@ -42,8 +42,11 @@ def test_integrity(result):
 def test_plan_price_is_per_instance_hour_in_usd(result):
     plan = by_key(result)["g2-gpu-rtx4000a4-m"]
     assert (plan.gpu_name, plan.gpu_count, plan.price_per_hour, plan.price_per_gpu_hour) == (
-        "RTX 4000 Ada", 4, Decimal("2.08"), Decimal("0.52"),
-    )  # fmt: skip
+        "RTX 4000 Ada",
+        4,
+        Decimal("2.08"),
+        Decimal("0.52"),
+    )
     assert (plan.currency, plan.pricing, plan.region, plan.available) == ("USD", Pricing.on_demand, "", None)
     # memory and disk are MB
     assert (plan.vcpus, plan.ram_gb, plan.gpu_memory_gb, plan.attributes["disk_gb"]) == (24, 64, 20, "2000")

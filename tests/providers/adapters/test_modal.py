@@ -11,10 +11,17 @@ from tests.factories.price_pages import assert_price_page
 
 # modal.com/pricing: raw name → $ per GPU-second
 PER_SECOND = {
-    "T4-16GB": "0.000164", "L4-24GB": "0.000222", "A10-24GB": "0.000306", "L40S-48GB": "0.000542",
-    "A100 40GB": "0.000583", "A100 80GB": "0.000694", "RTXPRO6000-96GB": "0.000842", "H100 80GB": "0.001097",
-    "H200 141GB": "0.001261", "B200-SXM-180GB": "0.001736",
-}  # fmt: skip
+    "T4-16GB": "0.000164",
+    "L4-24GB": "0.000222",
+    "A10-24GB": "0.000306",
+    "L40S-48GB": "0.000542",
+    "A100 40GB": "0.000583",
+    "A100 80GB": "0.000694",
+    "RTXPRO6000-96GB": "0.000842",
+    "H100 80GB": "0.001097",
+    "H200 141GB": "0.001261",
+    "B200-SXM-180GB": "0.001736",
+}
 
 result = replay_fixture(ModalRates)
 

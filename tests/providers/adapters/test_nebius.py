@@ -33,8 +33,9 @@ def test_cards_resolve(result: ScrapeResult) -> None:
 
 
 def test_prices_as_quoted_per_gpu_hour(result: ScrapeResult) -> None:
-    on_demand = {o.instance_type: (o.gpu_name, o.price_per_gpu_hour) for o in result.offers
-                 if o.pricing is Pricing.on_demand}  # fmt: skip
+    on_demand = {
+        o.instance_type: (o.gpu_name, o.price_per_gpu_hour) for o in result.offers if o.pricing is Pricing.on_demand
+    }
     spot = {o.instance_type: (o.gpu_name, o.price_per_gpu_hour) for o in result.offers if o.pricing is Pricing.spot}
     assert on_demand == {k: (card, Decimal(od)) for k, (card, od, _) in EXPECTED.items()}
     assert spot == {k: (card, Decimal(pe)) for k, (card, _, pe) in EXPECTED.items()}

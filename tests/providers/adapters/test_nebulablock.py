@@ -39,11 +39,19 @@ def test_integrity(result):
 def test_price_is_per_instance_hour(result):
     box = by_key(result)["h8"]
     assert (box.gpu_name, box.gpu_count, box.price_per_hour, box.price_per_gpu_hour) == (
-        "H100-80G-SXM", 8, Decimal("16.032"), Decimal("2.004"),
-    )  # fmt: skip
+        "H100-80G-SXM",
+        8,
+        Decimal("16.032"),
+        Decimal("2.004"),
+    )
     assert (box.currency, box.pricing, box.region, box.gpu_memory_gb, box.vcpus, box.ram_gb) == (
-        "USD", Pricing.on_demand, "canada", 80, 200, 1440,
-    )  # fmt: skip
+        "USD",
+        Pricing.on_demand,
+        "canada",
+        80,
+        200,
+        1440,
+    )
     assert box.available is True and box.attributes["stock"] == 4 and box.attributes["region"] == "North America"
 
 

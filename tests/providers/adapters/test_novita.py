@@ -28,10 +28,15 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "RTX4090-24GB", "H100-SXM-80GB", "A100-SXM-80GB", "RTX6000ADA-48GB", "L40S-48GB", "H200-SXM-141GB",
+            "RTX4090-24GB",
+            "H100-SXM-80GB",
+            "A100-SXM-80GB",
+            "RTX6000ADA-48GB",
+            "L40S-48GB",
+            "H200-SXM-141GB",
             "RTX5090-32GB",
         },
-    )  # fmt: skip
+    )
     assert resolved["2:us-ca-06"] == "H100-SXM-80GB"
     assert len(result.offers) == 16
 

@@ -41,8 +41,11 @@ def test_per_gpu_price_times_configuration(result):
 
 def test_commit_tiers_are_reservation_terms(result):
     offers = by_key(result)
-    terms = {o.reserved_term: o.price_per_gpu_hour for o in result.offers
-             if o.key.startswith("A100_PCIE_80GB_x2") and o.pricing is Pricing.reserved}  # fmt: skip
+    terms = {
+        o.reserved_term: o.price_per_gpu_hour
+        for o in result.offers
+        if o.key.startswith("A100_PCIE_80GB_x2") and o.pricing is Pricing.reserved
+    }
     assert terms == {"1mo": Decimal("1.4"), "3mo": Decimal("1.35"), "1y": Decimal("1.25"), "3y": Decimal("1.1")}
     assert "H100_PCIE_80GB_x1:mon1:3mo" not in offers  # no 3m tier for the H100
     assert offers["H100_PCIE_80GB_x1:mon1:3y"].price_per_hour == Decimal("1.7")
@@ -60,9 +63,20 @@ def test_stock_is_availability(result):
 def test_malformed_items_dropped_with_reason(result):
     assert any("GPUAmount" in s and "A100_PCIE_80GB_x4" in s for s in result.skipped)
     assert any("hourlyCost" in s and "L40S" in s for s in result.skipped)
-    no_stock = parse({"data": {"gpu": {"X": {"metaName": "L4", "hourlyCost": "0.5",
-                                              "configurations": [{"flavorID": "L4_x1", "GPUAmount": "1"}]}}}},
-                     {"error": "down"})  # fmt: skip
+    no_stock = parse(
+        {
+            "data": {
+                "gpu": {
+                    "X": {
+                        "metaName": "L4",
+                        "hourlyCost": "0.5",
+                        "configurations": [{"flavorID": "L4_x1", "GPUAmount": "1"}],
+                    }
+                }
+            }
+        },
+        {"error": "down"},
+    )
     assert [o.key for o in no_stock.offers] == ["L4_x1"] and "availability unknown" in no_stock.skipped[0]
 
 

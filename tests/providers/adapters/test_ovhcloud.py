@@ -26,7 +26,6 @@ from tests.factories.cassettes import (
 result = replay_fixture(OvhCloud)
 
 
-
 def _catalog(index: int = 0) -> dict:
     raw = json.loads(bundled_cassette("ovhcloud").read_text())
     return copy.deepcopy(raw["interactions"][index]["response"]["json"])

@@ -9,8 +9,13 @@ from providers.contract import Pricing
 from tests.factories.cassettes import assert_integrity, replay_fixture
 from tests.factories.price_pages import assert_price_page
 
-ON_DEMAND = {"H100 80GB": "3.09", "A100 80GB": "1.15", "RTXA6000-48GB": "1.89", "RTXA5000-24GB": "1.38",
-             "RTXA4000-16GB": "0.76"}  # fmt: skip
+ON_DEMAND = {
+    "H100 80GB": "3.09",
+    "A100 80GB": "1.15",
+    "RTXA6000-48GB": "1.89",
+    "RTXA5000-24GB": "1.38",
+    "RTXA4000-16GB": "0.76",
+}
 
 result = replay_fixture(PaperspaceRates)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
 from providers.adapters.primeintellect import PrimeIntellect, availability
@@ -33,10 +34,14 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "H100-SXM-80GB", "H100-PCIE-80GB", "RTX4090-24GB", "H200-SXM-141GB",
-            "MI300X-192GB", "A100-PCIE-80GB",
+            "H100-SXM-80GB",
+            "H100-PCIE-80GB",
+            "RTX4090-24GB",
+            "H200-SXM-141GB",
+            "MI300X-192GB",
+            "A100-PCIE-80GB",
         },
-    )  # fmt: skip
+    )
     assert resolved["runpod:NVIDIA H100 PCIe:eu-ro-1:2:secure_cloud"] == "H100-PCIE-80GB"
     assert resolved["runpod:NVIDIA H100 80GB HBM3:us-ks-2:1:secure_cloud"] == "H100-SXM-80GB"
     assert len(result.offers) == 8
@@ -75,8 +80,12 @@ def test_stock_status_region_and_community_price(result):
     assert "hyperstack:n3-L40x1: no price" in result.skipped
     assert not any("cpu-16c" in k for k in offers)
     assert [availability(s) for s in ("High", "Medium", "Unavailable", None, "Weird")] == [
-        True, True, False, None, None,
-    ]  # fmt: skip
+        True,
+        True,
+        False,
+        None,
+        None,
+    ]
 
 
 def test_bearer_header_and_pages():
@@ -137,10 +146,19 @@ def test_fetch_offers_labels_resold_offers_via_the_aggregator():
     assert own and all("via" not in o.attributes and "upstream" not in o.attributes for o in own)
 
 
-def _box(disk: dict[str, object]) -> dict[str, object]:
-    return {"cloudId": "NVIDIA H100 80GB HBM3", "gpuType": "H100_80GB", "socket": "SXM5", "provider": "runpod",
-            "dataCenter": "US-KS-2", "gpuCount": 1, "gpuMemory": 80, "prices": {"onDemand": 2.69, "currency": "USD"},
-            "stockStatus": "Available", "disk": disk}  # fmt: skip
+def _box(disk: Mapping[str, object]) -> dict[str, object]:
+    return {
+        "cloudId": "NVIDIA H100 80GB HBM3",
+        "gpuType": "H100_80GB",
+        "socket": "SXM5",
+        "provider": "runpod",
+        "dataCenter": "US-KS-2",
+        "gpuCount": 1,
+        "gpuMemory": 80,
+        "prices": {"onDemand": 2.69, "currency": "USD"},
+        "stockStatus": "Available",
+        "disk": disk,
+    }
 
 
 def test_a_disk_not_included_in_the_price_is_part_of_the_run_cost():
@@ -150,8 +168,14 @@ def test_a_disk_not_included_in_the_price_is_part_of_the_run_cost():
     from tracker.costs.terms import resolve
 
     # A real availability item: the default disk is not in the box's price.
-    disk = {"minCount": 50, "defaultCount": 100, "maxCount": 2000, "pricePerUnit": 0.0001, "step": 10,
-            "defaultIncludedInPrice": False}  # fmt: skip
+    disk = {
+        "minCount": 50,
+        "defaultCount": 100,
+        "maxCount": 2000,
+        "pricePerUnit": 0.0001,
+        "step": 10,
+        "defaultIncludedInPrice": False,
+    }
     offer = parse_page({"items": [_box(disk)]}).offers[0]
     assert offer.price_per_hour == Decimal("2.69") + 50 * Decimal("0.0001")  # the least disk, billed hourly
     assert offer.attributes["box_price_per_hour"] == "2.69" and offer.attributes["disk_price_per_hour"] == "0.0050"
@@ -160,11 +184,19 @@ def test_a_disk_not_included_in_the_price_is_part_of_the_run_cost():
     assert included.price_per_hour == Decimal("2.69")
     assert included.attributes["cost_terms"]["included_disk_gb"] == "100"
     # A 10-hour run of a job that needs less disk than the 50 GB minimum still pays for the minimum.
-    plan = RunPlan(dataset_gb=5, model_gb=5, image_gb=5, checkpoint_gb=1, checkpoints_kept=1, output_gb=1,
-                   checkpoint_interval_h=1.0)  # fmt: skip
+    plan = RunPlan(
+        dataset_gb=5,
+        model_gb=5,
+        image_gb=5,
+        checkpoint_gb=1,
+        checkpoints_kept=1,
+        output_gb=1,
+        checkpoint_interval_h=1.0,
+    )
     assert plan.disk_gb < 50
-    cost = run_cost(offer.price_per_hour, 10.0, resolve("primeintellect", "on_demand", offer.attributes["cost_terms"]),
-                    plan)  # fmt: skip
+    cost = run_cost(
+        offer.price_per_hour, 10.0, resolve("primeintellect", "on_demand", offer.attributes["cost_terms"]), plan
+    )
     assert cost.components["storage"] == 0  # within the disk already priced in
     bare = run_cost(Decimal("2.69"), 10.0, resolve("primeintellect", "on_demand", {"included_disk_gb": "50"}), plan)
     assert cost.total - bare.total >= Decimal("0.05")  # >= 10 h x 50 GB x $0.0001 (setup hours bill it too)

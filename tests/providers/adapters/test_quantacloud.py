@@ -58,10 +58,17 @@ def test_pages_until_a_short_one(monkeypatch):
     monkeypatch.setattr(quanta, "PAGE_SIZE", 1)
     row = {"gpu": {"slug": "l40s", "count": 1, "vramGB": 48}, "priceHourly": "0.9", "region": "a"}
     pages = [{"offers": [row]}, {"offers": [row | {"region": "b"}]}, {"offers": []}]
-    cassette = Cassette.from_json({"interactions": [
-        {"request": {"method": "GET", "url": f"{URL}?page={i}&size=1", "body": None},
-         "response": {"status": 200, "headers": {}, "json": body}} for i, body in enumerate(pages)
-    ]})  # fmt: skip
+    cassette = Cassette.from_json(
+        {
+            "interactions": [
+                {
+                    "request": {"method": "GET", "url": f"{URL}?page={i}&size=1", "body": None},
+                    "response": {"status": 200, "headers": {}, "json": body},
+                }
+                for i, body in enumerate(pages)
+            ]
+        }
+    )
     got, seen = fetch_recording(QuantaCloud, cassette=cassette)
     assert [o.key for o in got.offers] == ["l40s:1:a", "l40s:1:b"] and len(seen) == 3
     assert "x-api-key" not in seen[0].headers  # the catalog is public: no key sent

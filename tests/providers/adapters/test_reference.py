@@ -13,9 +13,14 @@ from providers.sheet import parse_sheet
 from tests.factories.cassettes import assert_integrity, replay
 
 SEED_RATES = {  # seed 000, "Price per GPU-hour"
-    "RTX4090-24GB": "0.44", "RTX6000ADA-48GB": "0.79", "L40S-48GB": "1.19", "A100-SXM-40GB": "1.19",
-    "A100-SXM-80GB": "1.59", "H100-SXM-80GB": "2.69", "H200-SXM-141GB": "3.39",
-}  # fmt: skip
+    "RTX4090-24GB": "0.44",
+    "RTX6000ADA-48GB": "0.79",
+    "L40S-48GB": "1.19",
+    "A100-SXM-40GB": "1.19",
+    "A100-SXM-80GB": "1.59",
+    "H100-SXM-80GB": "2.69",
+    "H200-SXM-141GB": "3.39",
+}
 
 
 def test_reference_sheet_is_the_seed_table():

@@ -326,8 +326,14 @@ def test_rest_v2_prices_spot_and_stock(keyed: ScrapeResult) -> None:
 
 
 def test_rest_v2_shapes() -> None:
-    item = {"gpuId": "NVIDIA L40S", "displayName": "L40S", "memoryInGb": 48, "maxGpuCount": 8,
-            "securePrice": 0.86, "stockStatus": "High"}  # fmt: skip
+    item = {
+        "gpuId": "NVIDIA L40S",
+        "displayName": "L40S",
+        "memoryInGb": 48,
+        "maxGpuCount": 8,
+        "securePrice": 0.86,
+        "stockStatus": "High",
+    }
     (bare,) = parse_catalog([item], "secure", 1).offers  # a bare list; runpodctl-style id and stock
     assert (bare.key, bare.available, bare.attributes["stock_status"]) == ("NVIDIA L40S:1:secure", True, "HIGH")
     assert [o.key for o in parse_catalog({"items": [item]}, "secure", 1).offers] == ["NVIDIA L40S:1:secure"]

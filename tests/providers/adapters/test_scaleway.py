@@ -22,7 +22,6 @@ from tests.factories.cassettes import (
 result = replay_fixture(Scaleway)
 
 
-
 def test_integrity(result):
     resolved = assert_integrity(
         result,

@@ -26,7 +26,6 @@ from tracker.pipeline.scraping import ScrapeJob, run_scrape
 result = replay_fixture(Seeweb)
 
 
-
 def test_integrity(result):
     resolved = assert_integrity(
         result,

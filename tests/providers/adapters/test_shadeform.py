@@ -31,10 +31,15 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "H100-SXM-80GB", "H100-PCIE-80GB", "A100-SXM-80GB", "RTXA6000-48GB",
-            "L40S-48GB", "MI300X-192GB", "GAUDI2-96GB",
+            "H100-SXM-80GB",
+            "H100-PCIE-80GB",
+            "A100-SXM-80GB",
+            "RTXA6000-48GB",
+            "L40S-48GB",
+            "MI300X-192GB",
+            "GAUDI2-96GB",
         },
-    )  # fmt: skip
+    )
     assert resolved["hyperstack:H100:canada-1"] == "H100-PCIE-80GB"
     assert resolved["lambdalabs:H100_sxm5x8:us-east-1"] == "H100-SXM-80GB"
     assert resolved["hyperstack:H100:canada-1:spot"] == "H100-PCIE-80GB"

@@ -30,11 +30,16 @@ def test_integrity(result):
     resolved = assert_integrity(
         result,
         expected_gpus={
-            "H100-SXM-80GB", "H100-PCIE-80GB", "A100-SXM-80GB", "A100-PCIE-80GB", "RTX5090-32GB", "L40S-48GB",
+            "H100-SXM-80GB",
+            "H100-PCIE-80GB",
+            "A100-SXM-80GB",
+            "A100-PCIE-80GB",
+            "RTX5090-32GB",
+            "L40S-48GB",
         },
         # Spheron's "H100_NVL" rows report 80 GB: no H100 NVL (94 GB) card, so unknown rather than guessed
         allowed_unknown={"H100 NVL 80GB"},
-    )  # fmt: skip
+    )
     assert resolved["verda:1H100.80S.32V_FIN-03_500:finland-3"] == "H100-SXM-80GB"
     assert len(result.offers) == 17
 

@@ -31,8 +31,12 @@ def test_signature_matches_the_documented_example():
     # Tencent's signature v3 page: DescribeInstances in ap-guangzhou at 1551113065 with this exact body.
     payload = b'{"Limit": 1, "Filters": [{"Values": ["\\u672a\\u547d\\u540d"], "Name": "instance-name"}]}'
     assert hashlib.sha256(payload).hexdigest() == "35e9c5b0e3ae67532d3c9f17ead6c90222632e5b1ff7f6e89887f1398934f064"
-    header = tc3_authorization("AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE", "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE",
-                               timestamp=1551113065, payload=payload)  # fmt: skip
+    header = tc3_authorization(
+        "AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE",
+        "Gu5t9xGARNpq86cd98joQYCN3EXAMPLE",
+        timestamp=1551113065,
+        payload=payload,
+    )
     assert header == (
         "TC3-HMAC-SHA256 Credential=AKIDz8krbsJ5yKBZQpn74WFkmLPx3EXAMPLE/2019-02-25/cvm/tc3_request, "
         "SignedHeaders=content-type;host, "
@@ -80,8 +84,12 @@ def test_signed_request_per_region():
     assert first.content == request_body() and json.loads(first.content)["Filters"][0]["Name"] == "instance-family"
     assert first.headers["x-tc-action"] == "DescribeZoneInstanceConfigInfos"
     assert first.headers["x-tc-version"] == "2017-03-12"
-    expected = tc3_authorization(CREDS["TENCENTCLOUD_SECRET_ID"], CREDS["TENCENTCLOUD_SECRET_KEY"],
-                                 timestamp=int(first.headers["x-tc-timestamp"]), payload=first.content)  # fmt: skip
+    expected = tc3_authorization(
+        CREDS["TENCENTCLOUD_SECRET_ID"],
+        CREDS["TENCENTCLOUD_SECRET_KEY"],
+        timestamp=int(first.headers["x-tc-timestamp"]),
+        payload=first.content,
+    )
     assert first.headers["authorization"] == expected and CREDS["TENCENTCLOUD_SECRET_KEY"] not in str(first.headers)
     assert first.headers["content-type"] == "application/json; charset=utf-8"
 
@@ -99,7 +107,11 @@ def test_missing_credentials():
 
 
 def test_api_error_fails_the_run():
-    error = {"Response": {"Error": {"Code": "AuthFailure.SignatureFailure", "Message": "signature mismatch"},
-                          "RequestId": "r"}}  # fmt: skip
+    error = {
+        "Response": {
+            "Error": {"Code": "AuthFailure.SignatureFailure", "Message": "signature mismatch"},
+            "RequestId": "r",
+        }
+    }
     assert_replay_raises(TencentCloud, json_with(0, value=error), "AuthFailure.SignatureFailure")
     assert_replay_raises(TencentCloud, json_with(1, "Response", value={"RequestId": "r"}), "InstanceTypeQuotaSet")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from providers.adapters.tensordock import TensorDock
 from providers.contract import Pricing
@@ -56,9 +57,14 @@ def test_price_is_the_smallest_valid_machine(result):
 def test_stated_minimums_and_limits_decide_the_machine():
     from providers.adapters.tensordock import parse
 
-    gpu = {"v0Name": "geforcertx4090-pcie-24gb", "displayName": "NVIDIA GeForce RTX 4090 PCIe 24GB", "max_count": 2,
-           "price_per_hr": 0.35, "pricing": {"per_vcpu_hr": 0.003, "per_gb_ram_hr": 0.002, "per_gb_storage_hr": 5e-05},
-           "resources": {"max_vcpus": 3, "max_ram_gb": 256, "max_storage_gb": 4000}}  # fmt: skip
+    gpu: dict[str, Any] = {
+        "v0Name": "geforcertx4090-pcie-24gb",
+        "displayName": "NVIDIA GeForce RTX 4090 PCIe 24GB",
+        "max_count": 2,
+        "price_per_hr": 0.35,
+        "pricing": {"per_vcpu_hr": 0.003, "per_gb_ram_hr": 0.002, "per_gb_storage_hr": 5e-05},
+        "resources": {"max_vcpus": 3, "max_ram_gb": 256, "max_storage_gb": 4000},
+    }
     parsed = parse({"data": {"locations": [{"id": "loc", "country": "US", "gpus": [gpu]}]}})
     # 2 GPUs need 4 vCPUs, more than the 3 this host has: no valid machine, said why.
     assert [o.key for o in parsed.offers] == ["loc:geforcertx4090-pcie-24gb:1"]

@@ -39,8 +39,12 @@ def test_price_is_per_instance_and_tier_is_kept(result):
     assert (eight.gpu_count, eight.price_per_hour, eight.price_per_gpu_hour) == (8, Decimal("15.12"), Decimal("1.89"))
     assert (eight.vcpus, eight.ram_gb) == (32, 256)  # smallest vcpuOptions entry, 8 GiB per vCPU
     shared = by_key(result)["h100_x1_prototyping"]
-    assert shared.attributes == {"sku": "h100_x1_prototyping", "mode": "prototyping", "shared_gpu": True,
-                                 "display_name": "H100"}  # fmt: skip
+    assert shared.attributes == {
+        "sku": "h100_x1_prototyping",
+        "mode": "prototyping",
+        "shared_gpu": True,
+        "display_name": "H100",
+    }
     assert shared.price_per_hour < by_key(result)["h100_x1_production"].price_per_hour
 
 

@@ -34,11 +34,20 @@ result = replay_fixture(VastAi)
 def test_integrity(result):
     resolved = assert_integrity(
         result,
-        expected_gpus={"H100-SXM-80GB", "H100-PCIE-80GB", "RTX4090-24GB", "A100-SXM-40GB", "A100-SXM-80GB",
-                       "RTXA6000-48GB", "RTX5090-32GB", "RTX3090-24GB", "L40S-48GB"},
+        expected_gpus={
+            "H100-SXM-80GB",
+            "H100-PCIE-80GB",
+            "RTX4090-24GB",
+            "A100-SXM-40GB",
+            "A100-SXM-80GB",
+            "RTXA6000-48GB",
+            "RTX5090-32GB",
+            "RTX3090-24GB",
+            "L40S-48GB",
+        },
         allowed_unknown={"GTX 1080 Ti", "Tesla V100", "RTX 3060 laptop"},  # V100: Vast does not say SXM or PCIe
         provider="vastai",
-    )  # fmt: skip
+    )
     assert resolved["22005300"] == "H200-SXM-141GB"  # Vast's bare "H200" is the SXM part by convention
 
 
@@ -92,9 +101,17 @@ def test_quirks_null_geolocation_cpu_cores_and_gpu_ram_in_mb(result):
 
 @pytest.mark.parametrize(
     ("raw", "region"),
-    [("Texas, US", "us-texas"), (None, ""), ("Somewhere", "somewhere"), (", US", "us"), (" , CA", "ca"),
-     ("Québec, CA", "ca-quebec"), ("Vilnius City Municipality, LT", "lt-vilnius-city-municipality"), (",", "")],
-)  # fmt: skip
+    [
+        ("Texas, US", "us-texas"),
+        (None, ""),
+        ("Somewhere", "somewhere"),
+        (", US", "us"),
+        (" , CA", "ca"),
+        ("Québec, CA", "ca-quebec"),
+        ("Vilnius City Municipality, LT", "lt-vilnius-city-municipality"),
+        (",", ""),
+    ],
+)
 def test_region(raw, region):
     assert region_of(raw) == region
 
@@ -178,8 +195,11 @@ def test_real_bid_far_above_on_demand_is_dropped(bundles):
 def test_real_regions_are_well_formed(bundles, real):
     assert all(o.region == "" or REGION.match(o.region) for o in real.offers), {o.region for o in real.offers}
     by_id = {str(b["id"]): b for b in bundles}
-    placeless = {by_id[o.key]["geolocation"]: o.region for o in real.offers if o.key in by_id and o.region in {
-        "us", "ca", "cn", "ru"}}  # fmt: skip
+    placeless = {
+        by_id[o.key]["geolocation"]: o.region
+        for o in real.offers
+        if o.key in by_id and o.region in {"us", "ca", "cn", "ru"}
+    }
     assert placeless == {", US": "us", ", CA": "ca", ", CN": "cn", ", RU": "ru"}
     assert by_key(real)[next(k for k, b in by_id.items() if b["geolocation"] == "Quebec, CA")].region == "ca-quebec"
 
@@ -195,8 +215,10 @@ def test_real_availability_and_quality_fields(bundles, real):
         assert a["hosting"] in {"datacenter", "consumer"} and isinstance(a["reliability"], float), a
         assert 0 <= a["reliability"] <= 1 and Decimal(a["storage_cost_per_hour"]) >= 0, a
         assert 0 < a["gpu_frac"] <= 1, a
-    counts = {v: sum(o.attributes["verification"] == v for o in real.offers if o.pricing is Pricing.on_demand)
-              for v in ("verified", "deverified", "unverified")}  # fmt: skip
+    counts = {
+        v: sum(o.attributes["verification"] == v for o in real.offers if o.pricing is Pricing.on_demand)
+        for v in ("verified", "deverified", "unverified")
+    }
     assert counts == {"verified": 86, "deverified": 24, "unverified": 111}
     assert sum(o.attributes["hosting"] == "datacenter" for o in real.offers if o.pricing is Pricing.on_demand) == 24
 
@@ -211,13 +233,21 @@ def test_real_cards_resolve_to_the_right_card_or_are_reported_unknown(bundles, r
         return resolved[key]
 
     sample = {
-        ("H100 SXM", 80): "H100-SXM-80GB", ("H100 PCIE", 80): "H100-PCIE-80GB", ("H100 NVL", 94): "H100-NVL-94GB",
-        ("A100 SXM4", 40): "A100-SXM-40GB", ("A100 SXM4", 80): "A100-SXM-80GB", ("A100 PCIE", 80): "A100-PCIE-80GB",
-        ("RTX 4090", 24): "RTX4090-24GB", ("RTX 6000Ada", 45): "RTX6000ADA-48GB", ("RTX A6000", 45): "RTXA6000-48GB",
-        ("A10", 22): "A10-24GB", ("L4", 22): "L4-24GB", ("Tesla T4", 15): "T4-16GB",
+        ("H100 SXM", 80): "H100-SXM-80GB",
+        ("H100 PCIE", 80): "H100-PCIE-80GB",
+        ("H100 NVL", 94): "H100-NVL-94GB",
+        ("A100 SXM4", 40): "A100-SXM-40GB",
+        ("A100 SXM4", 80): "A100-SXM-80GB",
+        ("A100 PCIE", 80): "A100-PCIE-80GB",
+        ("RTX 4090", 24): "RTX4090-24GB",
+        ("RTX 6000Ada", 45): "RTX6000ADA-48GB",
+        ("RTX A6000", 45): "RTXA6000-48GB",
+        ("A10", 22): "A10-24GB",
+        ("L4", 22): "L4-24GB",
+        ("Tesla T4", 15): "T4-16GB",
         ("Q RTX 6000", 22): "QRTX6000-24GB",
         ("RTX 4080S", 16): "RTX4080SUPER-16GB",  # provider convention: Vast's "S" is SUPER
-    }  # fmt: skip
+    }
     assert {raw: card(*raw) for raw in sample} == sample
     # No wrong card, whatever cards the catalog gains meanwhile: a name it lacks (e.g. "A100X", a 12 GB
     # RTX 3080 while only the 10 GB one is listed) is reported unknown, and every card it does resolve to

@@ -146,8 +146,13 @@ def test_vdm_gpu_plan_without_gpu_type(result):
 
 
 def test_vdm_plan_vram_from_the_plan_id():
-    plan = {"id": "vcg-l40s-16c-180g-48vram", "type": "vdm", "gpu_brand": "NVIDIA", "hourly_cost": 1.5,
-            "locations": ["ams"]}  # fmt: skip
+    plan = {
+        "id": "vcg-l40s-16c-180g-48vram",
+        "type": "vdm",
+        "gpu_brand": "NVIDIA",
+        "hourly_cost": 1.5,
+        "locations": ["ams"],
+    }
     (offer,) = parse_plans({"plans": [plan]}).offers
     assert (offer.gpu_name, offer.gpu_count, offer.gpu_memory_gb) == ("L40S 48GB", 1, 48)
     brandless = parse_plans({"plans": [plan | {"gpu_brand": None, "type": "vcg"}]})
@@ -185,8 +190,15 @@ def test_deploy_flags_and_location_cost(result):
     ],
 )
 def test_deploy_flags(flags, expected):
-    plan = {"id": "p", "type": "vcg", "gpu_type": "NVIDIA_L40S", "gpu_vram_gb": 48, "hourly_cost": 1.6,
-            "hourly_cost_preemptible": 0.8, "locations": ["ewr"]} | flags  # fmt: skip
+    plan = {
+        "id": "p",
+        "type": "vcg",
+        "gpu_type": "NVIDIA_L40S",
+        "gpu_vram_gb": 48,
+        "hourly_cost": 1.6,
+        "hourly_cost_preemptible": 0.8,
+        "locations": ["ewr"],
+    } | flags
     parsed = parse_plans({"plans": [plan]})
     assert {o.key for o in parsed.offers} == expected
     assert bool(parsed.skipped) is (not expected)

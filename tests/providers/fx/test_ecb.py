@@ -101,8 +101,10 @@ def test_unusable_answers_are_refused_whole_with_a_reason(body, reason):
 
 
 def test_a_duplicated_currency_is_refused():
-    body = (HEAD + "<Cube><Cube time='2026-11-30'><Cube currency='USD' rate='1.05'/>"
-            "<Cube currency='USD' rate='1.06'/></Cube></Cube></gesmes:Envelope>").encode()  # fmt: skip
+    body = (
+        HEAD + "<Cube><Cube time='2026-11-30'><Cube currency='USD' rate='1.05'/>"
+        "<Cube currency='USD' rate='1.06'/></Cube></Cube></gesmes:Envelope>"
+    ).encode()
     with pytest.raises(RateSourceError, match="USD is listed twice"):
         parse_eurofxref(body)
 

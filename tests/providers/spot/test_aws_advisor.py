@@ -28,10 +28,16 @@ def _replayed() -> AdvisorData:
 def test_the_cassette_replays_and_bands_read_from_labels():
     data = _replayed()
     assert [(b.label, b.low, b.high) for b in data.bands.values()] == [
-        ("<5%", 0.0, 0.05), ("5-10%", 0.05, 0.10), ("10-15%", 0.10, 0.15), ("15-20%", 0.15, 0.20), (">20%", 0.20, None),
-    ]  # fmt: skip
-    assert data.band("us-east-1", "p4d.24xlarge").label == "15-20%"
-    assert data.band("us-east-1", "g5.xlarge").label == "5-10%"  # Linux, not the Windows pool
+        ("<5%", 0.0, 0.05),
+        ("5-10%", 0.05, 0.10),
+        ("10-15%", 0.10, 0.15),
+        ("15-20%", 0.15, 0.20),
+        (">20%", 0.20, None),
+    ]
+    p4d, g5 = data.band("us-east-1", "p4d.24xlarge"), data.band("us-east-1", "g5.xlarge")
+    assert p4d is not None and g5 is not None
+    assert p4d.label == "15-20%"
+    assert g5.label == "5-10%"  # Linux, not the Windows pool
     assert data.band("eu-west-1", "p4d.24xlarge") is None
 
 
@@ -41,8 +47,17 @@ def test_a_band_is_a_poisson_rate_and_drives_the_expected_cost():
     assert mild.sources["interruptions_per_hour"] == "api"
     assert float(mild.number("interruptions_per_hour")) == pytest.approx(-math.log(1 - 0.025) / 730)
     assert float(worst.number("interruptions_per_hour")) == pytest.approx(-math.log(1 - 0.25) / 730)
-    plan = RunPlan(dataset_gb=0, model_gb=0, image_gb=0, checkpoint_gb=0, checkpoints_kept=0, output_gb=0,
-                   checkpoint_interval_h=1.0, setup_h=0.1, restart_h=0.1)  # fmt: skip
+    plan = RunPlan(
+        dataset_gb=0,
+        model_gb=0,
+        image_gb=0,
+        checkpoint_gb=0,
+        checkpoints_kept=0,
+        output_gb=0,
+        checkpoint_interval_h=1.0,
+        setup_h=0.1,
+        restart_h=0.1,
+    )
     costs = [run_cost(Decimal("30"), 10.0, t, plan).components["interruption"] for t in (mild, worst)]
     assert 0 < costs[0] < costs[1]
 

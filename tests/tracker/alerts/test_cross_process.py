@@ -84,8 +84,13 @@ def test_another_process_delivers_it(engine, receiver, rule_id):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
     exe = Path(sys.executable).with_name("gpu-tracker")
     url = engine.url.render_as_string(hide_password=False)
-    done = subprocess.run([str(exe), "--database-url", url, "alerts", "test", str(rule_id), "--json"],
-                          capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [str(exe), "--database-url", url, "alerts", "test", str(rule_id), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert [r["status"] for r in json.loads(done.stdout)] == ["delivered"]
     assert len(receiver.requests) == 1

@@ -255,7 +255,12 @@ class Listener:
     """A receiver on one loopback address: HTTP (optionally TLS) or SMTP; counts every connection."""
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, smtp: bool = False, tls: Path | None = None,
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        smtp: bool = False,
+        tls: Path | None = None,
         respond: Responder = _ok,
     ) -> None:
         self.accepted = 0
@@ -377,7 +382,7 @@ def test_a_rebinding_name_delivers_to_the_address_that_was_checked(net, listen, 
     result = send_apprise(url, "[FIRING] H100", "below 2.00", OTHER, resolver=dns, timeout_s=5)
     assert result.ok, result.error
     assert forbidden.accepted == 0
-    assert (checked.messages if smtp else checked.requests), "the checked server got nothing"
+    assert checked.messages if smtp else checked.requests, "the checked server got nothing"
     assert dns.calls == ["rebind.test"]
 
 
@@ -386,8 +391,11 @@ def test_matrix_discovery_cannot_lead_to_an_internal_address(net, listen, homese
     """.well-known on an acceptable server names an internal homeserver: discovery runs, the hop is refused."""
     internal, well_known = listen.pair(tls=True)
     base_url = homeserver.format(port=internal.port)
-    well_known.respond = lambda req: (200, {"content-type": "application/json"},
-                                      json.dumps({"m.homeserver": {"base_url": base_url}}).encode())
+    well_known.respond = lambda req: (
+        200,
+        {"content-type": "application/json"},
+        json.dumps({"m.homeserver": {"base_url": base_url}}).encode(),
+    )
     dns = FakeDns({"matrix.test": [["127.0.0.2"]], "homeserver.internal.test": [["127.0.0.1"]]})
     net.system = dns
     url = f"matrixs://bot:secret@matrix.test:{well_known.port}/#alerts?verify=no"
@@ -419,8 +427,14 @@ def test_json_delivery_to_an_allow_listed_receiver_goes_through_the_pinned_path(
     """With 127.0.0.1 allowed, a name only the guard's resolver knows is delivered to: nothing resolves twice."""
     receiver = listen()
     dns = FakeDns({"hooks.internal.test": [["127.0.0.1"]]})  # net.system knows no names at all
-    result = send_apprise(f"json://hooks.internal.test:{receiver.port}/hook", "[FIRING] H100",
-                          "min of H100 below 2.00", LOOPBACK, resolver=dns, timeout_s=5)
+    result = send_apprise(
+        f"json://hooks.internal.test:{receiver.port}/hook",
+        "[FIRING] H100",
+        "min of H100 below 2.00",
+        LOOPBACK,
+        resolver=dns,
+        timeout_s=5,
+    )
     assert result.ok, result.error
     (req,) = receiver.requests
     assert req.method == "POST" and req.path == "/hook" and json.loads(req.body)["title"] == "[FIRING] H100"
@@ -431,8 +445,9 @@ def test_json_delivery_to_an_allow_listed_receiver_goes_through_the_pinned_path(
 def test_https_is_pinned_and_keeps_the_name_for_sni_and_host(net, listen):
     receiver = listen(tls=True)
     dns = FakeDns({"hooks.internal.test": [["127.0.0.1"]]})
-    result = send_apprise(f"jsons://hooks.internal.test:{receiver.port}/hook?verify=no", "t", "b", LOOPBACK,
-                          resolver=dns, timeout_s=5)
+    result = send_apprise(
+        f"jsons://hooks.internal.test:{receiver.port}/hook?verify=no", "t", "b", LOOPBACK, resolver=dns, timeout_s=5
+    )
     assert result.ok, result.error
     assert receiver.sni == ["hooks.internal.test"]
     assert receiver.requests[0].headers["host"] == f"hooks.internal.test:{receiver.port}"
@@ -534,8 +549,12 @@ def test_schemes_off_the_list_are_refused_when_saved_and_when_sent(net, url):
     ],
 )
 def test_rule_creation_names_the_channel_url_field(engine, settings, clock, url, message):
-    inp = RuleInput(gpu="H100-SXM-80GB", condition="below", threshold="2.00",
-                    channels=[ChannelInput("webhook", "https://hooks.example.com/x"), ChannelInput("apprise", url)])
+    inp = RuleInput(
+        gpu="H100-SXM-80GB",
+        condition="below",
+        threshold="2.00",
+        channels=[ChannelInput("webhook", "https://hooks.example.com/x"), ChannelInput("apprise", url)],
+    )
     with pytest.raises(RuleError, match=message) as exc, session_scope(engine) as session:
         create_rule(session, inp, now=clock(), settings=settings, cost_model=None, resolver=FakeDns(default=[PUBLIC]))
     assert exc.value.field == "channels[1].url"
@@ -555,4 +574,3 @@ def test_connections_not_made_by_the_egress_fail_closed(net, listen):
         socket.create_connection(("127.0.0.1", receiver.port), timeout=2).close()
     socket.create_connection(("127.0.0.1", receiver.port), timeout=2).close()  # outside an alert: untouched
     assert requests.Session().get_adapter("http://x/").__class__ is requests.adapters.HTTPAdapter
-

@@ -171,6 +171,7 @@ def test_receiver_down_is_retried_with_backoff_and_delivered_once_back(engine, s
         gaps = [(b.at - a.at).total_seconds() for a, b in itertools.pairwise(attempts)]
         assert gaps == [10, 20, 40]
         n = s.scalar(select(AlertNotification))
+        assert n is not None
         assert (n.status, n.attempts, n.delivered_at) == ("delivered", 4, clock() - timedelta(hours=1))
 
 
@@ -285,6 +286,7 @@ def test_failed_provider_run_is_no_data_and_does_not_resolve(engine, settings, c
     assert rule_state(engine, rule) == "no_data"
     with session_scope(engine) as s:
         event = s.scalar(select(AlertEvent).order_by(AlertEvent.id.desc()))
+        assert event is not None
         assert event.to_state == "no_data" and "vastai failed" in event.reason and not event.notified
     assert outbox_count(engine) == 1  # only the firing message
 

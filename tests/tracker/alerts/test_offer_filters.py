@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -31,7 +32,8 @@ from tracker.clock import utcnow
 from tracker.storage.alert_tables import AlertEvent, AlertRule
 from tracker.storage.engine import session_scope
 
-EU_8X = {"available_only": True, "min_gpus": 8, "regions": ["eu"]}
+# RuleInput offer-filter fields, passed on as keywords (add_rule takes **Any).
+EU_8X: dict[str, Any] = {"available_only": True, "min_gpus": 8, "regions": ["eu"]}
 
 
 @pytest.fixture
@@ -66,9 +68,7 @@ def last_value(engine, rule_id):
         return s.get_one(AlertRule, rule_id).last_value
 
 
-def test_available_8x_h100_in_the_eu_under_250_fires_once_and_resolves_when_it_goes(
-    engine, settings, clock, receiver
-):
+def test_available_8x_h100_in_the_eu_under_250_fires_once_and_resolves_when_it_goes(engine, settings, clock, receiver):
     scrape(engine, settings, clock, x1=False)
     rule = add_rule(engine, settings, clock(), gpu="H100", threshold="2.50", **EU_8X, channels=webhook(receiver))
     assert last_value(engine, rule) == Decimal("3.000000")  # x2: the only available 8× EU offer
@@ -120,8 +120,9 @@ def test_resolves_when_no_matching_offer_is_left(engine, settings, clock):
 
 def test_a_stale_or_failing_provider_is_no_data_not_a_resolution(engine, settings, clock):
     scrape(engine, settings, clock, x1=True)
-    rule = add_rule(engine, settings, clock(), gpu="H100", threshold="2.50", providers=["runpod"], **EU_8X,
-                    allow_immediate=True)  # fmt: skip
+    rule = add_rule(
+        engine, settings, clock(), gpu="H100", threshold="2.50", providers=["runpod"], **EU_8X, allow_immediate=True
+    )
     evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, rule) == "firing"
     clock.advance(minutes=10)
@@ -140,13 +141,17 @@ def test_a_stale_or_failing_provider_is_no_data_not_a_resolution(engine, setting
 
 def test_quality_filters_choose_the_offers(engine, settings, clock):
     ingest_prices(
-        engine, settings, clock(),
-        offer("cheap-host", "1.50", attributes={"verification": "unverified", "hosting": "consumer",
-                                                "reliability": 0.80}),
-        offer("good-host", "2.10", attributes={"verification": "verified", "hosting": "datacenter",
-                                               "reliability": 0.995}),
+        engine,
+        settings,
+        clock(),
+        offer(
+            "cheap-host", "1.50", attributes={"verification": "unverified", "hosting": "consumer", "reliability": 0.80}
+        ),
+        offer(
+            "good-host", "2.10", attributes={"verification": "verified", "hosting": "datacenter", "reliability": 0.995}
+        ),
         offer("no-word", "1.60"),
-    )  # fmt: skip
+    )
     verified = add_rule(engine, settings, clock(), threshold="2.00", verified_only=True)
     reliable = add_rule(engine, settings, clock(), threshold="2.00", min_reliability="0.99", datacenter_only=True)
     plain = add_rule(engine, settings, clock(), threshold="1.00")
@@ -157,12 +162,15 @@ def test_quality_filters_choose_the_offers(engine, settings, clock):
         assert (rule.min_reliability, rule.datacenter_only, rule.verified_only) == (Decimal("0.9900"), True, False)
     clock.advance(minutes=10)
     ingest_prices(
-        engine, settings, clock(),
+        engine,
+        settings,
+        clock(),
         offer("cheap-host", "1.50", attributes={"verification": "verified", "hosting": "consumer", "reliability": 0.8}),
-        offer("good-host", "2.10", attributes={"verification": "verified", "hosting": "datacenter",
-                                               "reliability": 0.995}),
+        offer(
+            "good-host", "2.10", attributes={"verification": "verified", "hosting": "datacenter", "reliability": 0.995}
+        ),
         offer("no-word", "1.60"),
-    )  # fmt: skip
+    )
     evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, verified) == "firing"  # the host got verified: $1.50 now counts
     assert rule_state(engine, reliable) == "inactive"
@@ -173,8 +181,9 @@ def test_an_above_rule_with_nothing_matching_would_fire_at_once(engine, settings
     with pytest.raises(RuleError, match="no matching offer") as info:
         add_rule(engine, settings, clock(), gpu="H100", condition="above", threshold="3.00", **EU_8X)
     assert info.value.field == "threshold"
-    rule = add_rule(engine, settings, clock(), gpu="H100", condition="above", threshold="3.00", **EU_8X,
-                    allow_immediate=True)  # fmt: skip
+    rule = add_rule(
+        engine, settings, clock(), gpu="H100", condition="above", threshold="3.00", **EU_8X, allow_immediate=True
+    )
     evaluate_rules(engine, settings, now=clock())
     assert rule_state(engine, rule) == "firing"  # nothing to rent at any price is above any threshold
 
@@ -207,9 +216,18 @@ def test_api_body(engine, settings):
 
     app = create_app(settings.model_copy(update={"api_token": SecretStr(TOKEN)}), engine)
     with TestClient(app) as client:
-        body = {"gpu": "H100", "condition": "below", "threshold": "2.50", "available_only": True, "min_gpus": 8,
-                "regions": ["eu"], "verified_only": True, "datacenter_only": True, "min_reliability": 0.98,
-                "cloud": "secure"}  # fmt: skip
+        body = {
+            "gpu": "H100",
+            "condition": "below",
+            "threshold": "2.50",
+            "available_only": True,
+            "min_gpus": 8,
+            "regions": ["eu"],
+            "verified_only": True,
+            "datacenter_only": True,
+            "min_reliability": 0.98,
+            "cloud": "secure",
+        }
         created = client.post("/v1/alerts", json=body, headers=AUTH)
         assert created.status_code == 201, created.text
         rule = created.json()
@@ -225,10 +243,28 @@ def test_api_body(engine, settings):
 
 def test_cli_add(cli, engine, settings):
     now = utcnow()
-    ingest_prices(engine, settings, now, offer("x", "24.00", count=8, region="eu-ro-1", available=True),
-                  offer("y", "2.00", region="us-tx-3", available=True), provider="runpod")  # fmt: skip
-    out = cli("alerts", "add", "--gpu", "H100", "--below", "2.50", "--available", "--min-gpus", "8",
-              "--region", "eu", "--json")  # fmt: skip
+    ingest_prices(
+        engine,
+        settings,
+        now,
+        offer("x", "24.00", count=8, region="eu-ro-1", available=True),
+        offer("y", "2.00", region="us-tx-3", available=True),
+        provider="runpod",
+    )
+    out = cli(
+        "alerts",
+        "add",
+        "--gpu",
+        "H100",
+        "--below",
+        "2.50",
+        "--available",
+        "--min-gpus",
+        "8",
+        "--region",
+        "eu",
+        "--json",
+    )
     assert out.exit_code == 0, out.output
     rule = json.loads(out.output)
     assert (rule["available_only"], rule["min_gpus"], rule["regions"], rule["last_value"]) == (True, 8, ["eu"], 3)

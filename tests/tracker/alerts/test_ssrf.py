@@ -83,7 +83,9 @@ def test_ipv6_forms_carrying_a_forbidden_ipv4_are_refused(host):
 def test_public_address_passes_and_reports_what_was_checked():
     checked = check_url("https://hooks.example.com/x?y=1", NONE, resolver=PUBLIC)
     assert (checked.host, checked.port, [str(a) for a in checked.addresses]) == (
-        "hooks.example.com", 443, ["93.184.215.14"],
+        "hooks.example.com",
+        443,
+        ["93.184.215.14"],
     )
 
 
@@ -108,8 +110,12 @@ def test_allow_list_admits_exactly_its_networks(url, allow):
     settings = Settings(webhook_allow=allow)
     check_url(url, settings.allowed_networks)
     with pytest.raises(UnsafeUrl):
-        check_url(url.replace("127.0.0.1", "127.0.0.2").replace("10.1.2.3", "192.168.0.1")
-                  .replace("169.254.169.254", "169.254.169.253"), settings.allowed_networks)
+        check_url(
+            url.replace("127.0.0.1", "127.0.0.2")
+            .replace("10.1.2.3", "192.168.0.1")
+            .replace("169.254.169.254", "169.254.169.253"),
+            settings.allowed_networks,
+        )
 
 
 @pytest.mark.parametrize(
@@ -154,8 +160,15 @@ def test_sender_connects_to_the_checked_address_and_keeps_the_host_name():
         return ["127.0.0.1"]
 
     try:
-        result = send_webhook(f"http://hooks.internal.test:{receiver.port}/hook?x=1", None, "msg_2", {"a": 1},
-                              LOOPBACK, timeout_s=5, resolver=resolve)
+        result = send_webhook(
+            f"http://hooks.internal.test:{receiver.port}/hook?x=1",
+            None,
+            "msg_2",
+            {"a": 1},
+            LOOPBACK,
+            timeout_s=5,
+            resolver=resolve,
+        )
         assert result.ok, result.error
         assert calls == ["hooks.internal.test"]
         (req,) = receiver.requests
@@ -182,8 +195,11 @@ def test_apprise_urls_with_hosts_are_checked_and_local_services_refused():
     with pytest.raises(UnsafeUrl, match="non-public"):
         check_apprise_url("ntfy://10.0.0.2/topic", NONE)
     with pytest.raises(UnsafeUrl, match="non-public"):
-        check_apprise_url("mailtos://user:pw@example.com?smtp=10.0.0.1&to=a@example.com",
-                          NONE, resolver=resolver_for({"example.com": ["93.184.215.14"]}))
+        check_apprise_url(
+            "mailtos://user:pw@example.com?smtp=10.0.0.1&to=a@example.com",
+            NONE,
+            resolver=resolver_for({"example.com": ["93.184.215.14"]}),
+        )
     with pytest.raises(UnsafeUrl, match=r"'syslog://' is not accepted"):
         check_apprise_url("syslog://", NONE)
     with pytest.raises(UnsafeUrl, match=r"'nosuchscheme://' is not accepted"):
@@ -216,8 +232,16 @@ def test_https_is_pinned_to_the_checked_address_with_sni_and_certificate_name_ke
         seen.append(request)
         return httpx.Response(204)
 
-    result = send_webhook("https://hooks.example.com/in/abc", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_9",
-                          {"a": 1}, NONE, timeout_s=5, resolver=PUBLIC, transport=httpx.MockTransport(handler))
+    result = send_webhook(
+        "https://hooks.example.com/in/abc",
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_9",
+        {"a": 1},
+        NONE,
+        timeout_s=5,
+        resolver=PUBLIC,
+        transport=httpx.MockTransport(handler),
+    )
     assert result.ok
     (req,) = seen
     assert str(req.url) == "https://93.184.215.14/in/abc"

@@ -34,12 +34,42 @@ def ids(specs: list[GpuSpec]) -> list[str]:
 
 # Every row of the vendors' spec tables, split per memory size and form factor.
 SPEC_TABLE_CARDS = [
-    "V100-SXM-16GB", "V100-SXM-32GB", "V100-PCIE-16GB", "V100-PCIE-32GB", "T4-16GB", "A10-24GB",
-    "A10G-24GB", "L4-24GB", "L40-48GB", "L40S-48GB", "A40-48GB", "RTXA6000-48GB", "RTX6000ADA-48GB",
-    "RTX3090-24GB", "RTX4090-24GB", "RTX5090-32GB", "A100-PCIE-40GB", "A100-SXM-40GB", "A100-PCIE-80GB",
-    "A100-SXM-80GB", "H100-PCIE-80GB", "H100-SXM-80GB", "H100-NVL-94GB", "H200-SXM-141GB",
-    "H200-NVL-141GB", "GH200-96GB", "GH200-144GB", "B200-SXM-180GB", "B300-SXM-288GB", "GB200-186GB",
-    "GB300-288GB", "MI250X-128GB", "MI300X-192GB", "MI325X-256GB", "GAUDI2-96GB", "GAUDI3-128GB",
+    "V100-SXM-16GB",
+    "V100-SXM-32GB",
+    "V100-PCIE-16GB",
+    "V100-PCIE-32GB",
+    "T4-16GB",
+    "A10-24GB",
+    "A10G-24GB",
+    "L4-24GB",
+    "L40-48GB",
+    "L40S-48GB",
+    "A40-48GB",
+    "RTXA6000-48GB",
+    "RTX6000ADA-48GB",
+    "RTX3090-24GB",
+    "RTX4090-24GB",
+    "RTX5090-32GB",
+    "A100-PCIE-40GB",
+    "A100-SXM-40GB",
+    "A100-PCIE-80GB",
+    "A100-SXM-80GB",
+    "H100-PCIE-80GB",
+    "H100-SXM-80GB",
+    "H100-NVL-94GB",
+    "H200-SXM-141GB",
+    "H200-NVL-141GB",
+    "GH200-96GB",
+    "GH200-144GB",
+    "B200-SXM-180GB",
+    "B300-SXM-288GB",
+    "GB200-186GB",
+    "GB300-288GB",
+    "MI250X-128GB",
+    "MI300X-192GB",
+    "MI325X-256GB",
+    "GAUDI2-96GB",
+    "GAUDI3-128GB",
 ]
 
 
@@ -49,9 +79,21 @@ def test_catalog_has_every_spec_table_card_and_more() -> None:
     assert len(all_ids) == len(set(all_ids))
     missing = [i for i in SPEC_TABLE_CARDS if i not in all_ids]
     assert not missing
-    for extra in ["RTXPRO6000-96GB", "A30-24GB", "A16-16GB", "RTXA4000-16GB", "RTXA5000-24GB",
-                  "RTX3080-10GB", "RTX4080-16GB", "RTX5080-16GB", "RTX2000ADA-16GB", "RTX4000ADA-20GB",
-                  "MI355X-288GB", "H20-SXM-96GB", "L20-48GB"]:
+    for extra in [
+        "RTXPRO6000-96GB",
+        "A30-24GB",
+        "A16-16GB",
+        "RTXA4000-16GB",
+        "RTXA5000-24GB",
+        "RTX3080-10GB",
+        "RTX4080-16GB",
+        "RTX5080-16GB",
+        "RTX2000ADA-16GB",
+        "RTX4000ADA-20GB",
+        "MI355X-288GB",
+        "H20-SXM-96GB",
+        "L20-48GB",
+    ]:
         assert extra in all_ids
 
 
@@ -113,9 +155,7 @@ def test_get_and_families() -> None:
 
 CARD_ALIASES = [(alias, g["id"]) for g in DATA["gpu"] for alias in g.get("aliases", [])]
 RAW_NAMES = [(p, raw, target) for p, names in DATA["raw_names"].items() for raw, target in names.items()]
-CONVENTIONS = [
-    (p, raw, target) for p, names in DATA["provider_conventions"].items() for raw, target in names.items()
-]
+CONVENTIONS = [(p, raw, target) for p, names in DATA["provider_conventions"].items() for raw, target in names.items()]
 FAMILY_ALIASES = [(alias, family) for family, aliases in DATA["family_aliases"].items() for alias in aliases]
 
 
@@ -329,8 +369,7 @@ def test_family_query_returns_all_variants(family: str) -> None:
         ("NVIDIA_A100", 80, "vultr", {"A100-PCIE-80GB", "A100-SXM-80GB"}),
         ("A100", None, "aws", {"A100-SXM-40GB", "A100-SXM-80GB"}),
         ("H100 GPU - 8X", 80, None, {"H100-SXM-80GB", "H100-PCIE-80GB"}),  # the count is not a model
-        ("nvidia-tesla-a100", None, None, {"A100-PCIE-40GB", "A100-SXM-40GB", "A100-PCIE-80GB",
-                                           "A100-SXM-80GB"}),
+        ("nvidia-tesla-a100", None, None, {"A100-PCIE-40GB", "A100-SXM-40GB", "A100-PCIE-80GB", "A100-SXM-80GB"}),
     ],
 )
 def test_ambiguous_names_raise_with_candidates(
@@ -364,9 +403,21 @@ def test_ambiguity_message_says_what_is_missing() -> None:
     [
         # (K80, P4, P100, Radeon Pro V520 and the V100 FHHL were here until catalogued: test_new_cards.py;
         # the A800 and RTX 3060 likewise: test_issue14_cards.py)
-        "Tesla K40m", "Tesla P40", "Tesla M40", "A100X", "RTX 4090 Ti", "Radeon Pro V620",
-        "T4g", "AMD 7900XTX", "Quadro_RTX_5000_16GB", "NVIDIA", "Gaudi HL-205", "RTX PRO 4000 Blackwell SFF",
-        "MI250", "tpu-v5p", "H100-MEGA",
+        "Tesla K40m",
+        "Tesla P40",
+        "Tesla M40",
+        "A100X",
+        "RTX 4090 Ti",
+        "Radeon Pro V620",
+        "T4g",
+        "AMD 7900XTX",
+        "Quadro_RTX_5000_16GB",
+        "NVIDIA",
+        "Gaudi HL-205",
+        "RTX PRO 4000 Blackwell SFF",
+        "MI250",
+        "tpu-v5p",
+        "H100-MEGA",
     ],
 )
 def test_uncatalogued_names_are_unknown(raw: str) -> None:

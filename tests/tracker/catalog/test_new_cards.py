@@ -55,7 +55,11 @@ def test_new_card_specs_are_present_and_plausible(gpu_id: str) -> None:
     family, memory, form_factor, architecture, has_fp8 = NEW_CARDS[gpu_id]
     spec = CATALOG.get(gpu_id)
     assert (spec.family, spec.memory_gb, spec.form_factor, spec.architecture) == (
-        family, memory, form_factor, architecture)
+        family,
+        memory,
+        form_factor,
+        architecture,
+    )
     assert spec.id.endswith(f"-{spec.memory_gb:g}GB")
     assert spec.bandwidth_tbs > 0 and spec.bf16_tflops > 0 and spec.tdp_w and spec.tdp_w > 0
     assert (spec.fp8_tflops is not None) == has_fp8
@@ -81,12 +85,17 @@ def test_spec_spot_checks() -> None:
     assert get("V100FHHL-16GB").bf16_tflops < get("V100-PCIE-16GB").bf16_tflops < get("V100-SXM-16GB").bf16_tflops
     assert get("V100FHHL-16GB").tdp_w == 150
     # RTX PRO Blackwell line-up is ordered
-    assert (get("RTXPRO4000-24GB").bf16_tflops < get("RTXPRO4500-32GB").bf16_tflops
-            < get("RTXPRO5000-48GB").bf16_tflops < get("RTXPRO6000-96GB").bf16_tflops)
+    assert (
+        get("RTXPRO4000-24GB").bf16_tflops
+        < get("RTXPRO4500-32GB").bf16_tflops
+        < get("RTXPRO5000-48GB").bf16_tflops
+        < get("RTXPRO6000-96GB").bf16_tflops
+    )
     assert get("V520-8GB").vendor == "amd"
 
 
 # --- every listed spelling resolves to the right card -------------------------------------------------
+
 
 @pytest.mark.parametrize(
     ("raw", "memory_gb", "provider", "expected"),
@@ -248,6 +257,7 @@ def test_names_in_bundled_cassettes_now_resolve(provider: str) -> None:
 
 # --- MIG slices ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("raw", "card", "share", "memory_gb"),
     [
@@ -297,10 +307,22 @@ def test_mig_slice_with_open_parent_takes_the_slowest(raw: str, card: str, fract
 
 def test_mig_profiles_of_a_card() -> None:
     got = {(s.profile, round(s.fraction * 7), s.memory_gb) for s in CATALOG.slices_of("A100-SXM-80GB")}
-    assert got == {("1g.10gb", 1, 10), ("1g.20gb", 1, 20), ("2g.20gb", 2, 20), ("3g.40gb", 3, 40),
-                   ("4g.40gb", 4, 40), ("7g.80gb", 7, 80)}
+    assert got == {
+        ("1g.10gb", 1, 10),
+        ("1g.20gb", 1, 20),
+        ("2g.20gb", 2, 20),
+        ("3g.40gb", 3, 40),
+        ("4g.40gb", 4, 40),
+        ("7g.80gb", 7, 80),
+    }
     assert [s.profile for s in CATALOG.slices_of("H100-PCIE-80GB")] == [
-        "1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"]
+        "1g.10gb",
+        "1g.20gb",
+        "2g.20gb",
+        "3g.40gb",
+        "4g.40gb",
+        "7g.80gb",
+    ]
     assert CATALOG.slices_of("L40S-48GB") == []
     for spec in CATALOG.all():
         for s in CATALOG.slices_of(spec.id):
@@ -350,8 +372,13 @@ def test_ingest_prices_a_slice_named_offer_as_its_share_of_the_card() -> None:
     from tracker.config import Settings
     from tracker.ingest.validate import validate_batch
 
-    offer = ScrapedOffer(key="mig", gpu_name="A100 MIG 1g.10gb", gpu_count=Decimal(1), gpu_memory_gb=Decimal(10),
-                         price_per_hour=Decimal("0.5"))
+    offer = ScrapedOffer(
+        key="mig",
+        gpu_name="A100 MIG 1g.10gb",
+        gpu_count=Decimal(1),
+        gpu_memory_gb=Decimal(10),
+        price_per_hour=Decimal("0.5"),
+    )
     prepared = validate_batch(ScrapeResult(offers=[offer]), CATALOG, Settings(), "test")
     (valid,) = prepared.valid
     assert valid.gpu.family == "A100" and valid.scraped.gpu_count < 1 and valid.scraped.gpu_memory_gb == 10
@@ -359,8 +386,16 @@ def test_ingest_prices_a_slice_named_offer_as_its_share_of_the_card() -> None:
 
 
 @pytest.mark.parametrize("assumptions", ["seed", "hf-peft", "optimized"])
-@pytest.mark.parametrize("raw", ["A100 SXM4 80GB MIG 1g.10gb", "A100 SXM4 80GB MIG 3g.40gb", "H100 SXM MIG 2g.20gb",
-                                 "H100 SXM MIG 7g.80gb", "A30 MIG 1g.6gb"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "A100 SXM4 80GB MIG 1g.10gb",
+        "A100 SXM4 80GB MIG 3g.40gb",
+        "H100 SXM MIG 2g.20gb",
+        "H100 SXM MIG 7g.80gb",
+        "A30 MIG 1g.6gb",
+    ],
+)
 def test_estimate_prices_a_slice_as_its_fraction_of_the_card(raw: str, assumptions: str) -> None:
     s = CATALOG.normalize_slice(raw)
     prepared = prepare(make_job("llama-3.2-1b", "qlora", tokens="1M"), assumptions)
@@ -392,8 +427,9 @@ interconnect = "nvlink"
 
 
 def test_mig_table_loads() -> None:
-    catalog = GpuCatalog.from_toml(CARD + '[[mig]]\ncards = ["X100-SXM-80GB"]\ncompute_slices = 7\n'
-                                   'profiles = ["1g.10gb", "7g.80gb"]\n')
+    catalog = GpuCatalog.from_toml(
+        CARD + '[[mig]]\ncards = ["X100-SXM-80GB"]\ncompute_slices = 7\nprofiles = ["1g.10gb", "7g.80gb"]\n'
+    )
     assert catalog.normalize_slice("X100 SXM MIG 1g.10gb").fraction == pytest.approx(1 / 7)
 
 

@@ -12,7 +12,7 @@ from providers.contract import ScrapedOffer, ScrapeResult
 from tracker.catalog.gpus import AmbiguousGpuName, GpuCatalogError, get_catalog
 from tracker.catalog.variants import VariantRules, get_rules, resolve_offer_gpu
 from tracker.config import Settings
-from tracker.ingest.batch import validate_batch
+from tracker.ingest.validate import validate_batch
 
 CATALOG = get_catalog()
 
@@ -26,10 +26,15 @@ def _validated(result: ScrapeResult, provider: str) -> dict[str, tuple[str, str 
 def test_cudo_rtx3080_without_memory_resolves_to_the_common_variant():
     # A real CUDO machine type: the GPU model has no memory in it, and the listing gives none.
     real = {
-        "dataCenterId": "se-smedjebacken-1", "machineType": "epyc-rome-rtx-3080",
-        "gpuModel": "RTX 3080", "gpuModelId": "nvidia-rtx-3080", "gpuPriceHr": {"value": "0.05"},
-        "vcpuPriceHr": {"value": "0.002"}, "memoryGibPriceHr": {"value": "0.001"}, "maxGpuFree": 1,
-    }  # fmt: skip
+        "dataCenterId": "se-smedjebacken-1",
+        "machineType": "epyc-rome-rtx-3080",
+        "gpuModel": "RTX 3080",
+        "gpuModelId": "nvidia-rtx-3080",
+        "gpuPriceHr": {"value": "0.05"},
+        "vcpuPriceHr": {"value": "0.002"},
+        "memoryGibPriceHr": {"value": "0.001"},
+        "maxGpuFree": 1,
+    }
     result = cudo.parse({"machineTypes": [real]})
     assert result.offers[0].gpu_memory_gb is None
     card, assumed = _validated(result, "cudo")["se-smedjebacken-1:epyc-rome-rtx-3080:1"]
@@ -58,8 +63,13 @@ def test_daytona_bare_names_follow_its_one_policy_and_say_so():
 
 def test_thunder_a100_80gb_is_pcie_by_its_policy():
     display = "A100 (80GB)"  # how a real Thunder specs entry names it
-    offer = ScrapedOffer(key="a100xl_x1_production", gpu_name=display, gpu_count=Decimal(1),
-                         price_per_hour=Decimal("0.78"), gpu_memory_gb=Decimal(80))  # fmt: skip
+    offer = ScrapedOffer(
+        key="a100xl_x1_production",
+        gpu_name=display,
+        gpu_count=Decimal(1),
+        price_per_hour=Decimal("0.78"),
+        gpu_memory_gb=Decimal(80),
+    )
     card, assumed = _validated(ScrapeResult(offers=[offer]), "thundercompute")["a100xl_x1_production"]
     assert card == "A100-PCIE-80GB" and assumed is not None and "Thunder" in assumed
     assert thundercompute.GPUS["a100xl"] == ("A100", Decimal(80))  # the adapter leaves the board open
@@ -67,8 +77,9 @@ def test_thunder_a100_80gb_is_pcie_by_its_policy():
 
 @pytest.mark.parametrize("provider", ["lium", "vastai"])
 def test_lium_and_vast_bare_h200_is_sxm_by_convention_and_marked(provider):
-    offer = ScrapedOffer(key="n1", gpu_name="H200", gpu_count=Decimal(8), price_per_hour=Decimal("20"),
-                         gpu_memory_gb=Decimal("140.4"))  # fmt: skip
+    offer = ScrapedOffer(
+        key="n1", gpu_name="H200", gpu_count=Decimal(8), price_per_hour=Decimal("20"), gpu_memory_gb=Decimal("140.4")
+    )
     card, assumed = _validated(ScrapeResult(offers=[offer]), provider)["n1"]
     assert card == "H200-SXM-141GB"
     assert assumed is not None and '"H200 NVL"' in assumed  # the basis: the NVL is named apart

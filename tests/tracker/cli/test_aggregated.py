@@ -23,8 +23,11 @@ def test_offers_option(cli, engine, settings, clock):
         out = cli("offers", "--aggregated", mode, "--json")
         assert out.exit_code == 0, out.output
         counted[mode] = sorted((r["provider"], r["via"], r["upstream"]) for r in json.loads(out.output))
-    assert counted["include"] == [("lambdalabs", None, None), ("shadeform", "shadeform", "hyperstack"),
-                                  ("shadeform", "shadeform", "lambdalabs")]  # fmt: skip
+    assert counted["include"] == [
+        ("lambdalabs", None, None),
+        ("shadeform", "shadeform", "hyperstack"),
+        ("shadeform", "shadeform", "lambdalabs"),
+    ]
     assert counted["exclude"] == [("lambdalabs", None, None)]
     assert counted["dedupe"] == [("lambdalabs", None, None), ("shadeform", "shadeform", "hyperstack")]
 

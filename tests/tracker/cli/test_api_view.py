@@ -10,8 +10,17 @@ from tracker.clock import utcnow
 
 def test_serving_shows_the_apis_and_the_break_even(cli, engine, settings):
     do_ingest(engine, settings, FakeClock(utcnow()), batch(offer("h100", "2.00")), provider="lambdalabs")
-    out = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", "--prompt-tokens", "1000",
-              "--output-tokens", "200")  # fmt: skip
+    out = cli(
+        "cheapest",
+        "--kind",
+        "inference",
+        "--model",
+        "llama-3.1-8b",
+        "--prompt-tokens",
+        "1000",
+        "--output-tokens",
+        "200",
+    )
     assert out.exit_code == 0, out.output
     text = " ".join(out.output.split())
     assert "serverless APIs for llama-3.1-8b" in text and "H100-SXM-80GB at lambdalabs, $2.00/h = $1,460/month" in text

@@ -90,12 +90,26 @@ def test_json_output_shape(cli, tmp_path):
     assert payload["drifted"] is True
     (report,) = payload["providers"]
     assert set(report) == {
-        "provider", "source", "status", "drifted", "offers", "error", "skipped", "dropped",
-        "schema", "unknown_names", "prices", "problems", "notes",
-    }  # fmt: skip
+        "provider",
+        "source",
+        "status",
+        "drifted",
+        "offers",
+        "error",
+        "skipped",
+        "dropped",
+        "schema",
+        "unknown_names",
+        "prices",
+        "problems",
+        "notes",
+    }
     assert (report["provider"], report["source"], report["status"], report["drifted"]) == (
-        "vastai", "replay", "drifted", True,
-    )  # fmt: skip
+        "vastai",
+        "replay",
+        "drifted",
+        True,
+    )
     assert report["schema"]["endpoints"] == [BUNDLES]
     assert report["schema"]["missing"] == [
         {"endpoint": BUNDLES, "field": "offers[].dph_total", "change": "missing", "detail": ""}

@@ -25,9 +25,25 @@ def run_json(*args: str):
 
 
 def test_seed_8b_qlora_on_the_h100():
-    out = run_json("estimate", "--model", "llama-3.1-8b", "--method", "qlora", "--assumptions", "seed",
-                   "--examples", "5000", "--tokens-per-example", "1500", "--epochs", "3",
-                   "--gpu", "H100 SXM", "--price", "2.69")
+    out = run_json(
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--method",
+        "qlora",
+        "--assumptions",
+        "seed",
+        "--examples",
+        "5000",
+        "--tokens-per-example",
+        "1500",
+        "--epochs",
+        "3",
+        "--gpu",
+        "H100 SXM",
+        "--price",
+        "2.69",
+    )
     assert out["assumptions"]["name"] == "seed"
     (row,) = out["rows"]
     assert row["gpu"] == "H100-SXM-80GB" and row["gpus"] == 1 and row["assumptions"] == "seed"
@@ -42,8 +58,21 @@ def test_seed_8b_qlora_on_the_h100():
 
 
 def test_seed_70b_qlora_cost_table():
-    out = run_json("estimate", "-m", "llama-3.1-70b", "--method", "qlora", "-a", "seed", "--tokens", "8M",
-                   "--gpu", "L40S", "--price", "1.19")
+    out = run_json(
+        "estimate",
+        "-m",
+        "llama-3.1-70b",
+        "--method",
+        "qlora",
+        "-a",
+        "seed",
+        "--tokens",
+        "8M",
+        "--gpu",
+        "L40S",
+        "--price",
+        "1.19",
+    )
     (row,) = out["rows"]
     assert row["hours"] == pytest.approx(8.67, rel=0.005)
     assert row["cost_per_run"] == pytest.approx(10.31, rel=0.005)
@@ -59,11 +88,25 @@ def test_without_gpu_every_catalog_card_gets_a_row():
 
 
 def test_70b_bf16_lora_fits_two_h100s_but_not_an_h200():
-    pair = run_json("estimate", "-m", "llama-3.1-70b", "--method", "lora", "-a", "seed", "--tokens", "8M",
-                    "--gpu", "H100 SXM", "--gpus", "2")
+    pair = run_json(
+        "estimate",
+        "-m",
+        "llama-3.1-70b",
+        "--method",
+        "lora",
+        "-a",
+        "seed",
+        "--tokens",
+        "8M",
+        "--gpu",
+        "H100 SXM",
+        "--gpus",
+        "2",
+    )
     assert pair["rows"][0]["fits"] is True and pair["rows"][0]["gpus"] == 2
-    h200 = run_json("estimate", "-m", "llama-3.1-70b", "--method", "lora", "-a", "seed", "--tokens", "8M",
-                    "--gpu", "H200")
+    h200 = run_json(
+        "estimate", "-m", "llama-3.1-70b", "--method", "lora", "-a", "seed", "--tokens", "8M", "--gpu", "H200"
+    )
     assert h200["rows"] and not any(r["fits"] for r in h200["rows"])
     assert all(r["vram_gb"] == pytest.approx(146.6, rel=0.05) for r in h200["rows"])
 
@@ -74,8 +117,9 @@ def test_human_output_names_the_assumption_set_and_components():
     assert "assumptions: hf-peft (default)" in result.output
     for word in ("base_weights", "unquantized_weights", "logits", "runtime_overhead", "tok/s", "$/run"):
         assert word in result.output
-    seed = run("estimate", "--model", "llama-3.1-8b", "--tokens", "22.5M", "--gpu", "H100 SXM", "-a", "seed",
-               "--price", "2.69")
+    seed = run(
+        "estimate", "--model", "llama-3.1-8b", "--tokens", "22.5M", "--gpu", "H100 SXM", "-a", "seed", "--price", "2.69"
+    )
     assert "assumptions: seed" in seed.output and "6,158" in seed.output and "$2.73" in seed.output
 
 
@@ -83,11 +127,20 @@ def test_model_as_size_and_as_config_file(tmp_path):
     out = run_json("estimate", "--model", "7B", "--tokens", "1M", "--gpu", "A100 SXM 80GB")
     assert out["job"]["model_approximate"] is True
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({
-        "model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000,
-        "max_position_embeddings": 32768,
-    }))
+    config.write_text(
+        json.dumps(
+            {
+                "model_type": "mistral",
+                "hidden_size": 4096,
+                "intermediate_size": 14336,
+                "num_hidden_layers": 32,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "vocab_size": 32000,
+                "max_position_embeddings": 32768,
+            }
+        )
+    )
     out = run_json("estimate", "--model", str(config), "--tokens", "1M", "--gpu", "A100 SXM 80GB")
     assert out["job"]["params"] == 7_241_732_096
 
@@ -95,8 +148,19 @@ def test_model_as_size_and_as_config_file(tmp_path):
 def test_fractional_gpu_needs_memory():
     bad = run("estimate", "--model", "llama-3.1-8b", "--tokens", "1M", "--gpu", "H100 SXM", "--gpus", "0.5")
     assert bad.exit_code == 2 and "memory" in bad.output
-    out = run_json("estimate", "--model", "llama-3.1-8b", "--tokens", "1M", "--gpu", "H100 SXM", "--gpus", "0.5",
-                   "--memory-gb", "40")
+    out = run_json(
+        "estimate",
+        "--model",
+        "llama-3.1-8b",
+        "--tokens",
+        "1M",
+        "--gpu",
+        "H100 SXM",
+        "--gpus",
+        "0.5",
+        "--memory-gb",
+        "40",
+    )
     assert out["rows"][0]["gpus"] == 0.5 and out["rows"][0]["memory_gb"] == 40
 
 

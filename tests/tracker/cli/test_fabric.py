@@ -12,8 +12,9 @@ from tests.factories.offers import batch, do_ingest, offer
 
 def _seed(engine, settings, clock):
     clock.now = datetime.now(UTC)  # `cheapest` ranks what is fresh now
-    cluster = fabric(gpu_link="nvswitch", network="InfiniBand", network_gbps_per_node=3200, gpus_per_node=8,
-                     cluster_nodes=4)  # fmt: skip
+    cluster = fabric(
+        gpu_link="nvswitch", network="InfiniBand", network_gbps_per_node=3200, gpus_per_node=8, cluster_nodes=4
+    )
     offers = batch(offer("ib", "80", count=32, attributes=cluster), offer("box", "20", count=8))
     do_ingest(engine, settings, clock, offers, provider="lambdalabs")
 

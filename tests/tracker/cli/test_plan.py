@@ -37,7 +37,13 @@ def test_demo_data_plan_prints_assignment_fleet_single_card_and_power(cli):
     assert plan["power"]["power_kw"] > 0
     # Every workload is accounted for: planned, or named with its reason.
     assert {w["name"] for w in plan["workloads"]} == {
-        "small-finetune", "research-lora", "big-training", "nightly-batch", "small-serving", "big-serving"}  # fmt: skip
+        "small-finetune",
+        "research-lora",
+        "big-training",
+        "nightly-batch",
+        "small-serving",
+        "big-serving",
+    }
     assert all(w["reason"] for w in plan["workloads"] if w["status"] != "ok")
 
 
@@ -45,8 +51,20 @@ def test_plan_json_on_a_small_market(cli, engine, settings, clock, tmp_path):
     clock.now = datetime.now(UTC)  # the command plans at the real "now": the offer must be live then
     do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB")))
     mix = tmp_path / "mix.json"
-    mix.write_text(json.dumps({"workloads": [{"name": "ft", "kind": "fine-tune", "volume": {"runs_per_month": 3},
-                                              "job": {"model": "llama-3.1-8b", "tokens": "10M"}}]}))  # fmt: skip
+    mix.write_text(
+        json.dumps(
+            {
+                "workloads": [
+                    {
+                        "name": "ft",
+                        "kind": "fine-tune",
+                        "volume": {"runs_per_month": 3},
+                        "job": {"model": "llama-3.1-8b", "tokens": "10M"},
+                    }
+                ]
+            }
+        )
+    )
     result = cli("plan", str(mix), "--json", "--history", "30")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
@@ -63,13 +81,18 @@ def test_schema_flag_prints_json_schema(cli):
 @pytest.mark.parametrize(
     ("text", "words"),
     [
-        ("workloads:\n  - name: a\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
-         "    volume: {runs_per_month: 0}\n", "workload 'a' (workloads[0].volume.runs_per_month)"),
-        ("workloads:\n  - name: a\n    kind: nope\n    job: {}\n    volume: {runs_per_month: 1}\n",
-         "workload 'a' (workloads[0].kind)"),
+        (
+            "workloads:\n  - name: a\n    kind: fine-tune\n    job: {model: llama-3.1-8b, tokens: 1M}\n"
+            "    volume: {runs_per_month: 0}\n",
+            "workload 'a' (workloads[0].volume.runs_per_month)",
+        ),
+        (
+            "workloads:\n  - name: a\n    kind: nope\n    job: {}\n    volume: {runs_per_month: 1}\n",
+            "workload 'a' (workloads[0].kind)",
+        ),
         ("workloads: [", "not valid YAML"),
     ],
-)  # fmt: skip
+)
 def test_bad_files_fail_in_one_line(cli, tmp_path, text, words):
     path = tmp_path / "mix.yaml"
     path.write_text(text)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories.cassettes import bundled_cassette
+from providers.cassette import bundled_cassette
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB = ("--model", "llama-3.1-8b", "--method", "qlora", "--tokens", "22.5M")
@@ -83,6 +83,10 @@ def test_gpu_count_reads_as_people_write_it():
     from tracker.cli.output import gpu_count
 
     assert [gpu_count(v) for v in (Decimal("8.000"), 8.0, Decimal("0.1667"), Decimal("0.5"), Decimal("1.25"))] == [
-        "8", "8", "1/6", "1/2", "5/4",
-    ]  # fmt: skip
+        "8",
+        "8",
+        "1/6",
+        "1/2",
+        "5/4",
+    ]
     assert gpu_count(Decimal("0.3183")) == "0.3183"

@@ -14,8 +14,15 @@ from tracker.costs.terms import NUMERIC_TERMS
 # 36 GB to download at 800 Mbit/s (100 MB/s) is 360 s of setup; 5 checkpoints of 1.8 GB at 1 GB/s add
 # 9 s; 2.5 h of training. Work = 0.1 + 2.5 + 0.0025 = 2.6025 h = 9,369 s. Disk at the peak:
 # 36 GB + 2 × 1.8 GB kept + 0.4 GB output = 40 GB.
-PLAN = RunPlan(dataset_gb=10, model_gb=16, image_gb=10, checkpoint_gb=1.8, checkpoints_kept=2, output_gb=0.4,
-               checkpoint_interval_h=0.5)  # fmt: skip
+PLAN = RunPlan(
+    dataset_gb=10,
+    model_gb=16,
+    image_gb=10,
+    checkpoint_gb=1.8,
+    checkpoints_kept=2,
+    output_gb=0.4,
+    checkpoint_interval_h=0.5,
+)
 TRAIN_H = 2.5
 
 
@@ -57,8 +64,9 @@ def test_hourly_rounded_offer_with_paid_egress_matches_the_hand_computation():
 
 def test_the_cheaper_gpu_hour_loses_on_the_whole_run():
     per_second = run_cost(Decimal("2.00"), TRAIN_H, resolve("runpod", "on_demand", {"download_mbps": 800}), PLAN)
-    hourly = run_cost(Decimal("1.80"), TRAIN_H, resolve("aws", "on_demand", {"billing_increment_s": 3600,
-                                                                              "download_mbps": 800}), PLAN)  # fmt: skip
+    hourly = run_cost(
+        Decimal("1.80"), TRAIN_H, resolve("aws", "on_demand", {"billing_increment_s": 3600, "download_mbps": 800}), PLAN
+    )
     assert Decimal("1.80") * Decimal("2.5") < Decimal("2.00") * Decimal("2.5")  # GPU time alone: hourly wins
     assert per_second.total < hourly.total  # the whole run: the per-second offer wins
     # ...and the breakdown says why: rounding and egress outweigh the cheaper GPU time.
@@ -79,9 +87,12 @@ def _columns(*terms):
 
 @pytest.mark.parametrize("pricing", ["on_demand", "spot"])
 def test_the_vectorised_total_orders_like_the_exact_one(pricing):
-    terms = [resolve("runpod", pricing, {"download_mbps": 800}), resolve("aws", pricing, {"billing_increment_s": 3600}),
-             resolve("vastai", pricing, {"ingress_usd_per_gb": "0.02", "egress_usd_per_gb": "0.05"}, reliability=0.97),
-             resolve("nowhere", pricing)]  # fmt: skip
+    terms = [
+        resolve("runpod", pricing, {"download_mbps": 800}),
+        resolve("aws", pricing, {"billing_increment_s": 3600}),
+        resolve("vastai", pricing, {"ingress_usd_per_gb": "0.02", "egress_usd_per_gb": "0.05"}, reliability=0.97),
+        resolve("nowhere", pricing),
+    ]
     prices, hours = np.array([2.0, 1.8, 1.5, 1.7]), np.array([2.5, 2.5, 7.0, 0.4])
     fast = vector_totals(prices, hours, _columns(*terms), PLAN)
     exact = [

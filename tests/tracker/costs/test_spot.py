@@ -14,8 +14,17 @@ from tracker.costs.spot import expected_wall, loss_per_interruption, p_within, p
 from tracker.costs.terms import CostTerms
 
 # Setup and restart fixed at 6 minutes, no transfer fees, a tiny adapter checkpoint.
-PLAN = RunPlan(dataset_gb=0, model_gb=0, image_gb=0, checkpoint_gb=0, checkpoints_kept=0, output_gb=0,
-               checkpoint_interval_h=0.5, setup_h=0.1, restart_h=0.1)  # fmt: skip
+PLAN = RunPlan(
+    dataset_gb=0,
+    model_gb=0,
+    image_gb=0,
+    checkpoint_gb=0,
+    checkpoints_kept=0,
+    output_gb=0,
+    checkpoint_interval_h=0.5,
+    setup_h=0.1,
+    restart_h=0.1,
+)
 PRICE = Decimal("1.00")
 
 
@@ -65,8 +74,9 @@ def test_more_frequent_checkpoints_cost_less_in_expectation():
 def test_writing_checkpoints_has_a_price_so_the_best_interval_is_finite():
     # A 30 GB full checkpoint takes 30 s to write: every few seconds would cost more than it saves.
     heavy = replace(PLAN, checkpoint_gb=30.0)
-    often, sensible = (run_cost(PRICE, 10.0, _spot("0.05"), replace(heavy, checkpoint_interval_h=h)).total
-                       for h in (0.01, 0.5))  # fmt: skip
+    often, sensible = (
+        run_cost(PRICE, 10.0, _spot("0.05"), replace(heavy, checkpoint_interval_h=h)).total for h in (0.01, 0.5)
+    )
     assert often > sensible
 
 

@@ -65,9 +65,19 @@ def test_the_job_extras_derive_from_model_and_method():
     assert small.dataset_gb == pytest.approx(22.5e6 * 4 / 1e9)
     assert small.sources["checkpoint_gb"] == "derived" and small.sources["image_gb"] == "default"
     # Every extra can be set.
-    given = JobInput(model="llama-3.1-8b", tokens="22.5M", dataset_gb=3, checkpoint_gb=2, output_gb=1, image_gb=5,
-                     checkpoints_kept=4, setup_minutes=12, checkpoint_minutes=15, restart_minutes=3,
-                     deadline_hours=8)  # fmt: skip
+    given = JobInput(
+        model="llama-3.1-8b",
+        tokens="22.5M",
+        dataset_gb=3,
+        checkpoint_gb=2,
+        output_gb=1,
+        image_gb=5,
+        checkpoints_kept=4,
+        setup_minutes=12,
+        checkpoint_minutes=15,
+        restart_minutes=3,
+        deadline_hours=8,
+    )
     plan = plan_for(given, given.spec())
     assert (plan.dataset_gb, plan.checkpoint_gb, plan.output_gb, plan.image_gb, plan.checkpoints_kept) == (
         3,

@@ -84,8 +84,9 @@ def test_the_budget_table_is_a_straight_line_so_its_fill_is_one():
     """The reason budget_fill = 1.0: each column is exactly linear in the card size, i.e. a line through
     measured peaks evaluated at card sizes, not an OOM search that would stop short of the budget."""
     for model, stack in (("llama-3.1-8b", "unsloth"), ("llama-3.1-8b", "hf")):
-        pts = sorted((r.row.vram_gb, r.row.seq_len) for r in _budget_rows()
-                     if r.row.model == model and r.row.stack == stack)  # fmt: skip
+        pts = sorted(
+            (r.row.vram_gb, r.row.seq_len) for r in _budget_rows() if r.row.model == model and r.row.stack == stack
+        )
         assert len(pts) >= 6
         slopes = [(c2 - c1) / (b2 - b1) for (b1, c1), (b2, c2) in itertools.pairwise(pts)]
         assert max(slopes) / min(slopes) < 1.001, slopes
@@ -197,9 +198,13 @@ def test_step_terms_by_hand():
     from tracker.estimate.job import make_job as mk
 
     p = get_assumptions("hf-peft").step_params
+
+    assert p is not None  # hf-peft carries the fitted step model
     est = prepare(mk("llama-3.1-8b", "lora", rank=16, seq_len=2048, batch=4, tokens="1M")).on(
-        get_catalog().get("H100-SXM-80GB"))
+        get_catalog().get("H100-SXM-80GB")
+    )
     t = est.step_time_breakdown
+    assert t is not None
     T, L, h, i, V = 8192, 32, 4096, 14336, 128256
     bw = 3.35e12 * p.bandwidth_fraction
     # activations: T·L·(19h + 3i) elements × 2 B × 4 passes (fwd, recompute, bwd ≈ 2 fwd)
@@ -222,8 +227,11 @@ def test_packing_off_pays_for_padding_and_ddp_adds_gradient_all_reduce():
     padded = prepare(make_job("llama-3.1-8b", "lora", tokens="1M", packing=False, pad_fraction=0.25)).on(g)
     assert padded.tokens_per_second == pytest.approx(0.75 * packed.tokens_per_second)
     ddp = prepare(make_job("llama-3.1-8b", "full", tokens="1M", parallel="ddp")).on(
-        get_catalog().get("RTX4090-24GB"), 2)
+        get_catalog().get("RTX4090-24GB"), 2
+    )
     # 8.03 B bf16 grads, ring all-reduce 2·(n-1)/n over PCIe at 10 GB/s, minus what compute hides
     comm = 2 * 0.5 * 8_030_261_248 * 2 / 10e9
-    compute = sum(v for k, v in ddp.step_time_breakdown.items() if k != "communication")
-    assert ddp.step_time_breakdown["communication"] == pytest.approx(max(0.0, comm - 0.8 * compute))
+    breakdown = ddp.step_time_breakdown
+    assert breakdown is not None
+    compute = sum(v for k, v in breakdown.items() if k != "communication")
+    assert breakdown["communication"] == pytest.approx(max(0.0, comm - 0.8 * compute))

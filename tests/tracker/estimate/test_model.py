@@ -33,6 +33,7 @@ def gpu(gpu_id: str):
 
 # --- parameter counts (§E) ------------------------------------------------------------------------
 
+
 def test_every_catalog_model_matches_its_published_size():
     for arch in all_models():
         assert arch.params.total / 1e9 == pytest.approx(arch.published_params_b, rel=1e-3), arch.id
@@ -80,9 +81,15 @@ def test_aliases_and_hf_repo_ids_resolve():
 # --- Hugging Face config.json and bare counts -------------------------------------------------------
 
 LLAMA_8B_CONFIG = {
-    "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
-    "max_position_embeddings": 131072, "tie_word_embeddings": False,
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "tie_word_embeddings": False,
 }
 
 
@@ -97,13 +104,32 @@ def test_hf_config_file_gives_the_catalog_counts(tmp_path):
 
 
 def test_hf_config_qwen_biases_and_gemma_tied_default():
-    qwen = from_hf_config({"model_type": "qwen2", "hidden_size": 5120, "intermediate_size": 27648,
-                           "num_hidden_layers": 64, "num_attention_heads": 40, "num_key_value_heads": 8,
-                           "vocab_size": 152064, "max_position_embeddings": 131072})
+    qwen = from_hf_config(
+        {
+            "model_type": "qwen2",
+            "hidden_size": 5120,
+            "intermediate_size": 27648,
+            "num_hidden_layers": 64,
+            "num_attention_heads": 40,
+            "num_key_value_heads": 8,
+            "vocab_size": 152064,
+            "max_position_embeddings": 131072,
+        }
+    )
     assert qwen.params.total == resolve_model("qwen2.5-32b").params.total
-    gemma = from_hf_config({"model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336,
-                            "num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8,
-                            "head_dim": 256, "vocab_size": 256000, "max_position_embeddings": 8192})
+    gemma = from_hf_config(
+        {
+            "model_type": "gemma2",
+            "hidden_size": 3584,
+            "intermediate_size": 14336,
+            "num_hidden_layers": 42,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 8,
+            "head_dim": 256,
+            "vocab_size": 256000,
+            "max_position_embeddings": 8192,
+        }
+    )
     assert gemma.tied_embeddings
     assert gemma.params.total == resolve_model("gemma-2-9b").params.total
 
@@ -135,6 +161,7 @@ def test_files_are_only_opened_when_asked(tmp_path):
 
 
 # --- FLOPs per token (§D1) ---------------------------------------------------------------------------
+
 
 def _flops(model: str, method: str, ckpt: bool, assumptions: str, seq_len: int = 2048):
     job = make_job(model, method, grad_checkpointing=ckpt, seq_len=seq_len, tokens=1e6)
@@ -177,6 +204,7 @@ def test_moe_flops_use_active_parameters():
 
 
 # --- memory components (§B9/§B10) ---------------------------------------------------------------------
+
 
 def _breakdown(model, method, assumptions, gpus=1, **job):
     prepared = prepare(make_job(model, method, tokens=1e6, **job), assumptions)
@@ -247,6 +275,7 @@ def test_memory_does_not_depend_on_the_card():
 
 # --- multi-GPU sharding and fractional GPUs --------------------------------------------------------------
 
+
 def test_sharding_splits_weights_and_states_but_not_activations():
     one, prepared = _breakdown("llama-3.1-70b", "lora", "hf-peft")
     two, _ = _breakdown("llama-3.1-70b", "lora", "hf-peft", gpus=2)
@@ -314,6 +343,7 @@ def test_bad_gpu_counts(gpus):
 
 # --- money ---------------------------------------------------------------------------------------------
 
+
 def test_money_is_decimal_and_multi_gpu_offers_pay_per_gpu():
     prepared = prepare(make_job("llama-3.1-70b", "qlora", tokens="8M"))
     est = prepared.on(gpu("H100-SXM-80GB"), 8, price_per_gpu_hour="2.50")
@@ -329,6 +359,7 @@ def test_money_is_decimal_and_multi_gpu_offers_pay_per_gpu():
 
 
 # --- bad inputs ------------------------------------------------------------------------------------------
+
 
 def test_unknown_model_suggests_close_ids():
     with pytest.raises(UnknownModel) as exc:
@@ -390,10 +421,18 @@ def test_lora_target_spellings():
     b = make_job("llama-3.1-8b", "lora", tokens="1M", lora_targets=["q", "v"]).lora_targets
     assert a == b == ("q", "v")
     assert make_job("llama-3.1-8b", "lora", tokens="1M", lora_targets="attn,mlp").lora_targets == (
-        "q", "k", "v", "o", "gate", "up", "down")
+        "q",
+        "k",
+        "v",
+        "o",
+        "gate",
+        "up",
+        "down",
+    )
 
 
 # --- speed: the ranking feature places one job on ~20,000 offers ------------------------------------------
+
 
 def test_placing_a_prepared_job_is_cheap():
     prepared = prepare(make_job("llama-3.1-70b", "qlora", tokens="8M"))

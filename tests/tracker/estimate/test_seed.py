@@ -25,8 +25,13 @@ CARDS = {
     "H200 141GB": "H200-SXM-141GB",
 }
 PRICES = {  # marketplace medians, $/GPU-hour
-    "RTX 4090": "0.44", "RTX 6000 Ada": "0.79", "L40S": "1.19", "A100 40GB": "1.19",
-    "A100 80GB": "1.59", "H100 80GB": "2.69", "H200 141GB": "3.39",
+    "RTX 4090": "0.44",
+    "RTX 6000 Ada": "0.79",
+    "L40S": "1.19",
+    "A100 40GB": "1.19",
+    "A100 80GB": "1.59",
+    "H100 80GB": "2.69",
+    "H200 141GB": "3.39",
 }
 TOLERANCE = 0.005
 
@@ -58,6 +63,7 @@ def test_training_token_counts(qlora_8b, qlora_70b):
 
 # --- Throughput table (8B QLoRA) -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("name", "tflops", "tokens_per_second", "relative"),
     [
@@ -87,6 +93,7 @@ def test_flops_per_token_is_six_n(qlora_8b):
 
 # --- Price table: $ per 1M training tokens ------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("name", "vram", "usd_per_mtok"),
     [
@@ -108,6 +115,7 @@ def test_price_table(qlora_8b, name, vram, usd_per_mtok):
 
 # --- Cost per run, 8B QLoRA, 22.5M tokens ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("name", "hours", "cost"),
     [
@@ -128,6 +136,7 @@ def test_cost_per_run_8b(qlora_8b, name, hours, cost):
 
 # --- Cost per run, 70B QLoRA, 8M tokens -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     ("name", "hours", "cost"),
     [
@@ -146,6 +155,7 @@ def test_cost_per_run_70b(qlora_70b, name, hours, cost):
 def test_claims_derived_from_the_tables(qlora_8b, qlora_70b):
     """The article's prose: H100 47 % cheaper per run than the A100 80GB at both sizes; the 4090
     within two percent of the H100 on cost."""
+
     def cost(prepared, name):
         return float(prepared.on(card(name), price_per_gpu_hour=PRICES[name]).cost_per_run)
 
@@ -168,8 +178,9 @@ VRAM_ROWS = [
 
 @pytest.mark.parametrize(("model", "method", "published", "verdicts"), VRAM_ROWS)
 def test_vram_table(model, method, published, verdicts):
-    prepared = prepare(make_job(model, method, rank=16, seq_len=2048, batch=1, grad_checkpointing=True,
-                                tokens=1e6), "seed")
+    prepared = prepare(
+        make_job(model, method, rank=16, seq_len=2048, batch=1, grad_checkpointing=True, tokens=1e6), "seed"
+    )
     gbs = {prepared.on(card(name)).vram_gb for name in CARDS}
     assert len(gbs) == 1, "memory is a property of the job, not of the card"
     assert close(gbs.pop(), published, tol=0.05)

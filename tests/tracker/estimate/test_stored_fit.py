@@ -61,8 +61,10 @@ def test_the_files_name_their_regeneration_command_and_read_back_exactly():
     assert StepParams(**tomllib.loads(stored.render_fit(params))) == params
     rows = (Residual("a", "hf", "ampere", "lora", 0.1, None), Residual("b", "hf", "hopper", "full", None, -0.2))
     back = tomllib.loads(stored.render_residuals(rows))["row"]
-    assert back == [{"id": "a", "stack": "hf", "cls": "ampere", "method": "lora", "tps_log": 0.1},
-                    {"id": "b", "stack": "hf", "cls": "hopper", "method": "full", "vram_log": -0.2}]  # fmt: skip
+    assert back == [
+        {"id": "a", "stack": "hf", "cls": "ampere", "method": "lora", "tps_log": 0.1},
+        {"id": "b", "stack": "hf", "cls": "hopper", "method": "full", "vram_log": -0.2},
+    ]
 
 
 def test_a_changed_fit_is_caught_as_stale():
@@ -114,8 +116,19 @@ def test_an_estimate_with_a_read_only_empty_home_works_and_writes_nothing(tmp_pa
     if how == "library":
         argv = [sys.executable, "-c", ESTIMATE]
     else:
-        argv = [sys.executable, "-c", "from tracker.cli import main; main()", "estimate", "--model", "llama-3.1-8b",
-                "--tokens", "22.5M", "--gpu", "H100", "--json"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "-c",
+            "from tracker.cli import main; main()",
+            "estimate",
+            "--model",
+            "llama-3.1-8b",
+            "--tokens",
+            "22.5M",
+            "--gpu",
+            "H100",
+            "--json",
+        ]
     home.chmod(0o555)
     cwd.chmod(0o555)
     try:

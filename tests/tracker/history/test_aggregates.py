@@ -28,16 +28,20 @@ def test_real_aggregates_are_stored_apart_and_a_rerun_adds_nothing(engine):
         assert session.scalar(select(func.count()).select_from(ExternalAggregate)) == lines
         assert session.scalar(select(func.count()).select_from(Offer)) == 0  # never offers
         first = session.scalar(
-            select(ExternalAggregate).where(ExternalAggregate.gpu_id == "H100-SXM-80GB")
-            .order_by(ExternalAggregate.observed_at).limit(1)
-        )  # fmt: skip
+            select(ExternalAggregate)
+            .where(ExternalAggregate.gpu_id == "H100-SXM-80GB")
+            .order_by(ExternalAggregate.observed_at)
+            .limit(1)
+        )
+        assert first is not None and first.source_version is not None
         raw = json.loads((directory / "H100_80GB_SXM5.jsonl").read_text().splitlines()[0])
         assert first.observed_at == datetime.fromisoformat(raw["timestamp"])
         assert first.median == Decimal(str(raw["price_stats"]["median"]))
         assert first.offers == raw["availability"]["total"]
         assert first.source_version.startswith("H100_80GB_SXM5.jsonl@sha256:")
-        series = reference_series(session, ["H100-SXM-80GB"], datetime(2025, 10, 1, tzinfo=UTC),
-                                  datetime(2025, 12, 1, tzinfo=UTC))  # fmt: skip
+        series = reference_series(
+            session, ["H100-SXM-80GB"], datetime(2025, 10, 1, tzinfo=UTC), datetime(2025, 12, 1, tzinfo=UTC)
+        )
         assert [s["source"] for s in series] == ["primeintellect"] and len(series[0]["points"]) == 957
     with session_scope(engine) as session:
         again = import_aggregates(session, directory, source="primeintellect")

@@ -21,13 +21,17 @@ from tracker.storage.engine import session_scope
 from tracker.storage.tables import OfferPrice, ScrapeRun
 
 BASE = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2"
-VERSIONS = {"20221201000000": "2022-12-01T00:00:00Z", "20230120214025": "2023-01-20T21:40:25Z",
-            "20230301120000": "2023-03-01T12:00:00Z"}  # fmt: skip
+VERSIONS = {
+    "20221201000000": "2022-12-01T00:00:00Z",
+    "20230120214025": "2023-01-20T21:40:25Z",
+    "20230301120000": "2023-03-01T12:00:00Z",
+}
 
 
 def _texts():
     current = Cassette.load(bundled_cassette("aws"))
     text = next(i.text for i in current.interactions if i.url.endswith("/us-east-1/index.csv"))
+    assert text is not None
     offers = parse_csv(text, "us-east-1").offers
     # p5.48xlarge on demand in us-east-1, re-priced in the later version.
     lines = text.split("\n")
@@ -38,10 +42,19 @@ def _texts():
 
 def _cassette():
     v1, v2, _ = _texts()
-    index = {"formatVersion": "v1.0", "publicationDate": "2023-03-01T12:00:00Z", "offerCode": "AmazonEC2",
-             "versions": {vid: {"versionEffectiveBeginDate": at, "versionEffectiveEndDate": "",
-                                "offerVersionUrl": f"/offers/v1.0/aws/AmazonEC2/{vid}/index.json"}
-                          for vid, at in VERSIONS.items()}}  # fmt: skip
+    index = {
+        "formatVersion": "v1.0",
+        "publicationDate": "2023-03-01T12:00:00Z",
+        "offerCode": "AmazonEC2",
+        "versions": {
+            vid: {
+                "versionEffectiveBeginDate": at,
+                "versionEffectiveEndDate": "",
+                "offerVersionUrl": f"/offers/v1.0/aws/AmazonEC2/{vid}/index.json",
+            }
+            for vid, at in VERSIONS.items()
+        },
+    }
     interactions = [{"request": {"method": "GET", "url": INDEX_URL}, "response": {"status": 200, "json": index}}]
     for vid, text in (("20230120214025", v1), ("20230301120000", v2)):
         response = {"status": 200, "headers": {"content-type": "text/csv"}, "text": text}
@@ -57,8 +70,14 @@ def test_published_versions_replay_as_dated_observations(engine, settings):
 
     def run():
         with session_scope(engine) as session:
-            return import_aws_history(session, settings=settings, now=utcnow(), since=since, regions=("us-east-1",),
-                                      transport=lambda: ReplayTransport(cassette))  # fmt: skip
+            return import_aws_history(
+                session,
+                settings=settings,
+                now=utcnow(),
+                since=since,
+                regions=("us-east-1",),
+                transport=lambda: ReplayTransport(cassette),
+            )
 
     report = run()
     assert report.runs == 2 and report.quarantined == 0 and not report.failed, report.notes

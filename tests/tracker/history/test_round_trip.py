@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -43,14 +44,16 @@ ANSWERED_AT = datetime.now(UTC)
 
 
 def _answers(engine, settings):
-    out = {}
+    out: dict[Any, Any] = {}
     end = START + timedelta(days=25)
     app = create_app(settings, engine, live=LiveOffers(), clock=lambda: ANSWERED_AT)
     with TestClient(app, raise_server_exceptions=False) as client:
         for gpu in ("H100", "A100"):
             for interval in ("1h", "1d", "1w"):
-                r = client.get("/v1/market/history", params={"gpu": gpu, "interval": interval,
-                               "start": START.isoformat(), "end": end.isoformat()})  # fmt: skip
+                r = client.get(
+                    "/v1/market/history",
+                    params={"gpu": gpu, "interval": interval, "start": START.isoformat(), "end": end.isoformat()},
+                )
                 assert r.status_code == 200, r.text
                 out[("market", gpu, interval)] = r.json()
         r = client.post("/v1/rank/history", json=JOB | {"days": 365})
@@ -64,14 +67,21 @@ def _answers(engine, settings):
         offers = session.execute(select(Offer.id, Offer.provider, Offer.offer_key)).all()
         for offer_id, provider, key in offers:
             rows = session.execute(
-                select(OfferPrice.valid_from, OfferPrice.valid_to, OfferPrice.price_per_gpu_hour,
-                       OfferPrice.change_kind, OfferPrice.currency)
-                .where(OfferPrice.offer_id == offer_id).order_by(OfferPrice.valid_from)
-            ).all()  # fmt: skip
+                select(
+                    OfferPrice.valid_from,
+                    OfferPrice.valid_to,
+                    OfferPrice.price_per_gpu_hour,
+                    OfferPrice.change_kind,
+                    OfferPrice.currency,
+                )
+                .where(OfferPrice.offer_id == offer_id)
+                .order_by(OfferPrice.valid_from)
+            ).all()
             avail = session.execute(
                 select(OfferAvailability.valid_from, OfferAvailability.valid_to, OfferAvailability.available)
-                .where(OfferAvailability.offer_id == offer_id).order_by(OfferAvailability.valid_from)
-            ).all()  # fmt: skip
+                .where(OfferAvailability.offer_id == offer_id)
+                .order_by(OfferAvailability.valid_from)
+            ).all()
             at = [price_at(session, offer_id, START + timedelta(hours=h)) for h in range(0, 600, 37)]
             out[("offer", provider, key)] = (rows, avail, [p.price_per_gpu_hour if p else None for p in at])
     return _strip(out)
@@ -110,8 +120,12 @@ def test_export_import_round_trip_answers_every_history_query_the_same(engine, o
     with session_scope(other_engine) as session:
         labels = set(session.scalars(select(ScrapeRun.source)))
         assert labels == {"import"}
-        assert session.scalar(select(func.count()).select_from(ScrapeRun).where(
-            ScrapeRun.source_version.like("export:live:%"))) == report.runs  # fmt: skip
+        assert (
+            session.scalar(
+                select(func.count()).select_from(ScrapeRun).where(ScrapeRun.source_version.like("export:live:%"))
+            )
+            == report.runs
+        )
 
 
 def test_import_never_rewrites_stored_history_only_fills_before_it(engine, other_engine, settings, tmp_path):
@@ -127,8 +141,11 @@ def test_import_never_rewrites_stored_history_only_fills_before_it(engine, other
         import_export(session, tmp_path / "out", now=utcnow())
     with session_scope(other_engine) as session:
         a = session.scalar(select(Offer.id).where(Offer.offer_key == "a", Offer.provider == "vastai"))
-        rows = session.execute(select(OfferPrice.valid_from, OfferPrice.valid_to, OfferPrice.price_per_hour)
-                               .where(OfferPrice.offer_id == a).order_by(OfferPrice.valid_from)).all()  # fmt: skip
+        rows = session.execute(
+            select(OfferPrice.valid_from, OfferPrice.valid_to, OfferPrice.price_per_hour)
+            .where(OfferPrice.offer_id == a)
+            .order_by(OfferPrice.valid_from)
+        ).all()
         first_live = START + timedelta(days=10)
         assert [(r.valid_from, r.price_per_hour) for r in rows if r.valid_from >= first_live] == live_rows
         before = [r for r in rows if r.valid_from < first_live]

@@ -34,8 +34,9 @@ def test_a_failing_export_never_raises(engine, settings, tmp_path):
 
 def test_the_worker_schedules_it_only_when_configured(engine, settings, tmp_path):
     for export_dir, expected in ((None, False), (tmp_path / "d", True)):
-        worker = Worker(engine, settings.model_copy(update={"export_dir": export_dir}), source="demo",
-                        providers=["reference"])  # fmt: skip
+        worker = Worker(
+            engine, settings.model_copy(update={"export_dir": export_dir}), source="demo", providers=["reference"]
+        )
         scheduler = BackgroundScheduler()
         worker.schedule(scheduler)
         assert any(j.id == "history:export" for j in scheduler.get_jobs()) is expected

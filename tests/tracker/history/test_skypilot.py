@@ -53,11 +53,21 @@ def catalog_repo(tmp_path):
     repo = tmp_path / "skypilot-catalog"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    _commit(repo, "2024-01-10T06:00:00+00:00", {"catalogs/v5/aws/vms.csv": aws("1.006"),
-            "catalogs/v5/lambda/vms.csv": lam("1.29"), "catalogs/v5/hyperbolic/vms.csv": lam("1.5")})  # fmt: skip
+    _commit(
+        repo,
+        "2024-01-10T06:00:00+00:00",
+        {
+            "catalogs/v5/aws/vms.csv": aws("1.006"),
+            "catalogs/v5/lambda/vms.csv": lam("1.29"),
+            "catalogs/v5/hyperbolic/vms.csv": lam("1.5"),
+        },
+    )
     # The g5 price moves; the newest schema version (v6) is the one read.
-    _commit(repo, "2024-02-10T06:00:00+00:00", {"catalogs/v5/aws/vms.csv": aws("1.006"),
-                                                "catalogs/v6/aws/vms.csv": aws("1.1")})  # fmt: skip
+    _commit(
+        repo,
+        "2024-02-10T06:00:00+00:00",
+        {"catalogs/v5/aws/vms.csv": aws("1.006"), "catalogs/v6/aws/vms.csv": aws("1.1")},
+    )
     _commit(repo, "2024-03-10T06:00:00+00:00", {"catalogs/v5/lambda/vms.csv": lam("1.10")})
     return repo
 
@@ -70,8 +80,9 @@ def test_each_commit_is_a_dated_observation_and_a_rerun_adds_nothing(engine, set
     assert report.unknown_names == {"Inferentia": 2}  # in both AWS observations, recorded like a scrape's
     assert report.unknown_sources == {"hyperbolic": 1}
     with session_scope(engine) as session:
-        runs = session.execute(select(ScrapeRun.provider, ScrapeRun.observed_at, ScrapeRun.source_version)
-                               .order_by(ScrapeRun.observed_at)).all()  # fmt: skip
+        runs = session.execute(
+            select(ScrapeRun.provider, ScrapeRun.observed_at, ScrapeRun.source_version).order_by(ScrapeRun.observed_at)
+        ).all()
         assert [(r.provider, r.observed_at.date().isoformat()) for r in runs] == [
             ("aws", "2024-01-10"),
             ("lambdalabs", "2024-01-10"),
@@ -79,10 +90,11 @@ def test_each_commit_is_a_dated_observation_and_a_rerun_adds_nothing(engine, set
             ("lambdalabs", "2024-03-10"),
         ]
         assert runs[2].source_version.startswith("skypilot-catalog:catalogs/v6/aws/vms.csv@")
-        g5 = session.scalar(select(Offer).where(Offer.offer_key == "g5.xlarge:us-east-1:us-east-1a"))
+        g5 = session.scalars(select(Offer).where(Offer.offer_key == "g5.xlarge:us-east-1:us-east-1a")).one()
         assert g5.gpu_id == "A10G-24GB" and g5.gpu_memory_gb == Decimal("24")
-        prices = session.scalars(select(OfferPrice.price_per_hour).where(OfferPrice.offer_id == g5.id)
-                                 .order_by(OfferPrice.valid_from)).all()  # fmt: skip
+        prices = session.scalars(
+            select(OfferPrice.price_per_hour).where(OfferPrice.offer_id == g5.id).order_by(OfferPrice.valid_from)
+        ).all()
         assert prices == [Decimal("1.006"), Decimal("1.1")]
         assert (
             session.scalar(select(UnresolvedGpuName.times_seen).where(UnresolvedGpuName.raw_name == "Inferentia")) == 2
@@ -96,8 +108,9 @@ def test_each_commit_is_a_dated_observation_and_a_rerun_adds_nothing(engine, set
 
 def test_since_reads_only_later_commits(engine, settings, catalog_repo):
     with session_scope(engine) as session:
-        report = import_skypilot(session, catalog_repo, settings=settings, now=utcnow(),
-                                 since=datetime(2024, 2, 1, tzinfo=UTC))  # fmt: skip
+        report = import_skypilot(
+            session, catalog_repo, settings=settings, now=utcnow(), since=datetime(2024, 2, 1, tzinfo=UTC)
+        )
     assert report.runs == 2
 
 

@@ -71,8 +71,9 @@ def test_real_runpod_snapshots_replay_as_scrapes_and_a_rerun_adds_nothing(engine
     assert report.offers_new == expected_offers
     with session_scope(engine) as session:
         assert session.scalar(select(func.count()).select_from(OfferPrice)) == expected_rows + report.fx_rows
-        runs = session.execute(select(ScrapeRun.source, ScrapeRun.source_version, ScrapeRun.observed_at)
-                               .order_by(ScrapeRun.started_at)).all()  # fmt: skip
+        runs = session.execute(
+            select(ScrapeRun.source, ScrapeRun.source_version, ScrapeRun.observed_at).order_by(ScrapeRun.started_at)
+        ).all()
         assert {r.source for r in runs} == {"import"}
         assert runs[0].source_version.startswith("snapshots:2025-06-15T10-27-05+00-00_aef71e0.json@sha256:")
         assert runs[0].observed_at == datetime(2025, 6, 15, 10, 27, 5, tzinfo=UTC)
@@ -86,14 +87,20 @@ def test_real_runpod_snapshots_replay_as_scrapes_and_a_rerun_adds_nothing(engine
 
 
 def test_snapshots_older_than_a_live_scrape_are_skipped_not_written_over_it(engine, settings):
-    do_ingest(engine, settings, FakeClock(datetime(2025, 6, 18, tzinfo=UTC)),
-              batch(offer("NVIDIA H100 80GB HBM3:1:secure", "2.99")), provider="runpod")  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        FakeClock(datetime(2025, 6, 18, tzinfo=UTC)),
+        batch(offer("NVIDIA H100 80GB HBM3:1:secure", "2.99")),
+        provider="runpod",
+    )
     with session_scope(engine) as session:
-        report = import_snapshots(session, price_history_dir("runpod-snapshots"), RunPod, settings=settings,
-                                  now=utcnow())  # fmt: skip
+        report = import_snapshots(
+            session, price_history_dir("runpod-snapshots"), RunPod, settings=settings, now=utcnow()
+        )
     assert report.skipped == 3 and report.runs == 5  # the three snapshots of June 15 are covered
     with session_scope(engine) as session:
-        live = session.scalar(select(Offer).where(Offer.offer_key == "NVIDIA H100 80GB HBM3:1:secure"))
+        live = session.scalars(select(Offer).where(Offer.offer_key == "NVIDIA H100 80GB HBM3:1:secure")).one()
         first = session.scalar(select(func.min(OfferPrice.valid_from)).where(OfferPrice.offer_id == live.id))
         assert first == datetime(2025, 6, 18, tzinfo=UTC)
 

@@ -45,9 +45,13 @@ def test_a_free_api_always_wins():
 
 @pytest.mark.parametrize(
     ("machine", "tps", "api"),
-    [(Decimal("-1"), 10.0, Decimal("1")), (Decimal("1"), 0.0, Decimal("1")), (Decimal("1"), float("nan"),
-     Decimal("1")), (Decimal("1"), 10.0, Decimal("-0.5"))],
-)  # fmt: skip
+    [
+        (Decimal("-1"), 10.0, Decimal("1")),
+        (Decimal("1"), 0.0, Decimal("1")),
+        (Decimal("1"), float("nan"), Decimal("1")),
+        (Decimal("1"), 10.0, Decimal("-0.5")),
+    ],
+)
 def test_bad_figures_are_refused(machine, tps, api):
     with pytest.raises(ValueError):
         break_even(machine, tps, api, MONTH_S)

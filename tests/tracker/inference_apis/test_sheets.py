@@ -11,8 +11,15 @@ from tracker.estimate import all_models
 from tracker.inference_apis.compare import api_alternatives
 from tracker.inference_apis.sheets import STALE_AFTER_DAYS, SheetError, load_sheet, parse_sheet, prices_for
 
-GOOD = {"provider": "p", "model": "llama-3.1-8b", "api_model": "m", "input_usd_per_mtok": "0.1",
-        "output_usd_per_mtok": "0.2", "source": "provider", "source_url": "https://example.com/pricing"}  # fmt: skip
+GOOD = {
+    "provider": "p",
+    "model": "llama-3.1-8b",
+    "api_model": "m",
+    "input_usd_per_mtok": "0.1",
+    "output_usd_per_mtok": "0.2",
+    "source": "provider",
+    "source_url": "https://example.com/pricing",
+}
 
 
 def test_the_shipped_sheet_names_catalog_models_and_sources():
@@ -70,9 +77,17 @@ def test_compare_without_an_offer_lists_the_apis_only():
 
 
 def test_compare_with_an_offer_gives_the_break_even_and_its_band():
-    offer = {"provider": "x", "gpu": "H100-SXM-80GB", "gpus": 1.0, "pricing": "on_demand", "price_per_hour": 2.0,
-             "usd_per_mtok": 0.185185, "tokens_per_second": 3000.0, "tokens_per_second_low": 1500.0,
-             "tokens_per_second_high": 6000.0}  # fmt: skip
+    offer = {
+        "provider": "x",
+        "gpu": "H100-SXM-80GB",
+        "gpus": 1.0,
+        "pricing": "on_demand",
+        "price_per_hour": 2.0,
+        "usd_per_mtok": 0.185185,
+        "tokens_per_second": 3000.0,
+        "tokens_per_second_low": 1500.0,
+        "tokens_per_second_high": 6000.0,
+    }
     out = api_alternatives("llama-3.1-70b", 1000, 200, offer, datetime.now(UTC))
     assert out["self_hosted"]["machine_usd_per_month"] == Decimal("1460.000000")
     for api in out["apis"]:

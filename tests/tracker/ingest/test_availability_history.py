@@ -95,16 +95,17 @@ def test_quality_attribute_changes_refresh_the_stored_offer(engine, settings, cl
     do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=vast), offer("b", "3.00")))
     clock.advance(minutes=10)
     # Only a non-filtered attribute changed: the stored offer is not rewritten (the old copy is kept).
-    do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=vast | {"machine_id": 2}),
-                                             offer("b", "3.00")))  # fmt: skip
+    do_ingest(
+        engine, settings, clock, batch(offer("a", "2.00", attributes=vast | {"machine_id": 2}), offer("b", "3.00"))
+    )
     with session_scope(engine) as s:
-        assert s.scalar(select(Offer.attributes).where(Offer.offer_key == "a"))["machine_id"] == 1
+        assert s.scalars(select(Offer.attributes).where(Offer.offer_key == "a")).one()["machine_id"] == 1
     clock.advance(minutes=10)
     deverified = vast | {"verification": "deverified"}
     report = do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=deverified), offer("b", "3.00")))
     assert (report.price_rows, report.availability_rows) == (0, 0)
     with session_scope(engine) as s:
-        assert s.scalar(select(Offer.attributes).where(Offer.offer_key == "a"))["verification"] == "deverified"
+        assert s.scalars(select(Offer.attributes).where(Offer.offer_key == "a")).one()["verification"] == "deverified"
 
 
 def _gpu_types(interaction) -> list[dict]:
@@ -166,9 +167,9 @@ def test_runpod_cassette_stock_running_out_gives_availability_history(engine, se
     t0 = clock()
     with session_scope(engine) as s:
         key = s.scalar(
-            select(Offer.offer_key).where(
-                Offer.provider == "runpod", Offer.offer_key.like("NVIDIA H100 80GB HBM3:8:secure:%")
-            ).order_by(Offer.offer_key)
+            select(Offer.offer_key)
+            .where(Offer.provider == "runpod", Offer.offer_key.like("NVIDIA H100 80GB HBM3:8:secure:%"))
+            .order_by(Offer.offer_key)
         )
     assert key is not None and history(engine, key, "runpod") == [(True, t0, None)]
     datacenter = key.rsplit(":", 1)[1]

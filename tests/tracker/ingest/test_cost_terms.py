@@ -43,8 +43,10 @@ def test_terms_are_kept_change_only(engine, settings):
     changed = clock.advance(minutes=10)
     a2 = _terms(egress_usd_per_gb=Decimal("0.004"), download_mbps=Decimal("500"))
     do_ingest(engine, settings, clock, batch(offer("a", "2.00", attributes=a2), offer("b", "3.00")))
-    assert history(engine, "a") == [(Decimal("0.004000"), Decimal("718.100"), first, changed),
-                                    (Decimal("0.004000"), Decimal("500.000"), changed, None)]  # fmt: skip
+    assert history(engine, "a") == [
+        (Decimal("0.004000"), Decimal("718.100"), first, changed),
+        (Decimal("0.004000"), Decimal("500.000"), changed, None),
+    ]
 
     gone = clock.advance(minutes=10)
     do_ingest(engine, settings, clock, batch(offer("b", "3.00")))
@@ -56,15 +58,20 @@ def test_terms_are_kept_change_only(engine, settings):
 def test_a_malformed_term_is_not_said():
     assert stated_terms({COST_TERMS: {"egress_usd_per_gb": "-1", "download_mbps": "fast"}}) is None
     assert stated_terms({COST_TERMS: {"stopped_bills": "yes", "egress_usd_per_gb": "0.01"}}) == {
-        "billing_increment_s": None, "billing_minimum_s": None, "included_disk_gb": None,
-        "disk_usd_per_gb_month": None, "egress_usd_per_gb": Decimal("0.010000"), "ingress_usd_per_gb": None,
-        "stopped_bills": None, "download_mbps": None,
-    }  # fmt: skip
+        "billing_increment_s": None,
+        "billing_minimum_s": None,
+        "included_disk_gb": None,
+        "disk_usd_per_gb_month": None,
+        "egress_usd_per_gb": Decimal("0.010000"),
+        "ingress_usd_per_gb": None,
+        "stopped_bills": None,
+        "download_mbps": None,
+    }
 
 
 def test_real_vast_bundles_state_disk_transfer_and_bandwidth():
     result = parse({"offers": real_payload("vastai/vast-cli_11ecdfa_search_trimmed.json")})
-    stated = [o.attributes.get(COST_TERMS) for o in result.offers]
+    stated = [o.attributes[COST_TERMS] for o in result.offers]  # each offer states them
     assert stated and all(stated)
     first = stated[0]
     # vast-cli's capture, first bundle: storage_cost 0.2 $/GB-month, storage_total_cost 0.00138889 $/h
@@ -86,7 +93,12 @@ def test_the_digest_compares_terms_by_value_and_keeps_types_apart():
     assert tenth == terms_digest({"egress_usd_per_gb": Decimal("0.100000")})
     assert tenth != terms_digest({"egress_usd_per_gb": Decimal("0.2")})
     assert stated_terms({COST_TERMS: {"stopped_bills": True, "billing_minimum_s": 1}}) == {
-        **{name: None for name in TERM_COLUMNS}, "stopped_bills": True, "billing_minimum_s": Decimal("1.000")}
+        **{name: None for name in TERM_COLUMNS},
+        "stopped_bills": True,
+        "billing_minimum_s": Decimal("1.000"),
+    }
     assert stated_terms({COST_TERMS: {"stopped_bills": 1, "billing_minimum_s": True}}) is None
     assert stated_terms({COST_TERMS: {"egress_usd_per_gb": [1], "billing_minimum_s": 60}}) == {
-        **{name: None for name in TERM_COLUMNS}, "billing_minimum_s": Decimal("60.000")}
+        **{name: None for name in TERM_COLUMNS},
+        "billing_minimum_s": Decimal("60.000"),
+    }

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, replace
 from datetime import date
 from decimal import Decimal
+from typing import Any
 
 from providers.contract import Pricing, ScrapedOffer
 from tracker.catalog.gpus import get_catalog
@@ -44,10 +45,17 @@ def valid(
     gpu: str = H100,
     rate: AppliedRate | None = None,
     available: bool | None = True,
-    **kw: object,
+    **kw: Any,  # any other ScrapedOffer field
 ) -> ValidOffer:
-    scraped = ScrapedOffer(key=key, gpu_name=gpu, gpu_count=Decimal(count), price_per_hour=Decimal(price),
-                           available=available, currency=rate.currency if rate else "USD", **kw)  # fmt: skip
+    scraped = ScrapedOffer(
+        key=key,
+        gpu_name=gpu,
+        gpu_count=Decimal(count),
+        price_per_hour=Decimal(price),
+        available=available,
+        currency=rate.currency if rate else "USD",
+        **kw,
+    )
     money = convert(scraped.price_per_hour, scraped.gpu_count, rate)
     return ValidOffer(scraped, get_catalog().get(gpu), money.usd_per_hour, money.usd_per_gpu_hour, money)
 
@@ -57,14 +65,32 @@ def stored(v: ValidOffer, offer_id: int = 1, **kw: object) -> Listed:
     money = v.conversion
     assert money is not None
     quality = json.dumps([v.scraped.attributes.get(k) for k in QUALITY_ATTRIBUTES])
-    row = Listed(offer_id, money.usd_per_hour, money.currency, money.native_per_hour, False, v.scraped.available,
-                 v.gpu.id, v.scraped.gpu_count, v.scraped.region, False, quality)  # fmt: skip
+    row = Listed(
+        offer_id,
+        money.usd_per_hour,
+        money.currency,
+        money.native_per_hour,
+        False,
+        v.scraped.available,
+        v.gpu.id,
+        v.scraped.gpu_count,
+        v.scraped.region,
+        False,
+        quality,
+    )
     return replace(row, **kw)  # type: ignore[arg-type]
 
 
 def nothing_written(changes: Changes) -> bool:
-    return not (changes.new or changes.rewritten or changes.prices or changes.availability or changes.gone
-                or changes.close_prices or changes.close_availability)  # fmt: skip
+    return not (
+        changes.new
+        or changes.rewritten
+        or changes.prices
+        or changes.availability
+        or changes.gone
+        or changes.close_prices
+        or changes.close_availability
+    )
 
 
 def test_a_new_offer_is_an_offer_a_price_and_an_availability_row():
@@ -160,8 +186,11 @@ def test_an_offer_missing_from_the_batch_is_gone_once():
 
 def test_description_changes_rewrite_the_offer_without_a_price_row():
     v = valid("a", "2.50", attributes={"verification": "verified"}, region="us-east")
-    for change in ({"region": "eu-west"}, {"demo": True},
-                   {"quality": json.dumps(["unverified"] + [None] * (len(QUALITY_ATTRIBUTES) - 1))}):  # fmt: skip
+    for change in (
+        {"region": "eu-west"},
+        {"demo": True},
+        {"quality": json.dumps(["unverified"] + [None] * (len(QUALITY_ATTRIBUTES) - 1))},
+    ):
         changes = diff({"a": stored(v, 6, **change)}, [v])
         assert [oid for oid, _ in changes.rewritten] == [6], change
         assert not changes.prices and not changes.availability, change

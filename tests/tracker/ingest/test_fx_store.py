@@ -14,6 +14,7 @@ import tracker.ingest.fx as fx
 from providers.fx.contract import DailyRates
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.ingest.fx import store_rates
+from tracker.storage.bulk import upsert_rows
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import FxRate
 
@@ -33,7 +34,7 @@ def rows(engine) -> dict[tuple[str, date], Decimal]:
 
 def test_two_concurrent_updates_of_one_day_both_succeed(engine, monkeypatch):
     both_read = threading.Barrier(2, timeout=10)
-    real = fx.upsert_rows
+    real = upsert_rows  # what fx.upsert_rows is until the wrapper replaces it
 
     def after_both_read(*args, **kwargs):  # each has seen no row for the day: the race that used to raise
         both_read.wait()

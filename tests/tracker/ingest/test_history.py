@@ -18,14 +18,26 @@ from tracker.storage.tables import Offer, OfferPrice, ScrapeRun, UnresolvedGpuNa
 
 def count(engine, model) -> int:
     with session_scope(engine) as s:
-        return s.scalar(select(func.count()).select_from(model))
+        return s.execute(select(func.count()).select_from(model)).scalar_one()
+
+
+def offer_row(s, key: str) -> Offer:
+    row = s.scalar(select(Offer).where(Offer.offer_key == key))
+    assert row is not None, f"no offer {key!r} stored"
+    return row
+
+
+def price_of(s, offer_id: int, at) -> Decimal:
+    row = price_at(s, offer_id, at)
+    assert row is not None, f"offer {offer_id} had no price at {at}"
+    return row.price_per_hour
 
 
 def test_new_offers_write_one_price_row_each(engine, settings, clock):
     report = do_ingest(engine, settings, clock, batch(offer("a", "2.00"), offer("b", "16.00", count=8)))
     assert (report.status, report.offers_new, report.price_rows) == ("ok", 2, 2)
     with session_scope(engine) as s:
-        b = s.scalar(select(Offer).where(Offer.offer_key == "b"))
+        b = offer_row(s, "b")
         assert b.price_per_gpu_hour == Decimal("2.000000")
         assert b.first_seen == clock() and b.first_seen.tzinfo is not None
 
@@ -38,7 +50,7 @@ def test_unchanged_batch_only_moves_last_seen(engine, settings, clock):
     assert (report.price_rows, report.offers_new, report.offers_closed) == (0, 0, 0)
     assert count(engine, OfferPrice) == 2
     with session_scope(engine) as s:
-        a = s.scalar(select(Offer).where(Offer.offer_key == "a"))
+        a = offer_row(s, "a")
         assert (a.first_seen, a.last_seen) == (first, later)
 
 
@@ -50,18 +62,16 @@ def test_price_change_closes_old_row_and_past_instant_keeps_old_price(engine, se
     report = do_ingest(engine, settings, clock, batch(offer("a", "1.80")))
     assert report.price_rows == 1
     with session_scope(engine) as s:
-        a = s.scalar(select(Offer).where(Offer.offer_key == "a"))
+        a = offer_row(s, "a")
         assert a.price_per_hour == Decimal("1.800000")
-        rows = s.scalars(
-            select(OfferPrice).where(OfferPrice.offer_id == a.id).order_by(OfferPrice.valid_from)
-        ).all()
+        rows = s.scalars(select(OfferPrice).where(OfferPrice.offer_id == a.id).order_by(OfferPrice.valid_from)).all()
         assert [(r.price_per_hour, r.valid_from, r.valid_to) for r in rows] == [
             (Decimal("2.000000"), t0, t1),
             (Decimal("1.800000"), t1, None),
         ]
-        assert price_at(s, a.id, t0).price_per_hour == Decimal("2.000000")
-        assert price_at(s, a.id, t1 - (t1 - t0) / 2).price_per_hour == Decimal("2.000000")
-        assert price_at(s, a.id, t1).price_per_hour == Decimal("1.800000")
+        assert price_of(s, a.id, t0) == Decimal("2.000000")
+        assert price_of(s, a.id, t1 - (t1 - t0) / 2) == Decimal("2.000000")
+        assert price_of(s, a.id, t1) == Decimal("1.800000")
         assert price_at(s, a.id, t0.replace(year=2025)) is None
 
 
@@ -71,7 +81,7 @@ def test_delist_and_relist(engine, settings, clock):
     report = do_ingest(engine, settings, clock, batch(offer("a", "2.00")))
     assert (report.offers_closed, report.price_rows) == (1, 0)
     with session_scope(engine) as s:
-        b = s.scalar(select(Offer).where(Offer.offer_key == "b"))
+        b = offer_row(s, "b")
         assert b.delisted_at == t_delist
         assert price_at(s, b.id, t_delist) is None  # not listed any more
         assert [o.offer_key for o, _ in snapshot_at(s, t_delist)] == ["a"]
@@ -79,14 +89,12 @@ def test_delist_and_relist(engine, settings, clock):
     report = do_ingest(engine, settings, clock, batch(offer("a", "2.00"), offer("b", "3.00")))
     assert (report.offers_reopened, report.price_rows, report.offers_new) == (1, 1, 0)
     with session_scope(engine) as s:
-        b = s.scalar(select(Offer).where(Offer.offer_key == "b"))
+        b = offer_row(s, "b")
         assert b.delisted_at is None
-        assert price_at(s, b.id, t_back).price_per_hour == Decimal("3.000000")
+        assert price_of(s, b.id, t_back) == Decimal("3.000000")
         assert price_at(s, b.id, t_delist) is None
         # Exactly one open row per offer.
-        open_rows = s.scalar(
-            select(func.count()).where(OfferPrice.offer_id == b.id, OfferPrice.valid_to.is_(None))
-        )
+        open_rows = s.scalar(select(func.count()).where(OfferPrice.offer_id == b.id, OfferPrice.valid_to.is_(None)))
         assert open_rows == 1
 
 
@@ -111,6 +119,7 @@ def test_invalid_offers_and_unknown_names_are_set_aside(engine, settings, clock)
     assert count(engine, Offer) == 2
     with session_scope(engine) as s:
         u = s.scalar(select(UnresolvedGpuName))
+        assert u is not None
         assert (u.provider, u.raw_name, u.times_seen) == ("vastai", "Frobnicator 9000", 1)
 
 
@@ -124,7 +133,8 @@ def test_collapsed_batch_is_quarantined_and_keeps_prices(engine, settings, clock
         assert s.scalar(select(func.count()).select_from(Offer).where(Offer.delisted_at.is_(None))) == 30
         assert s.scalar(select(Offer.price_per_hour).where(Offer.offer_key == "k0")) == Decimal("2.000000")
         run = s.scalar(select(ScrapeRun).order_by(ScrapeRun.id.desc()))
-        assert run.status == "quarantined" and "collapsed" in run.error
+        assert run is not None
+        assert run.status == "quarantined" and "collapsed" in (run.error or "")
 
 
 def test_identical_prices_are_quarantined(engine, settings, clock):
@@ -156,9 +166,9 @@ def test_vast_cassette_change_one_price_remove_one_offer(engine, settings, clock
     second = _scrape(engine, settings, clock, mutated_cassette(VastAi, change))
     assert (second.status, second.price_rows, second.offers_closed) == ("ok", 1, 1)
     with session_scope(engine) as s:
-        h100 = s.scalar(select(Offer).where(Offer.offer_key == "21877001"))
+        h100 = offer_row(s, "21877001")
         assert h100.price_per_hour == Decimal("1.499900")
-        assert price_at(s, h100.id, t_first).price_per_hour == Decimal("1.651400")
+        assert price_of(s, h100.id, t_first) == Decimal("1.651400")
 
 
 def test_failed_fetch_stores_nothing_and_records_reason(engine, settings, clock):
@@ -172,6 +182,7 @@ def test_failed_fetch_stores_nothing_and_records_reason(engine, settings, clock)
     assert count(engine, Offer) == 0
     with session_scope(engine) as s:
         run = s.scalar(select(ScrapeRun))
+        assert run is not None
         assert run.status == "failed" and "invalid JSON" in run.error and run.finished_at is not None
 
 
@@ -187,13 +198,15 @@ def test_same_batch_is_idempotent(engine, settings, clock, rerun):
 
 def test_open_form_factor_is_assumed_conservatively_and_recorded(engine, settings, clock):
     report = do_ingest(
-        engine, settings, clock,
+        engine,
+        settings,
+        clock,
         batch(offer("v100", "0.50", gpu="Tesla V100 16GB"), offer("a100", "1.00", gpu="A100")),
-    )  # fmt: skip
+    )
     assert report.assumed_names == {"Tesla V100 16GB": "V100-PCIE-16GB"}  # PCIe: the slower of the two
     assert report.unknown_names == {"A100": 1}  # memory open too: not guessed
     with session_scope(engine) as s:
-        v100 = s.scalar(select(Offer).where(Offer.offer_key == "v100"))
+        v100 = offer_row(s, "v100")
         assert v100.gpu_id == "V100-PCIE-16GB" and "slowest variant assumed" in v100.attributes["variant_assumed"]
 
 
@@ -205,7 +218,7 @@ def test_same_price_over_fewer_gpus_is_a_new_price_row(engine, settings, clock):
     report = do_ingest(engine, settings, clock, batch(offer("a", "16.00", count=4)))
     assert (report.status, report.price_rows) == ("ok", 1)
     with session_scope(engine) as s:
-        a = s.scalar(select(Offer).where(Offer.offer_key == "a"))
+        a = offer_row(s, "a")
         rows = s.scalars(select(OfferPrice).where(OfferPrice.offer_id == a.id).order_by(OfferPrice.valid_from)).all()
         assert [(r.price_per_gpu_hour, r.valid_from, r.valid_to) for r in rows] == [
             (Decimal("2.000000"), t0, t1),

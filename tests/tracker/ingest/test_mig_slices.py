@@ -31,8 +31,11 @@ def _fresh_cache():
 
 
 def _ingest(engine, settings, clock, *extra):
-    result = batch(offer("mig", "0.50", gpu=SLICE, count=1, gpu_memory_gb=Decimal("9.5")),
-                   offer("whole", "2.00", gpu="A100 SXM4 80GB"), *extra)  # fmt: skip
+    result = batch(
+        offer("mig", "0.50", gpu=SLICE, count=1, gpu_memory_gb=Decimal("9.5")),
+        offer("whole", "2.00", gpu="A100 SXM4 80GB"),
+        *extra,
+    )
     return do_ingest(engine, settings, clock, result, provider="runpod")
 
 
@@ -60,8 +63,7 @@ def test_a_slice_is_ranked_only_for_jobs_that_fit_it(engine, settings, clock):
         big = prepare(make_job(model="llama-3.1-8b", method="qlora", tokens="1M"))  # ~13.5 GB: not in 10 GB
         fits_small = rank_offers(engine, s, settings, now, small, RankFilters(gpu_ids=[A100]), RankOptions())
         fits_big = rank_offers(engine, s, settings, now, big, RankFilters(gpu_ids=[A100]), RankOptions())
-        shown = rank_offers(engine, s, settings, now, big, RankFilters(gpu_ids=[A100]),
-                            RankOptions(include_unfit=True))  # fmt: skip
+        shown = rank_offers(engine, s, settings, now, big, RankFilters(gpu_ids=[A100]), RankOptions(include_unfit=True))
     small_rows = {r["offer_key"]: r for r in fits_small["rows"]}
     assert small_rows["mig"]["slice"] == "1g.10gb" and small_rows["mig"]["gpus"] == pytest.approx(0.143)
     assert small_rows["mig"]["fits"] and small_rows["mig"]["cost_per_run"] is not None
@@ -71,9 +73,9 @@ def test_a_slice_is_ranked_only_for_jobs_that_fit_it(engine, settings, clock):
 
 
 def test_several_slices_and_unplaceable_slices_are_set_aside(engine, settings, clock):
-    report = _ingest(engine, settings, clock,
-                     offer("two", "1.00", gpu=SLICE, count=2),
-                     offer("l40s", "0.40", gpu="L40S MIG 1g.10gb"))  # fmt: skip
+    report = _ingest(
+        engine, settings, clock, offer("two", "1.00", gpu=SLICE, count=2), offer("l40s", "0.40", gpu="L40S MIG 1g.10gb")
+    )
     assert report.status == "ok" and report.offers_valid == 2
     reasons = " | ".join(report.invalid)
     assert "two: 2 MIG slices in one offer" in reasons and "l40s: MIG slice 'L40S MIG 1g.10gb' not placed" in reasons

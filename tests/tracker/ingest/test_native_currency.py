@@ -54,14 +54,18 @@ def history(engine, key: str) -> list[tuple]:
 
 def test_a_eur_quote_shows_its_native_price_currency_and_usd_at_the_recorded_rate(engine, settings, clock):
     put_rates(engine, clock, DAY, EUR="1.0800", CAD="0.72")
-    report = do_ingest(engine, settings, clock, batch(offer("eu", "17.00", count=8, currency="EUR"),
-                                                      offer("us", "2.00")))  # fmt: skip
+    report = do_ingest(
+        engine, settings, clock, batch(offer("eu", "17.00", count=8, currency="EUR"), offer("us", "2.00"))
+    )
     assert (report.status, report.offers_valid, report.price_rows, report.fx_rows) == ("ok", 2, 2, 0)
     with session_scope(engine) as s:
         rows = {r["offer_key"]: r for r in map(offer_row, current_offers(s, OfferFilters()))}
     eu = rows["eu"]
     assert (eu["currency"], eu["price_native_per_hour"], eu["price_native_per_gpu_hour"]) == (
-        "EUR", Decimal("17.000000"), Decimal("2.125000"))  # fmt: skip
+        "EUR",
+        Decimal("17.000000"),
+        Decimal("2.125000"),
+    )
     assert (eu["fx_rate"], eu["fx_date"], eu["fx_source"]) == (Decimal("1.08"), DAY, "ecb")
     # USD at the recorded rate: 17 × 1.08 = 18.36 per hour, / 8 GPUs = 2.295 per GPU-hour.
     assert (eu["price_per_hour"], eu["price_per_gpu_hour"]) == (Decimal("18.360000"), Decimal("2.295000"))
@@ -83,7 +87,7 @@ def test_rescraping_after_a_rate_change_writes_an_fx_only_row_not_counted_as_a_p
     with session_scope(engine) as s:
         run = s.get_one(ScrapeRun, report.run_id)
         assert (run.price_rows, run.fx_rows) == (0, 1)
-        eu = s.scalar(select(Offer).where(Offer.offer_key == "eu"))
+        eu = s.scalars(select(Offer).where(Offer.offer_key == "eu")).one()
         assert (eu.price_per_hour, eu.fx_rate, eu.fx_date) == (Decimal("2.2"), Decimal("1.1"), DAY + timedelta(days=1))
     assert history(engine, "eu") == [
         ("price", "EUR", Decimal(2), Decimal("2.16"), Decimal("2.16"), Decimal("1.08"), DAY, False),
@@ -133,11 +137,21 @@ def test_unknown_ambiguous_or_unconvertible_currencies_are_rejected_per_offer(en
     observed, clock.now = clock.now, clock.now + timedelta(days=3)  # fetched then: a rate is never dated ahead
     put_rates(engine, clock, DAY + timedelta(days=3), CHF="1.25")  # only after the observation's day
     clock.now = observed
-    report = do_ingest(engine, settings, clock, batch(
-        offer("eur", "2.00", currency="EUR"), offer("lower", "2.00", currency=" eur "), offer("usd", "2.00"),
-        offer("xyz", "2.00", currency="XYZ"), offer("dollar", "2.00", currency="$"), offer("none", "2.00", currency=""),
-        offer("euro", "2.00", currency="euro"), offer("chf", "2.00", currency="CHF"),
-    ))  # fmt: skip
+    report = do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("eur", "2.00", currency="EUR"),
+            offer("lower", "2.00", currency=" eur "),
+            offer("usd", "2.00"),
+            offer("xyz", "2.00", currency="XYZ"),
+            offer("dollar", "2.00", currency="$"),
+            offer("none", "2.00", currency=""),
+            offer("euro", "2.00", currency="euro"),
+            offer("chf", "2.00", currency="CHF"),
+        ),
+    )
     assert (report.status, report.offers_seen, report.offers_valid) == ("ok", 8, 3)
     reasons = dict(r.split(": ", 1) for r in report.invalid)
     assert set(reasons) == {"xyz", "dollar", "none", "euro", "chf"}
@@ -157,35 +171,46 @@ def test_a_rate_too_old_sets_a_live_offer_aside_but_a_demo_replay_uses_it_with_i
     put_rates(engine, clock, old, EUR="1.05")
     report = do_ingest(engine, settings, clock, batch(offer("eu", "2.00", currency="EUR"), offer("us", "2.00")))
     assert report.offers_valid == 1
-    assert report.invalid == [f"eu: the latest EUR rate (ecb, {old}) is 8 days older than the observation;"
-                              " at most 7 are accepted"]  # fmt: skip
+    assert report.invalid == [
+        f"eu: the latest EUR rate (ecb, {old}) is 8 days older than the observation; at most 7 are accepted"
+    ]
     with session_scope(engine) as s:
         run = ScrapeRun(provider="demo-eu", status="running", started_at=clock(), source="demo")
         s.add(run)
         s.flush()
-        demo = ingest(s, run, batch(offer("eu", "2.00", currency="EUR")), catalog=get_catalog(), settings=settings,
-                      observed_at=clock())  # fmt: skip
+        demo = ingest(
+            s,
+            run,
+            batch(offer("eu", "2.00", currency="EUR")),
+            catalog=get_catalog(),
+            settings=settings,
+            observed_at=clock(),
+        )
         assert (demo.offers_valid, demo.invalid) == (1, [])
-        eu = s.scalar(select(Offer).where(Offer.provider == "demo-eu"))
+        eu = s.scalars(select(Offer).where(Offer.provider == "demo-eu")).one()
         assert (eu.price_per_hour, eu.fx_date, eu.demo) == (Decimal("2.1"), old, True)
 
 
 def test_the_sanity_ceiling_applies_to_the_usd_figure(engine, settings, clock):
     put_rates(engine, clock, DAY, JPY="0.0064", EUR="1.08")
-    report = do_ingest(engine, settings, clock, batch(
-        offer("yen", "20000", count=8, currency="JPY"),  # ¥2,500/GPU-hour is $16, not $2,500
-        offer("dear", "190", currency="EUR"),  # €190 is $205.20: above the $200 ceiling
-    ))  # fmt: skip
+    report = do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("yen", "20000", count=8, currency="JPY"),  # ¥2,500/GPU-hour is $16, not $2,500
+            offer("dear", "190", currency="EUR"),  # €190 is $205.20: above the $200 ceiling
+        ),
+    )
     assert report.offers_valid == 1
     assert report.invalid == ["dear: $205.200000/GPU-hour is above the sanity ceiling $200"]
     with session_scope(engine) as s:
-        yen = s.scalar(select(Offer).where(Offer.offer_key == "yen"))
+        yen = s.scalars(select(Offer).where(Offer.offer_key == "yen")).one()
         assert (yen.price_per_gpu_hour, yen.price_native_per_gpu_hour) == (Decimal(16), Decimal(2500))
 
 
 def test_without_rates_only_usd_quotes_validate(settings):
-    prepared = validate_batch(batch(offer("eu", "2.00", currency="EUR"), offer("us", "2.00")), get_catalog(),
-                              settings)  # fmt: skip
+    prepared = validate_batch(batch(offer("eu", "2.00", currency="EUR"), offer("us", "2.00")), get_catalog(), settings)
     assert [v.scraped.key for v in prepared.valid] == ["us"]
     assert prepared.invalid == ["eu: no exchange rate for EUR was looked up for this batch"]
 

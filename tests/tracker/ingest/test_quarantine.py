@@ -87,7 +87,9 @@ def scaled(offers: list[ScrapedOffer], factor: str, keys: set[str] | None = None
 def state(engine, provider: str) -> tuple[int, int, dict[str, Decimal]]:
     """(price rows, listed offers, live price by key) for one provider."""
     with session_scope(engine) as s:
-        rows = s.scalar(select(func.count()).select_from(OfferPrice).join(Offer).where(Offer.provider == provider))
+        rows = s.execute(
+            select(func.count()).select_from(OfferPrice).join(Offer).where(Offer.provider == provider)
+        ).scalar_one()
         listed = dict(
             s.execute(
                 select(Offer.offer_key, Offer.price_per_hour).where(
@@ -101,6 +103,7 @@ def state(engine, provider: str) -> tuple[int, int, dict[str, Decimal]]:
 def last_run(engine, provider: str) -> ScrapeRun:
     with session_scope(engine) as s:
         run = s.scalar(select(ScrapeRun).where(ScrapeRun.provider == provider).order_by(ScrapeRun.id.desc()))
+        assert run is not None, f"no run of {provider}"
         s.expunge(run)
         return run
 
@@ -127,7 +130,7 @@ def test_whole_batch_scaling_is_quarantined_and_changes_nothing(engine, settings
     assert report.price_rows == report.offers_closed == 0
     assert state(engine, provider) == before  # nothing rewritten, nothing delisted
     run = last_run(engine, provider)
-    assert run.status == "quarantined" and run.error == report.error and run.error.endswith("prices kept")
+    assert run.status == "quarantined" and run.error == report.error and (run.error or "").endswith("prices kept")
     shown = {"10": "10.0", "100": "100.0", "0.01": "0.01"}[factor]
     # Lambda ×100 puts its dearer cards over the ceiling (set aside); the 6 cards left still read ×100.
     cards = 16 if provider == "vastai" else 6 if factor == "100" else 9

@@ -71,8 +71,9 @@ def test_offer_list_sql(engine, settings, clock, mode, expected):
     assert all(via == provider and upstream in {"lambdalabs", "hyperstack"} for provider, via, upstream in labelled)
 
 
-@pytest.mark.parametrize(("mode", "offers", "resold", "low"), [("include", 6, 4, "2.5"), ("exclude", 2, 0, "2.5"),
-                                                               ("dedupe", 3, 1, "2.5")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("mode", "offers", "resold", "low"), [("include", 6, 4, "2.5"), ("exclude", 2, 0, "2.5"), ("dedupe", 3, 1, "2.5")]
+)
 def test_market_counts_a_machine_once_when_asked(engine, settings, clock, mode, offers, resold, low):
     _market(engine, settings, clock)
     with session_scope(engine) as s:
@@ -101,11 +102,17 @@ def test_machines_differ_by_count_pricing_and_term():
     # Same upstream and card, but 1 vs 8 GPUs, spot vs on-demand, 1y vs 3y: five machines, none dropped.
     n = 5
     keep = aggregated.dedupe(
-        np.ones(n, dtype=bool), provider=["shadeform"] * n, via=["shadeform"] * n, upstream=["lambdalabs"] * n,
-        gpu_id=["H100-SXM-80GB"] * n, gpu_count=[1, 8, 1, 1, 1], pricing=["on_demand", "on_demand", "spot",
-        "reserved", "reserved"], reserved_term=[None, None, None, "1y", "3y"], price_per_gpu_hour=[3, 3, 1, 2, 2],
+        np.ones(n, dtype=bool),
+        provider=["shadeform"] * n,
+        via=["shadeform"] * n,
+        upstream=["lambdalabs"] * n,
+        gpu_id=["H100-SXM-80GB"] * n,
+        gpu_count=[1, 8, 1, 1, 1],
+        pricing=["on_demand", "on_demand", "spot", "reserved", "reserved"],
+        reserved_term=[None, None, None, "1y", "3y"],
+        price_per_gpu_hour=[3, 3, 1, 2, 2],
         ids=list(range(n)),
-    )  # fmt: skip
+    )
     assert keep.all()
 
 

@@ -138,9 +138,12 @@ def test_endpoint(engine, settings, now, client):
     assert row["provider"] == "vastai" and row["available_hours"] == 97.0
     assert row["available_share"] == pytest.approx(97 / 168, abs=1e-12)
     assert row["last_available_at"] == now.isoformat() and row["available_now"] == 1
-    assert client.get("/v1/availability", params={"gpu": "H100", "region": "se", "min_gpus": 8}).json()["rows"][0][
-        "available_hours"
-    ] == 48.0
+    assert (
+        client.get("/v1/availability", params={"gpu": "H100", "region": "se", "min_gpus": 8}).json()["rows"][0][
+            "available_hours"
+        ]
+        == 48.0
+    )
     assert client.get("/v1/availability", params={"gpu": "nonsense-gpu"}).status_code == 404
     assert client.get("/v1/availability", params={"gpu": "H100", "days": 0}).status_code == 422
     assert client.get("/v1/availability").status_code == 422  # gpu is required
@@ -177,8 +180,14 @@ def test_replayed_cassettes_answer_availability_history(engine, settings, provid
     assert report.status == "ok" and report.availability_rows > 0, report
     later = clock.advance(minutes=5)
     with session_scope(engine) as s:
-        rows = availability(s, settings, later, gpu_ids=[g.id for g in get_catalog().all()], days=1,
-                            filters=OfferFilters(providers=[provider]))
+        rows = availability(
+            s,
+            settings,
+            later,
+            gpu_ids=[g.id for g in get_catalog().all()],
+            days=1,
+            filters=OfferFilters(providers=[provider]),
+        )
     available = [r for r in rows if r["last_available_at"] is not None]
     assert available, rows
     assert all(r["provider"] == provider and 0.0 <= r["available_share"] <= 1.0 for r in rows)
@@ -191,11 +200,25 @@ def test_the_share_counts_only_the_tracked_part_of_the_window(engine, settings):
     clock = FakeClock(now - 7 * DAY - HOUR)
     do_ingest(engine, settings, clock, batch(offer("old", "2.00", region="us-texas", available=True)))
     clock.now = now - HOUR
-    do_ingest(engine, settings, clock, batch(offer("old", "2.00", region="us-texas", available=True),
-                                             offer("new", "30.00", gpu="B200", region="us-texas", available=True)))
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("old", "2.00", region="us-texas", available=True),
+            offer("new", "30.00", gpu="B200", region="us-texas", available=True),
+        ),
+    )
     clock.now = now
-    do_ingest(engine, settings, clock, batch(offer("old", "2.00", region="us-texas", available=True),
-                                             offer("new", "30.00", gpu="B200", region="us-texas", available=True)))
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("old", "2.00", region="us-texas", available=True),
+            offer("new", "30.00", gpu="B200", region="us-texas", available=True),
+        ),
+    )
     with session_scope(engine) as session:
         (new,) = availability(session, settings, now, gpu_ids=["B200-SXM-180GB"], days=7)
         (old,) = availability(session, settings, now, gpu_ids=H100, days=7)

@@ -34,16 +34,36 @@ def _market(engine, settings, clock):
     """Four 8x H100 offers: an InfiniBand cluster of 4 nodes, an InfiniBand single node with 2 free, a RoCE
     node, one that says nothing; and a PCIe H100 and an 8x A100 SXM whose boards say nothing either."""
     clock.now = NOW
-    do_ingest(engine, settings, clock, batch(
-        offer("ib4", "80", count=32, attributes=fabric_attrs(gpu_link="nvswitch", network="InfiniBand",
-              network_gbps_per_node=3200, gpus_per_node=8, cluster_nodes=4)),
-        offer("ib1", "24", count=8, attributes=fabric_attrs(gpu_link="sxm5", network="IB", gpus_per_node=8,
-              gpus=8, nodes_available=2)),
-        offer("roce", "22", count=8, attributes=fabric_attrs(network="RoCEv2", gpus_per_node=8)),
-        offer("plain", "20", count=8),
-        offer("pcie", "2", gpu="H100 PCIe", gpu_memory_gb=Decimal(80)),
-        offer("a100", "12", gpu="A100 SXM4 80GB", count=8),
-    ), provider="lambdalabs")  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer(
+                "ib4",
+                "80",
+                count=32,
+                attributes=fabric_attrs(
+                    gpu_link="nvswitch",
+                    network="InfiniBand",
+                    network_gbps_per_node=3200,
+                    gpus_per_node=8,
+                    cluster_nodes=4,
+                ),
+            ),
+            offer(
+                "ib1",
+                "24",
+                count=8,
+                attributes=fabric_attrs(gpu_link="sxm5", network="IB", gpus_per_node=8, gpus=8, nodes_available=2),
+            ),
+            offer("roce", "22", count=8, attributes=fabric_attrs(network="RoCEv2", gpus_per_node=8)),
+            offer("plain", "20", count=8),
+            offer("pcie", "2", gpu="H100 PCIe", gpu_memory_gb=Decimal(80)),
+            offer("a100", "12", gpu="A100 SXM4 80GB", count=8),
+        ),
+        provider="lambdalabs",
+    )
 
 
 CASES = [
@@ -65,8 +85,9 @@ def test_ranking_and_offer_list_agree(engine, settings, clock, interconnect, min
     _market(engine, settings, clock)
     with session_scope(engine) as s:
         _, table = LIVE.frame(engine, s)
-        kept = filter_mask(table, fresh_mask(table, NOW, settings),
-                           RankFilters(interconnect=interconnect, min_nodes=min_nodes))  # fmt: skip
+        kept = filter_mask(
+            table, fresh_mask(table, NOW, settings), RankFilters(interconnect=interconnect, min_nodes=min_nodes)
+        )
         ranked = set(table["offer_key"][kept].tolist())
         listed = {o.offer_key for o in current_offers(s, OfferFilters(interconnect=interconnect, min_nodes=min_nodes))}
     assert ranked == listed == expected
@@ -76,8 +97,13 @@ def test_offer_rows_show_the_fabric(engine, settings, clock):
     _market(engine, settings, clock)
     with session_scope(engine) as s:
         rows = {r["offer_key"]: r for r in map(offer_row, current_offers(s, OfferFilters()))}
-    assert rows["ib4"]["fabric"] == {"gpu_link": "nvswitch", "network": "infiniband", "network_gbps_per_gpu": 400.0,
-                                     "gpus_per_node": 8, "cluster_nodes": 4}  # fmt: skip
+    assert rows["ib4"]["fabric"] == {
+        "gpu_link": "nvswitch",
+        "network": "infiniband",
+        "network_gbps_per_gpu": 400.0,
+        "gpus_per_node": 8,
+        "cluster_nodes": 4,
+    }
     assert rows["ib1"]["fabric"]["gpu_link"] == "nvswitch" and rows["ib1"]["fabric"]["nodes_available"] == 2
     assert rows["plain"]["fabric"] is None
     assert fabric.label(rows["ib4"]["fabric"]) == "nvswitch · infiniband 400G/GPU · 8/node · 4 nodes"
@@ -92,8 +118,16 @@ def test_api_offers_and_rank_filter_and_show_it(engine, settings, clock):
         bad = client.get("/v1/offers", params={"interconnect": "carrier-pigeon"})
         assert bad.status_code == 422 and "interconnect" in bad.text
         assert client.get("/v1/offers", params={"min_nodes": 0}).status_code == 422
-        job = {"model": "llama-3.1-8b", "method": "qlora", "examples": 5000, "tokens_per_example": 1500,
-               "epochs": 1, "assumptions": "seed", "interconnect": "rdma", "max_age_hours": 24 * 365}  # fmt: skip
+        job = {
+            "model": "llama-3.1-8b",
+            "method": "qlora",
+            "examples": 5000,
+            "tokens_per_example": 1500,
+            "epochs": 1,
+            "assumptions": "seed",
+            "interconnect": "rdma",
+            "max_age_hours": 24 * 365,
+        }
         ranked = client.post("/v1/rank", json=job)
         assert ranked.status_code == 200, ranked.text
         rows = ranked.json()["rows"]
@@ -118,23 +152,34 @@ def test_plan_constraints_carry_the_requirement():
     fields = Workload.model_fields
     assert "constraints" in fields
     c = Constraints(interconnect="infiniband", min_nodes=2)
-    w = Workload.model_construct(constraints=c)
+    w = Workload.model_construct(constraints=c)  # type: ignore[call-arg]  # only the constraints matter here
     f = _filters(w)
     assert (f.interconnect, f.min_nodes) == ("infiniband", 2)
 
 
-
 def test_rank_estimates_a_multi_node_offer_on_its_network(engine, settings, clock):
     clock.now = NOW
-    cluster = fabric_attrs(gpu_link="nvswitch", network="infiniband", network_gbps_per_gpu=400, gpus_per_node=8,
-                           cluster_nodes=4)  # fmt: skip
-    do_ingest(engine, settings, clock, batch(
-        offer("ib", "80", count=32, attributes=cluster),
-        offer("eth", "80", count=32, attributes=cluster | {"network": "ethernet", "network_gbps_per_gpu": "50"}),
-        offer("unsaid", "80", count=32),  # one 32-GPU machine, as far as anyone said
-    ), provider="lambdalabs")  # fmt: skip
-    job = {"model": "llama-3.1-8b", "method": "full", "tokens": "50M", "assumptions": "hf-peft",
-           "max_age_hours": 24 * 365}  # fmt: skip
+    cluster = fabric_attrs(
+        gpu_link="nvswitch", network="infiniband", network_gbps_per_gpu=400, gpus_per_node=8, cluster_nodes=4
+    )
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("ib", "80", count=32, attributes=cluster),
+            offer("eth", "80", count=32, attributes=cluster | {"network": "ethernet", "network_gbps_per_gpu": "50"}),
+            offer("unsaid", "80", count=32),  # one 32-GPU machine, as far as anyone said
+        ),
+        provider="lambdalabs",
+    )
+    job = {
+        "model": "llama-3.1-8b",
+        "method": "full",
+        "tokens": "50M",
+        "assumptions": "hf-peft",
+        "max_age_hours": 24 * 365,
+    }
     with TestClient(create_app(settings, engine), raise_server_exceptions=False) as client:
         response = client.post("/v1/rank", json=job)
     assert response.status_code == 200, response.text

@@ -6,6 +6,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import pytest
 from sqlalchemy import select
@@ -18,8 +19,9 @@ from tracker.market import freshness
 from tracker.market.live import fresh_mask
 from tracker.market.rank import RankFilters, RankOptions, rank
 from tracker.market.service import market_history, market_snapshot, rank_history
-from tracker.market.statistics import INTERVALS, epoch_us, weighted_quantiles
+from tracker.market.statistics import INTERVALS, weighted_quantiles
 from tracker.storage.engine import session_scope
+from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
 
 T0 = datetime(2026, 11, 1, 0, 0, tzinfo=UTC)
@@ -49,26 +51,42 @@ def _three_instants(engine, settings, clock):
 def test_history_buckets_are_exact(engine, settings, clock):
     _three_instants(engine, settings, clock)
     with session_scope(engine) as s:
-        rows = market_history(s, settings, NOW, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1d",
-                              start=T0, end=NOW)  # fmt: skip
+        rows = market_history(
+            s, settings, NOW, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1d", start=T0, end=NOW
+        )
     # Day 1: a 2.00 for 12h then 1.00 for 12h; b 3.00 for 24h; c 4.00 for 12h (then delisted).
     #   weights 1.00:12 2.00:12 3.00:24 4.00:12 (total 60) → p25 at 15 → 2.00, median at 30 → 3.00.
     # Day 2: open prices hold until last seen (T2) + the 6 h freshness window = 12:00.
     #   a 1.00 for 12h; b 3.00 for 6h then 2.00 for 6h; c 4.00 for 6h (relisted at T2): total 30,
     #   median at 15 → 2.00 (cumulative 12, 18), p25 at 7.5 → 1.00, p75 at 22.5 → 3.00.
     assert [(r["bucket"], r["min"], r["p25"], r["median"], r["p75"], r["max"], r["offers"]) for r in rows] == [
-        (T0, Decimal("1.000000"), Decimal("2.000000"), Decimal("3.000000"), Decimal("3.000000"),
-         Decimal("4.000000"), 3),
-        (datetime(2026, 11, 2, tzinfo=UTC), Decimal("1.000000"), Decimal("1.000000"), Decimal("2.000000"),
-         Decimal("3.000000"), Decimal("4.000000"), 3),
-    ]  # fmt: skip
+        (
+            T0,
+            Decimal("1.000000"),
+            Decimal("2.000000"),
+            Decimal("3.000000"),
+            Decimal("3.000000"),
+            Decimal("4.000000"),
+            3,
+        ),
+        (
+            datetime(2026, 11, 2, tzinfo=UTC),
+            Decimal("1.000000"),
+            Decimal("1.000000"),
+            Decimal("2.000000"),
+            Decimal("3.000000"),
+            Decimal("4.000000"),
+            3,
+        ),
+    ]
 
 
 def test_hourly_history_sees_the_delisting(engine, settings, clock):
     _three_instants(engine, settings, clock)
     with session_scope(engine) as s:
-        rows = market_history(s, settings, NOW, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h",
-                              start=T0, end=T2)  # fmt: skip
+        rows = market_history(
+            s, settings, NOW, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h", start=T0, end=T2
+        )
     by_hour = {r["bucket"]: r for r in rows}
     assert len(rows) == 30
     assert by_hour[T0]["offers"] == 3 and by_hour[T0]["median"] == Decimal("3.000000")
@@ -83,7 +101,12 @@ def test_snapshot_counts_only_fresh_offers_and_labels_reference(engine, settings
         stale = market_snapshot(engine, s, settings, NOW)["cards"]
     (card,) = fresh
     assert (card["gpu"], card["pricing"], card["offers"], card["min"], card["median"]) == (
-        "H100-SXM-80GB", "on_demand", 3, Decimal("1.000000"), Decimal("2.000000"))  # fmt: skip
+        "H100-SXM-80GB",
+        "on_demand",
+        3,
+        Decimal("1.000000"),
+        Decimal("2.000000"),
+    )
     assert card["reference_only"] is False
     assert stale == []  # last seen 18 h before NOW: beyond vastai's freshness window
 
@@ -93,9 +116,13 @@ def _seed_job_8b():
 
 
 SEED_8B_COSTS = {  # seed 000, "Cost per fine-tune run" (22.5M tokens)
-    "RTX4090-24GB": 2.68, "H100-SXM-80GB": 2.73, "A100-SXM-40GB": 3.83, "L40S-48GB": 3.30,
-    "A100-SXM-80GB": 5.12, "H200-SXM-141GB": 3.44,
-}  # fmt: skip
+    "RTX4090-24GB": 2.68,
+    "H100-SXM-80GB": 2.73,
+    "A100-SXM-40GB": 3.83,
+    "L40S-48GB": 3.30,
+    "A100-SXM-80GB": 5.12,
+    "H200-SXM-141GB": 3.44,
+}
 
 
 def _reference(engine, settings, clock):
@@ -111,8 +138,7 @@ def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock, live
     _reference(engine, settings, clock)
     with session_scope(engine) as s:
         _, frame = live.frame(engine, s)
-    result = rank(frame, fresh_mask(frame, clock(), settings), _seed_job_8b(), RankFilters(),
-                  RankOptions(), clock())  # fmt: skip
+    result = rank(frame, fresh_mask(frame, clock(), settings), _seed_job_8b(), RankFilters(), RankOptions(), clock())
     rows = [r for r in result["rows"] if r["gpu"] in SEED_8B_COSTS]
     assert rows[0]["gpu"] == "RTX4090-24GB" and rows[-1]["gpu"] == "A100-SXM-80GB"
     costs = [float(r["cost_per_run"]) for r in result["rows"]]
@@ -141,28 +167,39 @@ def test_rank_70b_qlora_leaves_out_cards_it_does_not_fit(engine, settings, clock
 
 
 def test_rank_multi_gpu_offer_fits_70b_bf16_lora(engine, settings, clock, live):
-    do_ingest(engine, settings, clock, batch(offer("one-h200", "3.50", gpu="H200 SXM"),
-                                             offer("two-h100", "5.00", gpu="H100 SXM", count=2)))  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(offer("one-h200", "3.50", gpu="H200 SXM"), offer("two-h100", "5.00", gpu="H100 SXM", count=2)),
+    )
     job = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
     with session_scope(engine) as s:
         _, frame = live.frame(engine, s)
-    result = rank(frame, fresh_mask(frame, clock(), settings), job, RankFilters(),
-                  RankOptions(include_unfit=True), clock())  # fmt: skip
+    result = rank(
+        frame, fresh_mask(frame, clock(), settings), job, RankFilters(), RankOptions(include_unfit=True), clock()
+    )
     by_key = {r["offer_key"]: r for r in result["rows"]}
     assert by_key["two-h100"]["fits"] is True and by_key["one-h200"]["fits"] is False
 
 
 def test_rank_filters_and_best_per_card(engine, settings, clock, live):
-    do_ingest(engine, settings, clock, batch(
-        offer("us1", "2.00", region="us-texas"), offer("us2", "2.50", region="us-oregon"),
-        offer("eu1", "1.50", region="eu-west"), offer("spot", "0.90", pricing=Pricing.spot, region="us-texas"),
-        offer("a100", "1.20", gpu="A100 SXM4", gpu_memory_gb=Decimal("80"), region="us-texas"),
-    ))  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("us1", "2.00", region="us-texas"),
+            offer("us2", "2.50", region="us-oregon"),
+            offer("eu1", "1.50", region="eu-west"),
+            offer("spot", "0.90", pricing=Pricing.spot, region="us-texas"),
+            offer("a100", "1.20", gpu="A100 SXM4", gpu_memory_gb=Decimal("80"), region="us-texas"),
+        ),
+    )
     with session_scope(engine) as s:
         _, frame = live.frame(engine, s)
     fresh = fresh_mask(frame, clock(), settings)
-    us = rank(frame, fresh, _seed_job_8b(), RankFilters(regions=["us"], pricing=["on_demand"]), RankOptions(),
-              clock())  # fmt: skip
+    us = rank(frame, fresh, _seed_job_8b(), RankFilters(regions=["us"], pricing=["on_demand"]), RankOptions(), clock())
     # H100 at $2.50/h (1.01 h) still beats the A100 at $1.20/h (3.22 h) per run.
     assert [r["offer_key"] for r in us["rows"]] == ["us1", "us2", "a100"]
     best = rank(frame, fresh, _seed_job_8b(), RankFilters(), RankOptions(best_per_card=True), clock())
@@ -175,8 +212,9 @@ def test_rank_history_uses_daily_statistic(engine, settings, clock):
     _three_instants(engine, settings, clock)
     job = _seed_job_8b()
     with session_scope(engine) as s:
-        result = rank_history(s, settings, NOW, job, gpu_ids=["H100-SXM-80GB"], pricing="on_demand",
-                              statistic="median", start=T0, end=NOW)  # fmt: skip
+        result = rank_history(
+            s, settings, NOW, job, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", statistic="median", start=T0, end=NOW
+        )
     (series,) = result["series"]
     hours = series["hours"]
     assert [p["price_per_gpu_hour"] for p in series["points"]] == [Decimal("3.000000"), Decimal("2.000000")]
@@ -212,7 +250,8 @@ def _random_history(engine, seed: int = 7, n_offers: int = 40) -> None:
         pricing = "spot" if rng.random() < 0.15 else "on_demand"
         horizon = QUIET_AT if provider == "lambdalabs" else RANDOM_END
         t = (RANDOM_T0 if grain == 1 else hour0) + draw(0, 2 * 86_400_000_000)
-        price, segments, last_seen, delisted_at = rng.choice(PRICE_CHOICES), [], None, None
+        segments: list[tuple[datetime, datetime | None, Decimal]] = []  # (valid_from, valid_to, price)
+        price, last_seen, delisted_at = rng.choice(PRICE_CHOICES), None, None
         while True:
             stop = t + draw(600_000_000, 3 * 86_400_000_000)
             if stop >= horizon:  # still listed: the open row, seen last a little (or a long) while ago
@@ -237,17 +276,35 @@ def _random_history(engine, seed: int = 7, n_offers: int = 40) -> None:
         for i, provider, gpu, pricing, segments, last_seen, delisted_at in plans:
             last_price = segments[-1][2]
             row = Offer(
-                provider=provider, offer_key=f"o{i}", gpu_id=gpu, gpu_family=gpu.split("-")[0], raw_gpu_name=gpu,
-                gpu_count=Decimal(1), form_factor="SXM", pricing=pricing, region="us", first_seen=segments[0][0],
-                last_seen=last_seen, delisted_at=delisted_at, price_per_hour=last_price, price_per_gpu_hour=last_price,
-            )  # fmt: skip
+                provider=provider,
+                offer_key=f"o{i}",
+                gpu_id=gpu,
+                gpu_family=gpu.split("-")[0],
+                raw_gpu_name=gpu,
+                gpu_count=Decimal(1),
+                form_factor="SXM",
+                pricing=pricing,
+                region="us",
+                first_seen=segments[0][0],
+                last_seen=last_seen,
+                delisted_at=delisted_at,
+                price_per_hour=last_price,
+                price_per_gpu_hour=last_price,
+            )
             s.add(row)
             s.flush()
             s.add_all(
-                OfferPrice(offer_id=row.id, gpu_id=gpu, pricing=pricing, valid_from=lo, valid_to=hi,
-                           price_per_hour=p, price_per_gpu_hour=p)
+                OfferPrice(
+                    offer_id=row.id,
+                    gpu_id=gpu,
+                    pricing=pricing,
+                    valid_from=lo,
+                    valid_to=hi,
+                    price_per_hour=p,
+                    price_per_gpu_hour=p,
+                )
                 for lo, hi, p in segments
-            )  # fmt: skip
+            )
 
 
 def _reference_history(engine, *, gpu_ids, pricing, interval, start, end, now, settings, include_reference=True):
@@ -297,26 +354,60 @@ def _reference_history(engine, *, gpu_ids, pricing, interval, start, end, now, s
 
 HISTORY_CASES = [
     # (interval, start, end, now, gpu_ids, pricing, include_reference)
-    ("1h", RANDOM_T0 + timedelta(days=9, hours=5, minutes=17), RANDOM_T0 + timedelta(days=14), RANDOM_END,
-     ["H100-SXM-80GB"], "on_demand", True),
+    (
+        "1h",
+        RANDOM_T0 + timedelta(days=9, hours=5, minutes=17),
+        RANDOM_T0 + timedelta(days=14),
+        RANDOM_END,
+        ["H100-SXM-80GB"],
+        "on_demand",
+        True,
+    ),
     ("1h", RANDOM_T0, RANDOM_END + timedelta(days=1), RANDOM_END, ["H100-SXM-80GB"], "on_demand", True),
-    ("1h", RANDOM_T0 + timedelta(days=3), RANDOM_END, RANDOM_T0 + timedelta(days=10, seconds=7.25),
-     ["H100-SXM-80GB"], "on_demand", True),  # a past "now": later rows and open prices are cut there
-    ("1d", RANDOM_T0 - timedelta(days=2, hours=3), RANDOM_END + timedelta(days=3), RANDOM_END, ["H100-SXM-80GB"],
-     "on_demand", True),
+    (
+        "1h",
+        RANDOM_T0 + timedelta(days=3),
+        RANDOM_END,
+        RANDOM_T0 + timedelta(days=10, seconds=7.25),
+        ["H100-SXM-80GB"],
+        "on_demand",
+        True,
+    ),  # a past "now": later rows and open prices are cut there
+    (
+        "1d",
+        RANDOM_T0 - timedelta(days=2, hours=3),
+        RANDOM_END + timedelta(days=3),
+        RANDOM_END,
+        ["H100-SXM-80GB"],
+        "on_demand",
+        True,
+    ),
     ("1d", RANDOM_T0, RANDOM_END, RANDOM_END, ["H100-SXM-80GB", "A100-SXM-80GB"], "on_demand", False),
     ("1d", RANDOM_T0, RANDOM_END, RANDOM_END, ["H100-SXM-80GB", "A100-SXM-80GB"], "spot", True),
-    ("1w", RANDOM_T0 - timedelta(days=1), RANDOM_END + timedelta(days=9), RANDOM_END + timedelta(days=9),
-     ["H100-SXM-80GB"], "on_demand", True),
-]  # fmt: skip
+    (
+        "1w",
+        RANDOM_T0 - timedelta(days=1),
+        RANDOM_END + timedelta(days=9),
+        RANDOM_END + timedelta(days=9),
+        ["H100-SXM-80GB"],
+        "on_demand",
+        True,
+    ),
+]
 
 
 def test_history_matches_reference_on_random_history(engine, settings):
     _random_history(engine)
     seen_delisted_gap = False
     for interval, start, end, now, gpu_ids, pricing, include_reference in HISTORY_CASES:
-        query = {"gpu_ids": gpu_ids, "pricing": pricing, "interval": interval, "start": start, "end": end,
-                 "include_reference": include_reference}  # fmt: skip
+        query: dict[str, Any] = {
+            "gpu_ids": gpu_ids,
+            "pricing": pricing,
+            "interval": interval,
+            "start": start,
+            "end": end,
+            "include_reference": include_reference,
+        }
         with session_scope(engine) as s:
             got = market_history(s, settings, now, **query)
         want = _reference_history(engine, now=now, settings=settings, **query)
@@ -326,8 +417,16 @@ def test_history_matches_reference_on_random_history(engine, settings):
         assert all(r["bucket"].utcoffset() == timedelta(0) for r in got)
         seen_delisted_gap |= len({r["offers"] for r in got}) > 1
     assert seen_delisted_gap  # offers come and go, so buckets differ in how many they count
-    hourly = _reference_history(engine, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1h", start=RANDOM_T0,
-                                end=RANDOM_END, now=RANDOM_END, settings=settings)  # fmt: skip
+    hourly = _reference_history(
+        engine,
+        gpu_ids=["H100-SXM-80GB"],
+        pricing="on_demand",
+        interval="1h",
+        start=RANDOM_T0,
+        end=RANDOM_END,
+        now=RANDOM_END,
+        settings=settings,
+    )
     assert len(hourly) >= 470 and max(r["providers"] for r in hourly) >= 3
     assert any(r["p25"] != r["min"] and r["p75"] != r["max"] for r in hourly)
 
@@ -335,8 +434,11 @@ def test_history_matches_reference_on_random_history(engine, settings):
 def test_epoch_us_is_exact_on_both_backends(engine):
     at = datetime(2026, 11, 1, 23, 59, 59, 999_999, tzinfo=UTC)
     with session_scope(engine) as s:
-        s.add(ScrapeRun(provider="vastai", status="ok", started_at=at, finished_at=at - timedelta(seconds=1.5),
-                        source="live"))  # fmt: skip
+        s.add(
+            ScrapeRun(
+                provider="vastai", status="ok", started_at=at, finished_at=at - timedelta(seconds=1.5), source="live"
+            )
+        )
     with session_scope(engine) as s:
         got = s.execute(select(epoch_us(ScrapeRun.started_at), epoch_us(ScrapeRun.finished_at))).one()
     assert tuple(got) == (

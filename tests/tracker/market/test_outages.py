@@ -14,8 +14,16 @@ START = datetime(2026, 10, 1, tzinfo=UTC)
 
 def _days(engine, settings, end):
     with session_scope(engine) as session:
-        rows = history(session, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1d", start=START,
-                       end=end, now=end, settings=settings)  # fmt: skip
+        rows = history(
+            session,
+            gpu_ids=["H100-SXM-80GB"],
+            pricing="on_demand",
+            interval="1d",
+            start=START,
+            end=end,
+            now=end,
+            settings=settings,
+        )
     return [r["bucket"].date().isoformat() for r in rows]
 
 

@@ -41,8 +41,14 @@ def _demo_a100(engine, settings, at):
         run = ScrapeRun(provider="runpod", status="running", started_at=at, source="demo")
         session.add(run)
         session.flush()
-        ingest(session, run, batch(offer("r", "1.50", gpu="A100 SXM4 80GB")), catalog=get_catalog(),
-               settings=settings, observed_at=at)  # fmt: skip
+        ingest(
+            session,
+            run,
+            batch(offer("r", "1.50", gpu="A100 SXM4 80GB")),
+            catalog=get_catalog(),
+            settings=settings,
+            observed_at=at,
+        )
 
 
 def _overview(engine, settings, **kw):
@@ -61,9 +67,15 @@ def test_change_is_live_median_against_that_days_daily_median(engine, settings, 
     # 30 days ago (a 2.00, b 4.00) → 2.00.
     assert (on_demand["median"], on_demand["min"], on_demand["offers"]) == (Decimal("1.000000"), Decimal("1.000000"), 2)
     assert (on_demand["median_7d_ago"], on_demand["change_7d"], on_demand["change_7d_pct"]) == (
-        Decimal("3.000000"), Decimal("-2.000000"), -66.67)  # fmt: skip
+        Decimal("3.000000"),
+        Decimal("-2.000000"),
+        -66.67,
+    )
     assert (on_demand["median_30d_ago"], on_demand["change_30d"], on_demand["change_30d_pct"]) == (
-        Decimal("2.000000"), Decimal("-1.000000"), -50.0)  # fmt: skip
+        Decimal("2.000000"),
+        Decimal("-1.000000"),
+        -50.0,
+    )
     spot = _row(_overview(engine, settings), H100, "spot")  # never blended with on-demand
     assert (spot["median"], spot["change_7d"], spot["change_30d_pct"]) == (Decimal("1.000000"), Decimal(0), 0.0)
 
@@ -72,8 +84,16 @@ def test_sparkline_is_the_daily_history(engine, settings, clock):
     _scenario(engine, settings, clock)
     row = _row(_overview(engine, settings), H100, "on_demand")
     with session_scope(engine) as s:
-        daily = market_history(s, settings, NOW, gpu_ids=[H100], pricing="on_demand", interval="1d",
-                               start=TODAY - timedelta(days=30), end=NOW)  # fmt: skip
+        daily = market_history(
+            s,
+            settings,
+            NOW,
+            gpu_ids=[H100],
+            pricing="on_demand",
+            interval="1d",
+            start=TODAY - timedelta(days=30),
+            end=NOW,
+        )
     assert [p["day"] for p in row["sparkline"]] == [TODAY - timedelta(days=30 - i) for i in range(31)]
     assert row["sparkline"] == [{"day": b["bucket"], "median": b["median"], "min": b["min"]} for b in daily]
     assert row["sparkline"][0]["median"] == Decimal("2.000000")

@@ -35,7 +35,7 @@ OFFERS: dict[str, tuple[str, dict, bool | None]] = {
     "ref": ("reference", {}, None),  # a reference sheet prices no particular machine
 }
 ALL = set(OFFERS)
-CASES = [
+CASES: list[tuple[dict[str, object], set[str]]] = [  # (rank filters, the offer keys they keep)
     ({}, ALL),
     ({"available_only": True}, {"v-good", "v-bad", "v-range", "rp-secure", "rp-community", "rp-community-dc"}),
     ({"verified_only": True}, {"v-good", "v-range", "rp-secure", "aws", "aws-low"}),
@@ -44,16 +44,21 @@ CASES = [
     ({"min_reliability": 0.0}, {"v-good", "v-bad", "rp-secure", "rp-community-dc", "aws", "aws-low"}),
     ({"cloud": "secure"}, {"rp-secure", "aws", "aws-low"}),
     ({"cloud": "community"}, {"rp-community", "rp-community-dc"}),
-    ({"verified_only": True, "datacenter_only": True, "min_reliability": 0.95, "available_only": True},
-     {"v-good", "rp-secure"}),
-]  # fmt: skip
+    (
+        {"verified_only": True, "datacenter_only": True, "min_reliability": 0.95, "available_only": True},
+        {"v-good", "rp-secure"},
+    ),
+]
 
 
 def seed(engine, settings, clock):
     for provider in sorted({p for p, _, _ in OFFERS.values()}):
         # Distinct prices: a batch of identical prices is quarantined as a parser bug.
-        offers = [offer(k, f"{8 + i / 100:.2f}", attributes=a, available=av)
-                  for i, (k, (p, a, av)) in enumerate(OFFERS.items()) if p == provider]  # fmt: skip
+        offers = [
+            offer(k, f"{8 + i / 100:.2f}", attributes=a, available=av)
+            for i, (k, (p, a, av)) in enumerate(OFFERS.items())
+            if p == provider
+        ]
         assert do_ingest(engine, settings, clock, batch(*offers), provider=provider).status == "ok"
 
 
@@ -105,13 +110,25 @@ def test_api_offers_and_rank(engine, settings, client):
     assert keys(client.get("/v1/offers", params={"available": True}).json()["offers"]) == CASES[1][1]
     assert keys(client.get("/v1/offers", params={"verified": True}).json()["offers"]) == CASES[2][1]
     assert keys(client.get("/v1/offers", params={"datacenter": True, "min_reliability": 0.95}).json()["offers"]) == {
-        "v-good", "rp-secure", "rp-community-dc", "aws"}  # fmt: skip
+        "v-good",
+        "rp-secure",
+        "rp-community-dc",
+        "aws",
+    }
     assert keys(client.get("/v1/offers", params={"cloud": "community"}).json()["offers"]) == CASES[7][1]
     assert client.get("/v1/offers", params={"cloud": "private"}).status_code == 422
     assert client.get("/v1/offers", params={"min_reliability": 2}).status_code == 422
 
-    job = {"model": "llama-3.1-8b", "method": "qlora", "examples": 5000, "tokens_per_example": 1500, "epochs": 1,
-           "assumptions": "seed", "include_unfit": True, "limit": 100}  # fmt: skip
+    job = {
+        "model": "llama-3.1-8b",
+        "method": "qlora",
+        "examples": 5000,
+        "tokens_per_example": 1500,
+        "epochs": 1,
+        "assumptions": "seed",
+        "include_unfit": True,
+        "limit": 100,
+    }
     for filters, expected in CASES:
         r = client.post("/v1/rank", json=job | filters)
         assert r.status_code == 200, r.text
@@ -119,7 +136,11 @@ def test_api_offers_and_rank(engine, settings, client):
     rows = client.post("/v1/rank", json=job | {"verified_only": True}).json()["rows"]
     aws = next(r for r in rows if r["offer_key"] == "aws")
     assert (aws["verification"], aws["hosting"], aws["cloud"], aws["reliability"]) == (
-        "verified", "datacenter", "secure", None)  # fmt: skip
+        "verified",
+        "datacenter",
+        "secure",
+        None,
+    )
     assert next(r for r in rows if r["offer_key"] == "v-good")["reliability"] == 0.99
     assert client.post("/v1/rank", json=job | {"cloud": "private"}).status_code == 422
     assert client.post("/v1/rank", json=job | {"min_reliability": -0.1}).status_code == 422

@@ -26,26 +26,43 @@ SEED_JOB = JobInput(model="llama-3.1-8b", method="qlora", tokens="22.5M")
 CLI_JOB = ("--model", "llama-3.1-8b", "--method", "qlora", "--tokens", "22.5M")
 # Vast hosts charging this much per GB downloaded exist (vast-cli's capture tops out at $0.026/GB);
 # the 8B job downloads a 10 GB image and 16 GB of weights before it trains.
-DEAR_TRANSFER = {COST_TERMS: terms(ingress_usd_per_gb=Decimal("0.05"), egress_usd_per_gb=Decimal("0.05"),
-                                   download_mbps=Decimal(1000))}  # fmt: skip
-FREE_TRANSFER = {COST_TERMS: terms(ingress_usd_per_gb=Decimal(0), egress_usd_per_gb=Decimal(0),
-                                   download_mbps=Decimal(1000))}  # fmt: skip
+DEAR_TRANSFER = {
+    COST_TERMS: terms(
+        ingress_usd_per_gb=Decimal("0.05"), egress_usd_per_gb=Decimal("0.05"), download_mbps=Decimal(1000)
+    )
+}
+FREE_TRANSFER = {
+    COST_TERMS: terms(ingress_usd_per_gb=Decimal(0), egress_usd_per_gb=Decimal(0), download_mbps=Decimal(1000))
+}
 
 
 def _rank(engine, settings, now, *, gpu_only: bool, job: JobInput = SEED_JOB, **filters):
     spec = job.spec()
     with session_scope(engine) as s:
-        return rank_offers(engine, s, settings, now, prepare(spec, job.assumptions), RankFilters(**filters),
-                           RankOptions(limit=1000, gpu_only=gpu_only), plan=plan_for(job, spec))  # fmt: skip
+        return rank_offers(
+            engine,
+            s,
+            settings,
+            now,
+            prepare(spec, job.assumptions),
+            RankFilters(**filters),
+            RankOptions(limit=1000, gpu_only=gpu_only),
+            plan=plan_for(job, spec),
+        )
 
 
 @pytest.fixture
 def two_hosts(engine, settings):
     clock = FakeClock(utcnow())
-    do_ingest(engine, settings, clock, batch(
-        offer("cheap-dear", "0.30", gpu="RTX 4090", attributes=DEAR_TRANSFER),
-        offer("dearer-free", "0.33", gpu="RTX 4090", attributes=FREE_TRANSFER),
-    ))  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("cheap-dear", "0.30", gpu="RTX 4090", attributes=DEAR_TRANSFER),
+            offer("dearer-free", "0.33", gpu="RTX 4090", attributes=FREE_TRANSFER),
+        ),
+    )
     yield clock
 
 
@@ -57,8 +74,11 @@ def test_a_cheap_gpu_with_expensive_transfer_drops(engine, settings, two_hosts):
     assert [r["offer_key"] for r in whole] == ["dearer-free", "cheap-dear"]
     dropped = whole[1]
     # GPU-only is today's figure: $/hour × hours, in both answers.
-    assert dropped["gpu_cost_per_run"] == gpu[0]["cost_per_run"] == gpu[0]["cost"]["components"]["gpu_time"] * 0 + \
-        gpu[0]["gpu_cost_per_run"]  # fmt: skip
+    assert (
+        dropped["gpu_cost_per_run"]
+        == gpu[0]["cost_per_run"]
+        == gpu[0]["cost"]["components"]["gpu_time"] * 0 + gpu[0]["gpu_cost_per_run"]
+    )
     # Why: 26 GB downloaded at $0.05/GB, from the host's own listing.
     parts = dropped["cost"]["components"]
     download_gb = 10 + 16.06  # the image and llama-3.1-8b's bf16 weights, ~16.06 GB
@@ -99,8 +119,9 @@ def test_the_seed_job_on_real_vast_bundles(engine, settings):
     # The real hosts' transfer prices are in the breakdown, known from the API.
     assert any(r["cost"]["components"]["ingress"] > 0 and r["cost"]["known"]["ingress"] == "api" for r in whole)
     spot = [r for r in whole if r["pricing"] == Pricing.spot]
-    assert spot and all(r["cost"]["spot"]["range"]["low"] <= r["cost_per_run"] <= r["cost"]["spot"]["range"]["high"]
-                        for r in spot)  # fmt: skip
+    assert spot and all(
+        r["cost"]["spot"]["range"]["low"] <= r["cost_per_run"] <= r["cost"]["spot"]["range"]["high"] for r in spot
+    )
 
 
 def test_cheapest_shows_the_breakdown_and_gpu_only(cli, engine, settings, two_hosts):
@@ -124,8 +145,14 @@ def test_rank_api_answers_both(engine, settings, two_hosts):
         history = c.post("/v1/rank/history", json=body | {"gpu": "RTX 4090", "days": 1}).json()
     assert [r["offer_key"] for r in whole["rows"]] == ["dearer-free", "cheap-dear"]
     assert [r["offer_key"] for r in gpu["rows"]] == ["cheap-dear", "dearer-free"]
-    assert set(whole["rows"][1]["cost"]["components"]) == {"gpu_time", "rounding", "storage", "ingress", "egress",
-                                                             "interruption"}  # fmt: skip
+    assert set(whole["rows"][1]["cost"]["components"]) == {
+        "gpu_time",
+        "rounding",
+        "storage",
+        "ingress",
+        "egress",
+        "interruption",
+    }
     (series,) = history["series"]
     point = series["points"][-1]
     assert point["cost_per_run"] > point["gpu_cost_per_run"]

@@ -24,22 +24,35 @@ def market(engine, settings):
     """One A100 type in three regions (the same price in two), a second type, and a cheaper sold-out one."""
     LIVE.clear()
     clock = FakeClock(utcnow())
-    do_ingest(engine, settings, clock, batch(
-        offer("a100-fin-01", "1.20", gpu="A100 SXM4 80GB", region="fin-01", instance_type="1A100.80S"),
-        offer("a100-fin-02", "1.20", gpu="A100 SXM4 80GB", region="fin-02", instance_type="1A100.80S"),
-        offer("a100-ice-01", "1.35", gpu="A100 SXM4 80GB", region="ice-01", instance_type="1A100.80S"),
-        offer("h100-fin-01", "2.10", gpu="H100 SXM5 80GB", region="fin-01", instance_type="1H100.80S"),
-        offer("sold-out", "0.90", gpu="A100 SXM4 80GB", region="fin-03", instance_type="1A100.80S.cheap",
-              available=False),
-    ), provider="verda")  # fmt: skip
+    do_ingest(
+        engine,
+        settings,
+        clock,
+        batch(
+            offer("a100-fin-01", "1.20", gpu="A100 SXM4 80GB", region="fin-01", instance_type="1A100.80S"),
+            offer("a100-fin-02", "1.20", gpu="A100 SXM4 80GB", region="fin-02", instance_type="1A100.80S"),
+            offer("a100-ice-01", "1.35", gpu="A100 SXM4 80GB", region="ice-01", instance_type="1A100.80S"),
+            offer("h100-fin-01", "2.10", gpu="H100 SXM5 80GB", region="fin-01", instance_type="1H100.80S"),
+            offer(
+                "sold-out",
+                "0.90",
+                gpu="A100 SXM4 80GB",
+                region="fin-03",
+                instance_type="1A100.80S.cheap",
+                available=False,
+            ),
+        ),
+        provider="verda",
+    )
     yield clock()
     LIVE.clear()
 
 
 def _rank(engine, settings, now, **options):
     with session_scope(engine) as s:
-        return rank_offers(engine, s, settings, now, prepare(JOB.spec(), None), RankFilters(),
-                           RankOptions(gpu_only=True, **options))["rows"]  # fmt: skip
+        return rank_offers(
+            engine, s, settings, now, prepare(JOB.spec(), None), RankFilters(), RankOptions(gpu_only=True, **options)
+        )["rows"]
 
 
 def test_one_row_per_listing_at_its_cheapest_region(engine, settings, market):

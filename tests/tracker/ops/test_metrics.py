@@ -44,14 +44,26 @@ def _seed(engine, settings, now: datetime) -> datetime:
     do_ingest(engine, settings, clock, batch(offer("a", "2.00"), offer("b", "3.00"), offer("c", "16.00", count=8)))
     clock.now = now - timedelta(minutes=10)  # within three of vastai's 10-minute intervals: not stale
     observed = clock()
-    second = [offer("a", "1.50"), offer("b", "3.00"), offer("c", "16.00", count=8),
-              offer("s", "1.10", pricing=Pricing.spot), offer("x", "1.00", gpu="Quantum 9000")]  # fmt: skip
+    second = [
+        offer("a", "1.50"),
+        offer("b", "3.00"),
+        offer("c", "16.00", count=8),
+        offer("s", "1.10", pricing=Pricing.spot),
+        offer("x", "1.00", gpu="Quantum 9000"),
+    ]
     do_ingest(engine, settings, clock, batch(*second))
     with session_scope(engine) as s:
         for i, (status, secs) in enumerate([("ok", 2.0), ("failed", 5.0), ("failed", 3.0)]):
             start = now - timedelta(minutes=30 - i)
-            s.add(ScrapeRun(provider="lambdalabs", status=status, started_at=start,
-                            finished_at=start + timedelta(seconds=secs), source="live"))  # fmt: skip
+            s.add(
+                ScrapeRun(
+                    provider="lambdalabs",
+                    status=status,
+                    started_at=start,
+                    finished_at=start + timedelta(seconds=secs),
+                    source="live",
+                )
+            )
         s.add(ScrapeRun(provider="lambdalabs", status="running", started_at=now, source="live"))
     return observed
 
@@ -60,9 +72,20 @@ def _alerts(engine, now: datetime) -> None:
     with session_scope(engine) as s:
         rules = []
         for i, state in enumerate(["firing", "pending", "pending", "resolved"]):
-            rule = AlertRule(name=f"r{i}", gpu_query="H100", gpu_ids=[H100], pricing="on_demand", metric="min",
-                             condition="below", threshold=Decimal("2"), recovery_threshold=Decimal("2.1"),
-                             state=state, state_since=now, created_at=now, updated_at=now)  # fmt: skip
+            rule = AlertRule(
+                name=f"r{i}",
+                gpu_query="H100",
+                gpu_ids=[H100],
+                pricing="on_demand",
+                metric="min",
+                condition="below",
+                threshold=Decimal("2"),
+                recovery_threshold=Decimal("2.1"),
+                state=state,
+                state_since=now,
+                created_at=now,
+                updated_at=now,
+            )
             s.add(rule)
             rules.append(rule)
         s.flush()
@@ -70,9 +93,17 @@ def _alerts(engine, now: datetime) -> None:
         s.add(channel)
         s.flush()
         for i, status in enumerate(["delivered", "delivered", "failed", "pending"]):
-            n = AlertNotification(rule_id=rules[0].id, channel_id=channel.id, kind="firing", payload={},
-                                  idempotency_key=f"k{i}", status=status, max_attempts=3, created_at=now,
-                                  next_attempt_at=now)  # fmt: skip
+            n = AlertNotification(
+                rule_id=rules[0].id,
+                channel_id=channel.id,
+                kind="firing",
+                payload={},
+                idempotency_key=f"k{i}",
+                status=status,
+                max_attempts=3,
+                created_at=now,
+                next_attempt_at=now,
+            )
             s.add(n)
             s.flush()
             for attempt, ok in enumerate([False, True] if status == "delivered" else [False]):
@@ -108,7 +139,8 @@ def test_metrics_endpoint_carries_every_named_series(engine, settings):
     assert value(samples, "gpu_tracker_offers", provider="aws") == 0
     assert value(samples, "gpu_tracker_unknown_gpu_names", provider="vastai") == 1
     assert value(samples, "gpu_tracker_last_success_timestamp_seconds", provider="vastai") == pytest.approx(
-        observed.timestamp(), abs=0.01)  # fmt: skip
+        observed.timestamp(), abs=0.01
+    )
     assert ("gpu_tracker_last_success_timestamp_seconds", frozenset({("provider", "aws")})) not in samples
     assert value(samples, "gpu_tracker_provider_stale", provider="vastai") == 0
     assert value(samples, "gpu_tracker_provider_stale", provider="aws") == 1
@@ -120,23 +152,27 @@ def test_metrics_endpoint_carries_every_named_series(engine, settings):
     assert value(samples, "gpu_tracker_price_median_usd_per_gpu_hour", **(card | {"pricing": "spot"})) == 1.1
     assert value(samples, "gpu_tracker_market_reference_only", **card) == 0
     # Alerts: rules by state (every state present), notifications and attempts by outcome.
-    assert {s: value(samples, "gpu_tracker_alert_rules", state=s) for s in
-            ("inactive", "pending", "firing", "resolved", "no_data")} == {
-        "inactive": 0, "pending": 2, "firing": 1, "resolved": 1, "no_data": 0}  # fmt: skip
+    assert {
+        s: value(samples, "gpu_tracker_alert_rules", state=s)
+        for s in ("inactive", "pending", "firing", "resolved", "no_data")
+    } == {"inactive": 0, "pending": 2, "firing": 1, "resolved": 1, "no_data": 0}
     assert value(samples, "gpu_tracker_alert_notifications", status="delivered") == 2
     assert value(samples, "gpu_tracker_alert_notifications", status="failed") == 1
     assert value(samples, "gpu_tracker_alert_delivery_attempts_total", outcome="ok") == 2
     assert value(samples, "gpu_tracker_alert_delivery_attempts_total", outcome="error") == 4
     # HTTP: by method, route template (never the raw path) and status; latency histogram.
     assert value(samples, "gpu_tracker_http_requests_total", method="GET", route="/v1/offers", status="200") == 1
-    assert value(samples, "gpu_tracker_http_requests_total", method="GET", route="/v1/market/history",
-                 status="404") == 1  # fmt: skip
+    assert (
+        value(samples, "gpu_tracker_http_requests_total", method="GET", route="/v1/market/history", status="404") == 1
+    )
     assert value(samples, "gpu_tracker_http_requests_total", method="GET", route="<unmatched>", status="404") == 1
     assert not any(k[0] == "gpu_tracker_http_requests_total" and ("route", "/no/such/page") in k[1] for k in samples)
     assert types["gpu_tracker_http_request_duration_seconds"] == "histogram"
     assert value(samples, "gpu_tracker_http_request_duration_seconds_count", method="GET", route="/v1/offers") == 1
-    assert value(samples, "gpu_tracker_http_request_duration_seconds_bucket", method="GET", route="/v1/offers",
-                 le="+Inf") == 1  # fmt: skip
+    assert (
+        value(samples, "gpu_tracker_http_request_duration_seconds_bucket", method="GET", route="/v1/offers", le="+Inf")
+        == 1
+    )
     # The first /metrics request is itself counted by the time of the second.
     _, again = parse(second.text)
     assert value(again, "gpu_tracker_http_requests_total", method="GET", route="/metrics", status="200") == 1

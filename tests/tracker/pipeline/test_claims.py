@@ -22,7 +22,8 @@ from tests.factories.alerts import local
 from tracker.clock import utcnow
 from tracker.pipeline.claims import claim_lease_s, reclaim, unscheduled_claims
 from tracker.pipeline.scraping import BUSY, plan, run_scrape
-from tracker.pipeline.worker import Worker, slot_start
+from tracker.pipeline.slots import slot_start
+from tracker.pipeline.worker import Worker
 from tracker.storage.engine import session_scope
 from tracker.storage.ledger import RunStatus, start_run
 from tracker.storage.locks import provider_lock
@@ -48,8 +49,15 @@ def replay_dir(tmp_path: Path) -> Path:
 def left_running(engine: Engine, started_at: datetime, holder: str, provider: str = "vastai") -> int:
     """The row a `gpu-tracker scrape` process leaves when it is killed mid-run: no slot, `running`."""
     with session_scope(engine) as s:
-        run = ScrapeRun(provider=provider, slot=None, source="live", status="running", started_at=started_at,
-                        claimed_by=holder, parser_version="1")  # fmt: skip
+        run = ScrapeRun(
+            provider=provider,
+            slot=None,
+            source="live",
+            status="running",
+            started_at=started_at,
+            claimed_by=holder,
+            parser_version="1",
+        )
         s.add(run)
         s.flush()
         return run.id
@@ -134,8 +142,10 @@ def test_a_scrape_while_another_process_holds_the_provider_skips_it(engine, sett
         reports = asyncio.run(run_scrape(plan(["vastai", "reference"]), engine, settings, clock=clock))
     by_provider = {r.provider: r for r in reports}
     assert (by_provider["vastai"].status, by_provider["vastai"].error, by_provider["vastai"].run_id) == (
-        "skipped", BUSY, None
-    )  # fmt: skip
+        "skipped",
+        BUSY,
+        None,
+    )
     assert by_provider["reference"].status == "ok"
     assert [(i, status) for i, _, status, _ in ledger(engine)] == [(other, "running")]
 
@@ -144,8 +154,15 @@ def test_a_live_scrape_in_this_process_is_never_reclaimed(engine, settings, cloc
     now = clock()
     with unscheduled_claims(engine, ["vastai"], settings, now) as claimed:
         assert claimed == {"vastai"}
-        run_id = start_run(engine, provider="vastai", slot=None, attempt=0, source="live", parser_version="1",
-                           started_at=now - timedelta(days=1))  # fmt: skip
+        run_id = start_run(
+            engine,
+            provider="vastai",
+            slot=None,
+            attempt=0,
+            source="live",
+            parser_version="1",
+            started_at=now - timedelta(days=1),
+        )
         # A worker of this process judging the provider's claims (its lock is ours already).
         reclaim(engine, "vastai", slot_start(now, FIVE_MIN), now, claim_lease_s(settings))
         assert [(i, status) for i, _, status, _ in ledger(engine)] == [(run_id, "running")]

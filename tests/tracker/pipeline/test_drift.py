@@ -224,10 +224,13 @@ def test_every_adapter_shows_no_drift_against_its_own_bundled_cassette(provider:
     )
     report = asyncio.run(
         check_provider(
-            provider, ReplayTransport(cassette), credentials=drift._replay_credentials(provider),
-            settings=Settings(), source="replay",
+            provider,
+            ReplayTransport(cassette),
+            credentials=drift._replay_credentials(provider),
+            settings=Settings(),
+            source="replay",
         )
-    )  # fmt: skip
+    )
     assert report.status == "ok", report.problems()
     assert not report.schema, report.schema
 

@@ -34,7 +34,8 @@ from providers.cassette import bundled_cassette
 from tests.factories.alerts import local
 from tests.factories.network import BlackholeProxy
 from tracker.config import Settings
-from tracker.pipeline.worker import Worker, slot_start
+from tracker.pipeline.slots import slot_start
+from tracker.pipeline.worker import Worker
 from tracker.storage.engine import make_engine, session_scope
 from tracker.storage.locks import provider_lock
 from tracker.storage.tables import ScrapeRun
@@ -203,10 +204,14 @@ def insert_claim(engine: Engine, slot: datetime, started_at: datetime, holder: s
     with session_scope(engine) as s:
         s.add(
             ScrapeRun(
-                provider="vastai", slot=slot, source="replay", status="running", started_at=started_at,
+                provider="vastai",
+                slot=slot,
+                source="replay",
+                status="running",
+                started_at=started_at,
                 claimed_by=holder,
             )
-        )  # fmt: skip
+        )
 
 
 def dead_local_pid() -> int:
@@ -301,8 +306,11 @@ def test_a_worker_killed_mid_run_is_respected_while_alive_and_reclaimed_once_dea
     with open(tmp_path / "child.err", "w") as err:
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, url, clock().isoformat(), str(replay_dir), str(tmp_path)],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=err, env=os.environ | {"TRACKER_DATA_DIR": str(tmp_path)},
-        )  # fmt: skip
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=os.environ | {"TRACKER_DATA_DIR": str(tmp_path)},
+        )
     holder = f"{socket.gethostname()}:{child.pid}"
     try:
         deadline = time.monotonic() + 60

@@ -9,7 +9,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from providers.adapters.reference import ReferenceRates
 from providers.cassette import Cassette, Interaction
@@ -90,7 +90,7 @@ def test_a_demo_scrape_loads_the_recorded_rates_when_none_are_stored(engine, set
     asyncio.run(run_scrape([ScrapeJob(ReferenceRates, "demo")], engine, settings, clock=clock))
     assert stored(engine)["EUR"] == Decimal("1.1476")
     with session_scope(engine) as s:  # present already: not loaded again
-        s.execute(FxRate.__table__.update().values(fetched_at=clock() - timedelta(days=3)))
+        s.execute(update(FxRate).values(fetched_at=clock() - timedelta(days=3)))
     asyncio.run(run_scrape([ScrapeJob(ReferenceRates, "demo")], engine, settings, clock=clock))
     with session_scope(engine) as s:
         assert s.scalar(select(func.max(FxRate.fetched_at))) == clock() - timedelta(days=3)
@@ -103,8 +103,11 @@ def test_a_replayed_eur_batch_on_a_fresh_store_fetches_its_rate_before_ingest(en
     from tracker.storage.tables import Offer
 
     assert stored(engine) == {}
-    (report,) = asyncio.run(run_scrape([ScrapeJob(Hetzner, "replay", Cassette.load(bundled_cassette("hetzner")))],
-                                       engine, settings, clock=clock))  # fmt: skip
+    (report,) = asyncio.run(
+        run_scrape(
+            [ScrapeJob(Hetzner, "replay", Cassette.load(bundled_cassette("hetzner")))], engine, settings, clock=clock
+        )
+    )
     assert report.status == "ok" and report.offers_valid > 0
     assert not any("EUR" in reason for reason in report.invalid)
     assert stored(engine)["EUR"] == Decimal("1.1476")

@@ -38,8 +38,9 @@ def _drift_gauge(engine, settings, clock) -> float:
 
 
 def test_a_response_missing_a_needed_field_is_recorded_with_its_run(engine, settings, clock):
-    (report,) = asyncio.run(run_scrape([ScrapeJob(VastAi, "replay", _without("reliability2"))], engine, settings,
-                                       clock=clock))  # fmt: skip
+    (report,) = asyncio.run(
+        run_scrape([ScrapeJob(VastAi, "replay", _without("reliability2"))], engine, settings, clock=clock)
+    )
     assert report.status == "ok", report  # the parser copes (reliability is optional to it) ...
     missing = [w for w in report.schema_warnings if w["change"] == "missing"]
     assert [w["field"] for w in missing] == ["offers[].reliability2"], report.schema_warnings  # ... and says so
@@ -70,8 +71,9 @@ def test_a_hundred_thousand_unknown_keys_are_a_bounded_summary(engine, settings,
     body = next(i["response"]["json"] for i in raw["interactions"] if (i["response"].get("json") or {}).get("offers"))
     body["offers"][0].update({f"extra_{n}": n for n in range(100_000)})
     caplog.set_level(logging.INFO, logger="tracker")
-    (report,) = asyncio.run(run_scrape([ScrapeJob(VastAi, "replay", Cassette.from_json(raw))], engine, settings,
-                                       clock=clock))  # fmt: skip
+    (report,) = asyncio.run(
+        run_scrape([ScrapeJob(VastAi, "replay", Cassette.from_json(raw))], engine, settings, clock=clock)
+    )
     assert report.status == "ok"
     new = [w for w in report.schema_warnings if w["change"] == "new"]
     assert len(new) == MAX_ISSUES_PER_KIND + 1  # before: 100,000 stored warnings

@@ -23,13 +23,14 @@ import tracker.cli  # noqa: F401  (registers every command)
 import tracker.pipeline.worker as worker_module
 from providers.cassette import bundled_cassette
 from providers.contract import FetchContext, Provider, ProviderKind, ScrapeResult
+from providers.registry import all_providers
 from tests.factories.alerts import Receiver, local, rule_state
 from tracker.config import Settings, get_settings
-from tracker.pipeline.slots import SlotTrigger
+from tracker.pipeline.slots import SlotTrigger, slot_start
 from tracker.pipeline.worker import (
+    SlotStatus,
     Worker,
     scheduler_options,
-    slot_start,
     start_background_worker,
 )
 from tracker.storage.engine import make_engine, session_scope
@@ -63,7 +64,7 @@ def make_worker(engine, settings, clock, replay_dir, **kw) -> Worker:
     )
 
 
-def runs_per_slot(engine) -> Counter[tuple[str, datetime]]:
+def runs_per_slot(engine) -> Counter[tuple[str, datetime | None]]:
     with session_scope(engine) as s:
         rows = s.execute(
             select(ScrapeRun.provider, ScrapeRun.slot, func.count()).group_by(ScrapeRun.provider, ScrapeRun.slot)
@@ -242,7 +243,7 @@ def test_unknown_provider_in_intervals_is_refused(engine, settings, clock, repla
 def test_offline_modes_only_schedule_providers_they_can_replay(engine, settings, clock, replay_dir):
     worker = Worker(engine, settings, clock=clock, source="replay", replay_dir=replay_dir)
     assert set(worker.providers) == {"vastai"} | {
-        n for n, p in worker_module.all_providers().items() if p.kind == ProviderKind.static_sheet
+        n for n, p in all_providers().items() if p.kind == ProviderKind.static_sheet
     }
 
 
@@ -334,7 +335,7 @@ def test_two_worker_processes_against_one_database(engine, replay_dir, tmp_path)
 
 
 def test_live_mode_leaves_out_providers_without_credentials(engine, settings, clock, monkeypatch):
-    keyed = [p for p in worker_module.all_providers().values() if p.credentials]
+    keyed = [p for p in all_providers().values() if p.credentials]
     assert keyed  # e.g. lambdalabs
     for p in keyed:
         for c in p.credentials:
@@ -394,7 +395,7 @@ def test_sixty_due_providers_fit_the_engine_pool(engine, settings, clock, replay
     finally:
         pooled.dispose()
     statuses = Counter(o.status for o in outcomes)
-    assert statuses["db_unreachable"] == 0 and statuses["locked"] == 0, statuses
+    assert statuses[SlotStatus.db_unreachable] == 0 and statuses[SlotStatus.locked] == 0, statuses
     assert len(outcomes) == 60 and sum(runs_per_slot(engine).values()) == 60
     # The locks' one connection plus the ingest threads' own: well inside pool_size + max_overflow.
     assert peak["max"] <= quick.db_pool_size + quick.db_max_overflow

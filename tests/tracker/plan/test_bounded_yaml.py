@@ -45,9 +45,8 @@ def test_a_merge_key_bomb_is_refused_too():
 
 
 def test_ordinary_aliases_within_the_budget_still_work():
-    text = (
-        "defaults: &job {model: llama-3.1-8b, tokens: 10M}\nworkloads:\n"
-        + "".join(f"- {{name: w{i}, kind: fine-tune, job: *job, volume: {{runs_per_month: 1}}}}\n" for i in range(50))
+    text = "defaults: &job {model: llama-3.1-8b, tokens: 10M}\nworkloads:\n" + "".join(
+        f"- {{name: w{i}, kind: fine-tune, job: *job, volume: {{runs_per_month: 1}}}}\n" for i in range(50)
     )
     data = parse_source(text)
     assert isinstance(data, dict) and len(data["workloads"]) == 50

@@ -19,20 +19,25 @@ NOW = DAY1 + timedelta(hours=1)
 
 def test_each_day_reprices_the_placements_and_picks_that_days_cheapest_card(engine, settings, clock):
     clock.now = DAY0
-    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
-                                             offer("r", "0.30", gpu="RTX4090-24GB")))  # fmt: skip
+    do_ingest(
+        engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"), offer("r", "0.30", gpu="RTX4090-24GB"))
+    )
     clock.now = DAY1  # the 4090 triples: on day 1 the A100 runs the month cheaper
-    do_ingest(engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"),
-                                             offer("r", "0.90", gpu="RTX4090-24GB")))  # fmt: skip
+    do_ingest(
+        engine, settings, clock, batch(offer("a", "1.00", gpu="A100-SXM-80GB"), offer("r", "0.90", gpu="RTX4090-24GB"))
+    )
     mix = validate_mix({"workloads": [SMALL]})
     with session_scope(engine) as session:
         result = plan_history(engine, session, settings, NOW, mix, options_for(mix), days=2)
     runs = SMALL["volume"]["runs_per_month"]
     gpu_hours = {g: runs * hours_per_run(SMALL["job"], g) for g in ("A100-SXM-80GB", "RTX4090-24GB")}
-    prices = {DAY0: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.30"},
-              DAY1: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.90"}}  # fmt: skip
-    points = {datetime.fromisoformat(str(p["day"])) if isinstance(p["day"], str) else p["day"]: p
-              for p in result["points"]}  # fmt: skip
+    prices = {
+        DAY0: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.30"},
+        DAY1: {"A100-SXM-80GB": "1.00", "RTX4090-24GB": "0.90"},
+    }
+    points = {
+        datetime.fromisoformat(str(p["day"])) if isinstance(p["day"], str) else p["day"]: p for p in result["points"]
+    }
     assert set(points) == {DAY0, DAY1}
     for day, by_card in prices.items():
         costs = {g: money.cost(Decimal(price), gpu_hours[g]) for g, price in by_card.items()}

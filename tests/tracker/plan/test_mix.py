@@ -33,7 +33,7 @@ def test_the_issues_minimal_form_works_as_written():
 
 
 def test_json_is_read_too_and_gives_the_same_mix():
-    import yaml
+    import yaml  # type: ignore[import-untyped]  # PyYAML ships no type information
 
     as_json = json.dumps(yaml.safe_load(MINIMAL))
     assert load_mix(as_json, "mix.json") == load_mix(MINIMAL)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,9 @@ def _cost(workload: dict, gpu: str) -> Decimal:
 
 
 def _kw(gpu: str, gpus: int = 1, overhead: float = 1.3) -> float:
-    return gpus * get_catalog().get(gpu).tdp_w * overhead / 1000
+    tdp_w = get_catalog().get(gpu).tdp_w
+    assert tdp_w is not None, f"{gpu} has no TDP in the catalog"
+    return gpus * tdp_w * overhead / 1000
 
 
 def test_two_workloads_three_offers_exact_assignment_and_cost(engine, settings, clock):
@@ -172,17 +175,24 @@ def test_serving_workloads_without_the_serving_estimate_are_unsupported(engine, 
 
     _market(engine, settings, clock)
     monkeypatch.setattr(service, "serving_estimator", lambda: None)
-    serve = {"name": "serve", "kind": "inference", "job": {"model": "llama-3.1-8b"},
-             "volume": {"tokens_per_month": "1B"}}  # fmt: skip
+    serve = {
+        "name": "serve",
+        "kind": "inference",
+        "job": {"model": "llama-3.1-8b"},
+        "volume": {"tokens_per_month": "1B"},
+    }
     result = _plan(engine, settings, clock, [SMALL, serve])
     entry = result["workloads"][1]
     assert entry["status"] == "unsupported" and "serving" in entry["reason"] and entry["choice"] is None
     assert result["unplanned"] == ["serve"] and result["workloads"][0]["status"] == "ok"
 
 
-SERVE = {"name": "serve", "kind": "inference",
-         "job": {"model": "llama-3.1-8b", "prompt_tokens": 500, "output_tokens": 200, "concurrency": 16},
-         "volume": {"tokens_per_month": "2B", "peak_to_average": 3}}  # fmt: skip
+SERVE: dict[str, Any] = {
+    "name": "serve",
+    "kind": "inference",
+    "job": {"model": "llama-3.1-8b", "prompt_tokens": 500, "output_tokens": 200, "concurrency": 16},
+    "volume": {"tokens_per_month": "2B", "peak_to_average": 3},
+}
 
 
 def _serving(job: dict, gpu: str, gpus: int = 1):

@@ -19,18 +19,32 @@ SEEN = datetime(2026, 11, 30, 8, 15, 30, 123456, tzinfo=UTC)
 
 def _offer(key: str, available: bool | None, delisted: datetime | None) -> dict[str, object]:
     return {
-        "provider": "vastai", "offer_key": key, "gpu_id": "H100-SXM-80GB", "gpu_family": "H100",
-        "raw_gpu_name": "H100 SXM", "gpu_count": Decimal(8), "form_factor": "sxm", "pricing": "on_demand",
-        "region": "us-texas", "available": available, "attributes": {}, "demo": False, "first_seen": SEEN,
-        "last_seen": SEEN, "delisted_at": delisted, "price_per_hour": Decimal(16), "price_per_gpu_hour": Decimal(2),
-    }  # fmt: skip
+        "provider": "vastai",
+        "offer_key": key,
+        "gpu_id": "H100-SXM-80GB",
+        "gpu_family": "H100",
+        "raw_gpu_name": "H100 SXM",
+        "gpu_count": Decimal(8),
+        "form_factor": "sxm",
+        "pricing": "on_demand",
+        "region": "us-texas",
+        "available": available,
+        "attributes": {},
+        "demo": False,
+        "first_seen": SEEN,
+        "last_seen": SEEN,
+        "delisted_at": delisted,
+        "price_per_hour": Decimal(16),
+        "price_per_gpu_hour": Decimal(2),
+    }
 
 
 def test_backfill_and_downgrade(blank_engine):  # noqa: F811
     migrate.upgrade(blank_engine, "0004")
     with blank_engine.begin() as conn:
-        conn.execute(insert(Offer.__table__), [_offer("listed", True, None), _offer("unknown", None, None),
-                                               _offer("gone", True, SEEN)])  # fmt: skip
+        conn.execute(
+            insert(Offer), [_offer("listed", True, None), _offer("unknown", None, None), _offer("gone", True, SEEN)]
+        )
     migrate.upgrade(blank_engine)
     with session_scope(blank_engine) as s:
         a = OfferAvailability
@@ -40,9 +54,19 @@ def test_backfill_and_downgrade(blank_engine):  # noqa: F811
             .order_by(Offer.offer_key)
         ).all()
         assert [tuple(r) for r in rows] == [("listed", True, SEEN, None), ("unknown", None, SEEN, None)]
-        common = {"gpu_query": "H100", "gpu_ids": ["H100-SXM-80GB"], "pricing": "on_demand", "metric": "min",
-                  "condition": "below", "threshold": Decimal(2), "recovery_threshold": Decimal(2), "state": "inactive",
-                  "state_since": SEEN, "created_at": SEEN, "updated_at": SEEN}  # fmt: skip
+        common = {
+            "gpu_query": "H100",
+            "gpu_ids": ["H100-SXM-80GB"],
+            "pricing": "on_demand",
+            "metric": "min",
+            "condition": "below",
+            "threshold": Decimal(2),
+            "recovery_threshold": Decimal(2),
+            "state": "inactive",
+            "state_since": SEEN,
+            "created_at": SEEN,
+            "updated_at": SEEN,
+        }
         s.add(AlertRule(name="plain", **common))
         s.add(AlertRule(name="filtered", available_only=True, min_gpus=Decimal(8), **common))
         s.add(AlertRule(name="cloud", cloud="secure", **common))

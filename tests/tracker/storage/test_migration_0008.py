@@ -23,18 +23,48 @@ def _seed_at_0007(engine) -> None:  # type: ignore[no-untyped-def]
     with engine.begin() as conn:
         # The tables as 0007 left them (the models already have 0008's columns).
         meta = MetaData()
-        offers, prices, availability = (Table(t, meta, autoload_with=conn)
-                                        for t in ("offers", "offer_prices", "offer_availability"))  # fmt: skip
-        conn.execute(insert(offers), [{
-            "id": 1, "provider": "vastai", "offer_key": "k1", "gpu_id": "H100-SXM-80GB", "gpu_family": "H100",
-            "raw_gpu_name": "H100 SXM", "gpu_count": Decimal(8), "form_factor": "sxm", "pricing": "on_demand",
-            "region": "us", "available": True, "attributes": {}, "demo": False, "first_seen": SEEN,
-            "last_seen": SEEN, "delisted_at": None, "price_per_hour": Decimal("16.4"),
-            "price_per_gpu_hour": Decimal("2.05"),
-        }])  # fmt: skip
-        conn.execute(insert(prices), [{"offer_id": 1, "gpu_id": "H100-SXM-80GB", "pricing": "on_demand",
-                                       "valid_from": SEEN, "valid_to": None, "price_per_hour": Decimal("16.4"),
-                                       "price_per_gpu_hour": Decimal("2.05")}])  # fmt: skip
+        offers, prices, availability = (
+            Table(t, meta, autoload_with=conn) for t in ("offers", "offer_prices", "offer_availability")
+        )
+        conn.execute(
+            insert(offers),
+            [
+                {
+                    "id": 1,
+                    "provider": "vastai",
+                    "offer_key": "k1",
+                    "gpu_id": "H100-SXM-80GB",
+                    "gpu_family": "H100",
+                    "raw_gpu_name": "H100 SXM",
+                    "gpu_count": Decimal(8),
+                    "form_factor": "sxm",
+                    "pricing": "on_demand",
+                    "region": "us",
+                    "available": True,
+                    "attributes": {},
+                    "demo": False,
+                    "first_seen": SEEN,
+                    "last_seen": SEEN,
+                    "delisted_at": None,
+                    "price_per_hour": Decimal("16.4"),
+                    "price_per_gpu_hour": Decimal("2.05"),
+                }
+            ],
+        )
+        conn.execute(
+            insert(prices),
+            [
+                {
+                    "offer_id": 1,
+                    "gpu_id": "H100-SXM-80GB",
+                    "pricing": "on_demand",
+                    "valid_from": SEEN,
+                    "valid_to": None,
+                    "price_per_hour": Decimal("16.4"),
+                    "price_per_gpu_hour": Decimal("2.05"),
+                }
+            ],
+        )
         conn.execute(insert(availability), [{"offer_id": 1, "available": True, "valid_from": SEEN}])
 
 
@@ -62,20 +92,49 @@ def test_backfill_keeps_usd_history_and_downgrade_loses_no_row(blank_engine):  #
         assert price.change_kind == "price"
         # The table as revision 0008 has it (later revisions add columns the ORM model already maps).
         runs = Table("scrape_runs", MetaData(), autoload_with=s.connection())
-        counts = dict.fromkeys(("offers_seen", "offers_valid", "offers_new", "price_rows", "offers_closed",
-                                "offers_reopened", "unknown_names", "invalid_offers", "attempt"), 0)  # fmt: skip
-        s.execute(insert(runs).values(provider="vastai", source="live", status="ok", started_at=SEEN,
-                                      parser_version="1", **counts))  # fmt: skip
-        s.add(FxRate(currency="EUR", rate_date=date(2026, 11, 30), usd_per_unit=Decimal("1.0773"),
-                     source="ecb", fetched_at=SEEN))  # fmt: skip
+        counts = dict.fromkeys(
+            (
+                "offers_seen",
+                "offers_valid",
+                "offers_new",
+                "price_rows",
+                "offers_closed",
+                "offers_reopened",
+                "unknown_names",
+                "invalid_offers",
+                "attempt",
+            ),
+            0,
+        )
+        s.execute(
+            insert(runs).values(
+                provider="vastai", source="live", status="ok", started_at=SEEN, parser_version="1", **counts
+            )
+        )
+        s.add(
+            FxRate(
+                currency="EUR",
+                rate_date=date(2026, 11, 30),
+                usd_per_unit=Decimal("1.0773"),
+                source="ecb",
+                fetched_at=SEEN,
+            )
+        )
     with session_scope(blank_engine) as s:
         assert s.execute(text("SELECT fx_rows FROM scrape_runs")).scalar_one() == 0
         rate = s.scalars(select(FxRate)).one()
         assert (rate.rate_date, rate.usd_per_unit) == (date(2026, 11, 30), Decimal("1.0773"))
     # One rate per currency, day and source: a re-fetch updates, never duplicates.
     with pytest.raises(IntegrityError), session_scope(blank_engine) as s:
-        s.add(FxRate(currency="EUR", rate_date=date(2026, 11, 30), usd_per_unit=Decimal("1.08"),
-                     source="ecb", fetched_at=SEEN))  # fmt: skip
+        s.add(
+            FxRate(
+                currency="EUR",
+                rate_date=date(2026, 11, 30),
+                usd_per_unit=Decimal("1.08"),
+                source="ecb",
+                fetched_at=SEEN,
+            )
+        )
     migrate.upgrade(blank_engine)  # the models describe head: compare there
     migrate.check(blank_engine)
     migrate.downgrade(blank_engine, "0007")

@@ -13,10 +13,20 @@ from tracker.storage import migrations as migrate
 from tracker.storage.engine import make_engine
 
 TABLES = {
-    "scrape_runs", "offers", "offer_prices", "offer_availability", "unknown_gpu_names", "data_version",
-    "alert_rules", "alert_channels", "alert_events", "alert_notifications", "alert_delivery_attempts",
-    "fx_rates", "external_aggregates",
-}  # fmt: skip
+    "scrape_runs",
+    "offers",
+    "offer_prices",
+    "offer_availability",
+    "unknown_gpu_names",
+    "data_version",
+    "alert_rules",
+    "alert_channels",
+    "alert_events",
+    "alert_notifications",
+    "alert_delivery_attempts",
+    "fx_rates",
+    "external_aggregates",
+}
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -94,8 +94,11 @@ def fit_step(exclude_group: str | None = None) -> StepParams:
     gf = raw_stacks_step()["gemm_fraction"]
     keys = [f"gemm:{c}" for c, v in gf.items() if v.get("fit") and any(d[2] == c for d in data)]
     keys += ["bandwidth_fraction", "overhead_s", "attention_vs_gemm"]
-    keys += [f"non_gemm:{s}" for s in stack_names() if prior.source.get(f"non_gemm:{s}", "").startswith("fit")
-             and any(d[0].stack == s for d in data)]  # fmt: skip
+    keys += [
+        f"non_gemm:{s}"
+        for s in stack_names()
+        if prior.source.get(f"non_gemm:{s}", "").startswith("fit") and any(d[0].stack == s for d in data)
+    ]
     if not data:
         return prior
     x0 = np.log(np.array([_value(prior, k) for k in keys]))
@@ -125,8 +128,11 @@ def fit_step(exclude_group: str | None = None) -> StepParams:
     params = _with(prior, values)
     source = dict(prior.source)
     for k in keys:
-        n = sum(1 for r, _, cls in data if (k == f"gemm:{cls}" or k == f"non_gemm:{r.stack}"
-                                            or not k.startswith(("gemm:", "non_gemm:"))))  # fmt: skip
+        n = sum(
+            1
+            for r, _, cls in data
+            if (k == f"gemm:{cls}" or k == f"non_gemm:{r.stack}" or not k.startswith(("gemm:", "non_gemm:")))
+        )
         source[k] = f"fit ({n} rows)" + (f", without {exclude_group}" if exclude_group else "")
     for k, v in source.items():
         if v.startswith("fit:"):  # declared fittable but no row constrains it here

@@ -129,7 +129,7 @@ class CalibrationReport:
         out = []
         rows = [r for r in self.rows if r.in_set and r.estimated_tps and r.row.uses_tps]
         for i, first in enumerate(rows):
-            for second in rows[i + 1:]:
+            for second in rows[i + 1 :]:
                 if first.row.gpu == second.row.gpu or _same_job(first.row) != _same_job(second.row):
                     continue
                 # The faster card first: ratios read "H100 / A100 = 2.3".
@@ -139,12 +139,18 @@ class CalibrationReport:
                 loo = None
                 if a.tps_error_loo is not None and b.tps_error_loo is not None:
                     loo = measured * (1 + a.tps_error_loo) / (1 + b.tps_error_loo)
-                out.append({
-                    "rows": [a.row.id, b.row.id], "cards": [a.row.gpu, b.row.gpu], "stack": a.row.stack,
-                    "measured": round(measured, 3), "estimated": round(est, 3),
-                    "error": round(est / measured - 1, 4), "estimated_loso": _round(loo, 3),
-                    "error_loso": _round(None if loo is None else loo / measured - 1, 4),
-                })  # fmt: skip
+                out.append(
+                    {
+                        "rows": [a.row.id, b.row.id],
+                        "cards": [a.row.gpu, b.row.gpu],
+                        "stack": a.row.stack,
+                        "measured": round(measured, 3),
+                        "estimated": round(est, 3),
+                        "error": round(est / measured - 1, 4),
+                        "estimated_loso": _round(loo, 3),
+                        "error_loso": _round(None if loo is None else loo / measured - 1, 4),
+                    }
+                )
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -167,8 +173,10 @@ class CalibrationReport:
 
     def as_dict(self) -> dict[str, Any]:
         if self.assumptions.step_model:
-            return self.summary() | {"step": self.assumptions.describe()["step"],
-                                     "rows": [r.as_dict() for r in self.rows]}
+            return self.summary() | {
+                "step": self.assumptions.describe()["step"],
+                "rows": [r.as_dict() for r in self.rows],
+            }
         return self.summary() | {
             "efficiency": self.assumptions.describe()["efficiency"],
             "efficiency_source": dict(self.assumptions.efficiency.source),
@@ -185,8 +193,7 @@ def _vram_split(rows: Sequence[RowResult]) -> dict[str, Any]:
     """VRAM MdAPE of the peak rows and of the budget rows apart, and the budget rows' other readings."""
     peaks = [r for r in rows if r.vram_error is not None and not r.row.is_budget]
     budgets = [r for r in rows if r.vram_error is not None and r.row.is_budget]
-    old = [r.vram_error if not r.row.is_budget else r.vram_error_as_published
-           for r in peaks + budgets]  # fmt: skip
+    old = [r.vram_error if not r.row.is_budget else r.vram_error_as_published for r in peaks + budgets]
     return {
         "vram_peak_rows": len(peaks),
         "vram_mdape_peak": _mdape(r.vram_error for r in peaks),
@@ -199,8 +206,20 @@ def _vram_split(rows: Sequence[RowResult]) -> dict[str, Any]:
 
 
 def _same_job(r: MeasuredRow) -> tuple[Any, ...]:
-    return (r.group, r.stack, r.model, r.method, r.rank, r.lora_targets, r.seq_len, r.batch,
-            r.grad_checkpointing, r.gpus, r.parallelism, r.precision)  # fmt: skip
+    return (
+        r.group,
+        r.stack,
+        r.model,
+        r.method,
+        r.rank,
+        r.lora_targets,
+        r.seq_len,
+        r.batch,
+        r.grad_checkpointing,
+        r.gpus,
+        r.parallelism,
+        r.precision,
+    )
 
 
 def _round(value: float | None, places: int) -> float | None:
@@ -301,10 +320,14 @@ def residual_table() -> tuple[Residual, ...]:
         g = gpu_spec(res.row.gpu)
         tps = res.tps_error_loo
         vram = res.vram_error
-        out.append(Residual(
-            id=res.row.id, stack=res.row.stack, cls=efficiency_class(g.architecture, g.form_factor),
-            method=res.row.method,
-            tps_log=math.log1p(tps) if tps is not None else None,
-            vram_log=math.log1p(vram) if vram is not None else None,
-        ))  # fmt: skip
+        out.append(
+            Residual(
+                id=res.row.id,
+                stack=res.row.stack,
+                cls=efficiency_class(g.architecture, g.form_factor),
+                method=res.row.method,
+                tps_log=math.log1p(tps) if tps is not None else None,
+                vram_log=math.log1p(vram) if vram is not None else None,
+            )
+        )
     return tuple(out)

@@ -86,13 +86,21 @@ class MeasuredRow:
 
     def job(self) -> JobSpec:
         return make_job(
-            self.model, self.method, rank=self.rank, lora_targets=self.lora_targets, seq_len=self.seq_len,
-            batch=self.batch, grad_checkpointing=self.grad_checkpointing, tokens=1e6,
-            offload_activations=self.offload_activations, enforce_max_seq_len=not self.long_context,
+            self.model,
+            self.method,
+            rank=self.rank,
+            lora_targets=self.lora_targets,
+            seq_len=self.seq_len,
+            batch=self.batch,
+            grad_checkpointing=self.grad_checkpointing,
+            tokens=1e6,
+            offload_activations=self.offload_activations,
+            enforce_max_seq_len=not self.long_context,
             stack=self.stack if self.stack in stack_names() else None,
             parallel=self.parallelism if self.parallelism in ("ddp", "fsdp") else None,
-            precision=self.precision, grad_accum=self.grad_accum,
-        )  # fmt: skip
+            precision=self.precision,
+            grad_accum=self.grad_accum,
+        )
 
 
 @cache
@@ -104,20 +112,38 @@ def load_rows() -> tuple[MeasuredRow, ...]:
         vram = r.get("vram")
         unit = r.get("vram_unit", "GB")
         vram_gb = None if vram is None else float(vram) * (GIB / GB if unit == "GiB" else 1.0)
-        rows.append(MeasuredRow(
-            id=r["id"], source=r["source"], stack=r["stack"], model=r["model"], method=r["method"],
-            rank=int(r.get("rank", 16)), lora_targets=r.get("lora_targets", "all-linear"),
-            seq_len=int(r["seq_len"]), batch=int(r["batch"]), grad_checkpointing=bool(r["grad_checkpointing"]),
-            offload_activations=bool(r.get("offload_activations", False)),
-            long_context=bool(r.get("long_context", False)), gpu=r["gpu"], gpus=int(r.get("gpus", 1)),
-            parallelism=r.get("parallelism", "single"),
-            tokens_per_second=float(r["tokens_per_second"]) if "tokens_per_second" in r else None,
-            vram_gb=vram_gb, vram_published=None if vram is None else f"{vram} {unit}",
-            vram_kind=r.get("vram_kind", "peak"), vram_scope=r.get("vram_scope", "device"), exclude=r.get("exclude"),
-            exclude_tokens_per_second=r.get("exclude_tokens_per_second"), exclude_vram=r.get("exclude_vram"),
-            note=r.get("note"), precision=r.get("precision"), grad_accum=int(r.get("grad_accum", 1)),
-            budget_fill=float(r.get("budget_fill", 1.0)), vram_figure=None if vram is None else float(vram),
-        ))
+        rows.append(
+            MeasuredRow(
+                id=r["id"],
+                source=r["source"],
+                stack=r["stack"],
+                model=r["model"],
+                method=r["method"],
+                rank=int(r.get("rank", 16)),
+                lora_targets=r.get("lora_targets", "all-linear"),
+                seq_len=int(r["seq_len"]),
+                batch=int(r["batch"]),
+                grad_checkpointing=bool(r["grad_checkpointing"]),
+                offload_activations=bool(r.get("offload_activations", False)),
+                long_context=bool(r.get("long_context", False)),
+                gpu=r["gpu"],
+                gpus=int(r.get("gpus", 1)),
+                parallelism=r.get("parallelism", "single"),
+                tokens_per_second=float(r["tokens_per_second"]) if "tokens_per_second" in r else None,
+                vram_gb=vram_gb,
+                vram_published=None if vram is None else f"{vram} {unit}",
+                vram_kind=r.get("vram_kind", "peak"),
+                vram_scope=r.get("vram_scope", "device"),
+                exclude=r.get("exclude"),
+                exclude_tokens_per_second=r.get("exclude_tokens_per_second"),
+                exclude_vram=r.get("exclude_vram"),
+                note=r.get("note"),
+                precision=r.get("precision"),
+                grad_accum=int(r.get("grad_accum", 1)),
+                budget_fill=float(r.get("budget_fill", 1.0)),
+                vram_figure=None if vram is None else float(vram),
+            )
+        )
     return tuple(rows)
 
 

@@ -100,8 +100,11 @@ def write() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tracker.estimate.calibration", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m tracker.estimate.calibration",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     action = parser.add_mutually_exclusive_group()
     action.add_argument("--write", action="store_true", help="refit and rewrite both data files")
     action.add_argument("--check", action="store_true", help="exit 1 when a data file is not the refit")

@@ -135,13 +135,25 @@ def load_rows() -> list[ServingRow]:
                 if len(run) > 3
                 else (None if entry.get("concurrency") == "max" else int(entry["concurrency"]))
             )
-            out.append(ServingRow(
-                source=entry["source"], engine=entry.get("engine", src["engine"]), model=arch,
-                precision=entry["precision"], kv_precision=entry["kv_precision"], prompt_tokens=prompt,
-                output_tokens=output, concurrency=conc, max_batch=int(entry.get("max_batch", 2048)),
-                gpu=catalog.get(entry["gpu"]), gpus=int(entry["gpus"]), measured=measured, model_name=entry["model"],
-                version=str(entry.get("version", src["version"])), eager=bool(entry.get("eager", False)),
-            ))  # fmt: skip
+            out.append(
+                ServingRow(
+                    source=entry["source"],
+                    engine=entry.get("engine", src["engine"]),
+                    model=arch,
+                    precision=entry["precision"],
+                    kv_precision=entry["kv_precision"],
+                    prompt_tokens=prompt,
+                    output_tokens=output,
+                    concurrency=conc,
+                    max_batch=int(entry.get("max_batch", 2048)),
+                    gpu=catalog.get(entry["gpu"]),
+                    gpus=int(entry["gpus"]),
+                    measured=measured,
+                    model_name=entry["model"],
+                    version=str(entry.get("version", src["version"])),
+                    eager=bool(entry.get("eager", False)),
+                )
+            )
     return out
 
 
@@ -149,9 +161,14 @@ def load_rows() -> list[ServingRow]:
 def _prepared(row: ServingRow) -> PreparedServing:
     """The row's job, prepared once (the fit re-places it under each parameter set it tries)."""
     job = make_serving_job(
-        row.model, precision=row.precision, kv_precision=row.kv_precision, prompt_tokens=row.prompt_tokens,
-        output_tokens=row.output_tokens, engine=row.engine, tensor_parallel=row.gpus,
-    )  # fmt: skip
+        row.model,
+        precision=row.precision,
+        kv_precision=row.kv_precision,
+        prompt_tokens=row.prompt_tokens,
+        output_tokens=row.output_tokens,
+        engine=row.engine,
+        tensor_parallel=row.gpus,
+    )
     return prepare_serving(job, get_params(), eager=row.eager, max_num_seqs=row.max_batch)
 
 
@@ -304,8 +321,15 @@ def ttft_errors(params: ServingParams | None = None) -> list[tuple[str, float, f
         engine = raw["sources"][entry["source"]]["engine"]
         gpu = get_catalog().get(entry["gpu"])
         for prompt, ms in entry["runs"]:
-            job = make_serving_job(arch, precision=entry["precision"], prompt_tokens=int(prompt), output_tokens=1,
-                                   concurrency=1, engine=engine, tensor_parallel=int(entry["gpus"]))  # fmt: skip
+            job = make_serving_job(
+                arch,
+                precision=entry["precision"],
+                prompt_tokens=int(prompt),
+                output_tokens=1,
+                concurrency=1,
+                engine=engine,
+                tensor_parallel=int(entry["gpus"]),
+            )
             est = prepare_serving(job, params).on(gpu, int(entry["gpus"]))
             out.append(
                 (f"{arch.id} {entry['precision']} {entry['gpus']}x{gpu.id} {prompt}", ms / 1e3, est.prefill_seconds)
@@ -347,10 +371,15 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - a rep
     print("fitted:", {k: round(values[k], 6) for k in FITTED})
     print(f"in-sample MdAPE {report.in_sample_mdape:.1%}; leave-one-source-out MdAPE {report.loso_mdape:.1%}")
     print("by source:", {k: f"{v:.1%}" for k, v in report.by_source().items()})
-    for name, key in (("card class", lambda r: r.card_class), ("engine", lambda r: r.engine),
-                      ("engine version", lambda r: f"{r.engine} {r.version}")):  # fmt: skip
-        print(f"by {name} (rows, LOSO MdAPE, median signed):",
-              {k: f"{n} {m:.1%} {b:+.1%}" for k, (n, m, b) in report.by_group(key).items()})  # fmt: skip
+    for name, key in (
+        ("card class", lambda r: r.card_class),
+        ("engine", lambda r: r.engine),
+        ("engine version", lambda r: f"{r.engine} {r.version}"),
+    ):
+        print(
+            f"by {name} (rows, LOSO MdAPE, median signed):",
+            {k: f"{n} {m:.1%} {b:+.1%}" for k, (n, m, b) in report.by_group(key).items()},
+        )
     low, high = report.band()
     inside = sum(low <= r.measured / h <= high for r, h in zip(report.rows, report.held_out, strict=True))
     print(f"band: low {low:.3f} high {high:.3f} over {len(report.rows)} rows ({inside} inside)")
@@ -358,8 +387,10 @@ def main(argv: Sequence[str] | None = None) -> None:  # pragma: no cover - a rep
     ttft_ape = float(np.median([abs(p / m - 1.0) for _, m, p in ttft]))
     print(f"TTFT (batch 1, not fitted) MdAPE {ttft_ape:.1%} over {len(ttft)} rows")
     for r, p, h in zip(report.rows, report.in_sample, report.held_out, strict=True):
-        print(f"{r.source:28s} {r.label():60s} measured {r.measured:9.1f} fit {p:9.1f} loso {h:9.1f} "
-              f"({h / r.measured - 1:+.0%})")  # fmt: skip
+        print(
+            f"{r.source:28s} {r.label():60s} measured {r.measured:9.1f} fit {p:9.1f} loso {h:9.1f} "
+            f"({h / r.measured - 1:+.0%})"
+        )
     if "--write" in args:
         write_model(report)
         print(f"wrote {MODEL_FILE}")

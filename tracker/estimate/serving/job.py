@@ -140,6 +140,19 @@ def _choice(value: str | None, default: str, known: tuple[str, ...], field: str)
     return key
 
 
+def _monthly(tokens_per_month: str | float | int) -> float:
+    try:
+        monthly = parse_tokens(tokens_per_month)
+    except InvalidJob as exc:
+        raise InvalidJob(exc.message, field="tokens_per_month") from exc
+    if not (0 < monthly <= MAX_TOKENS_PER_MONTH):
+        raise InvalidJob(
+            f"tokens per month must be in (0, {MAX_TOKENS_PER_MONTH:.0e}], got {tokens_per_month!r}",
+            field="tokens_per_month",
+        )
+    return monthly
+
+
 def make_serving_job(
     model: str | ModelArch | Mapping[str, Any],
     *,
@@ -163,10 +176,12 @@ def make_serving_job(
     arch = resolve_model(model, allow_files=allow_model_files)
     weights = _choice(precision, "bf16", WEIGHT_PRECISIONS, "precision")
     kv = _choice(kv_precision, "fp8" if weights == "fp8" else "bf16", KV_PRECISIONS, "kv_precision")
-    prompt = _positive_int(DEFAULT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens, "prompt_tokens",
-                           "prompt tokens", 10_000_000)  # fmt: skip
-    output = _positive_int(DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens, "output_tokens",
-                           "output tokens", 10_000_000)  # fmt: skip
+    prompt = _positive_int(
+        DEFAULT_PROMPT_TOKENS if prompt_tokens is None else prompt_tokens, "prompt_tokens", "prompt tokens", 10_000_000
+    )
+    output = _positive_int(
+        DEFAULT_OUTPUT_TOKENS if output_tokens is None else output_tokens, "output_tokens", "output tokens", 10_000_000
+    )
     if prompt + output > arch.max_seq_len:
         raise InvalidJob(
             f"prompt + output tokens ({prompt + output:,}) exceed {arch.name}'s maximum context of "
@@ -182,15 +197,7 @@ def make_serving_job(
             f"tensor parallelism must be a power of two (1, 2, 4, 8 ...), got {tp}", field="tensor_parallel"
         )
     engine_key = _choice(engine, "vllm", ENGINES, "engine")
-    monthly = None
-    if tokens_per_month is not None:
-        try:
-            monthly = parse_tokens(tokens_per_month)
-        except InvalidJob as exc:
-            raise InvalidJob(exc.message, field="tokens_per_month") from exc
-        if not (0 < monthly <= MAX_TOKENS_PER_MONTH):
-            raise InvalidJob(f"tokens per month must be in (0, {MAX_TOKENS_PER_MONTH:.0e}], got {tokens_per_month!r}",
-                             field="tokens_per_month")  # fmt: skip
+    monthly = None if tokens_per_month is None else _monthly(tokens_per_month)
     rps = None if requests_per_second is None else _positive(requests_per_second, "requests_per_second", "requests/s")
     if monthly is not None and rps is not None:
         raise InvalidJob("give the load as tokens_per_month or requests_per_second, not both", field="tokens_per_month")
@@ -199,14 +206,24 @@ def make_serving_job(
         target = _positive(target_tokens_per_user, "target_tokens_per_user", "target per-user tokens/s")
     ttft = None if max_ttft_s is None else _positive(max_ttft_s, "max_ttft_s", "max time to first token")
     if users is not None and (target is not None or ttft is not None):
-        raise InvalidJob("give a concurrency or a target (per-user tokens/s, TTFT) to choose it, not both",
-                         field="concurrency")  # fmt: skip
+        raise InvalidJob(
+            "give a concurrency or a target (per-user tokens/s, TTFT) to choose it, not both", field="concurrency"
+        )
     return ServingSpec(
-        model=arch, precision=weights, kv_precision=kv, prompt_tokens=prompt, output_tokens=output,
-        concurrency=users, tensor_parallel=tp, engine=engine_key, tokens_per_month=monthly,
-        requests_per_second=rps, target_tokens_per_user=target, max_ttft_s=ttft,
+        model=arch,
+        precision=weights,
+        kv_precision=kv,
+        prompt_tokens=prompt,
+        output_tokens=output,
+        concurrency=users,
+        tensor_parallel=tp,
+        engine=engine_key,
+        tokens_per_month=monthly,
+        requests_per_second=rps,
+        target_tokens_per_user=target,
+        max_ttft_s=ttft,
         engine_version=_version(engine_version),
-    )  # fmt: skip
+    )
 
 
 def _version(value: str | None) -> tuple[int, ...] | None:
@@ -236,11 +253,14 @@ def check_support(job: ServingSpec, gpu: GpuSpec) -> None:
             field="precision",
         )
     if job.kv_precision == "fp8" and arch not in FP8_KV_ARCHITECTURES:
-        raise InvalidJob(f"kv_precision fp8 needs Ampere or later; {gpu.name} is {arch}: use bf16",
-                         field="kv_precision")  # fmt: skip
+        raise InvalidJob(
+            f"kv_precision fp8 needs Ampere or later; {gpu.name} is {arch}: use bf16", field="kv_precision"
+        )
     if job.engine in NVIDIA_ONLY_ENGINES and gpu.vendor != "nvidia":
-        raise InvalidJob(f"engine {job.engine} runs on NVIDIA GPUs only; {gpu.name} is {gpu.vendor}: "
-                         "use vllm or sglang", field="engine")  # fmt: skip
+        raise InvalidJob(
+            f"engine {job.engine} runs on NVIDIA GPUs only; {gpu.name} is {gpu.vendor}: use vllm or sglang",
+            field="engine",
+        )
 
 
 def supports(job: ServingSpec, gpu: GpuSpec) -> bool:

@@ -272,8 +272,14 @@ class PreparedServing:
         """Achievable bytes/s per GPU: catalog peak x the memory class's share x the engine's kernels x
         the vendor's software stack (x the slice)."""
         p = self.params
-        return (gpu.bandwidth_tbs * 1e12 * p.bandwidth(memory_class(gpu)) * p.engine(self.job.engine).bandwidth
-                * p.vendor(gpu.vendor) * lay.slice)  # fmt: skip
+        return (
+            gpu.bandwidth_tbs
+            * 1e12
+            * p.bandwidth(memory_class(gpu))
+            * p.engine(self.job.engine).bandwidth
+            * p.vendor(gpu.vendor)
+            * lay.slice
+        )
 
     def peak(self, gpu: GpuSpec) -> float:
         """Dense tensor FLOP/s the job's GEMMs run at: FP8 for fp8 weights (W8A8), else bf16 (weight-only
@@ -337,8 +343,9 @@ class PreparedServing:
         # with the fewest GPUs per copy.
         return max(options, key=lambda e: (e.fits, e.targets_met, e.tokens_per_second, -e.layout.tp))
 
-    def _estimate(self, gpu: GpuSpec, gpus: float, lay: Layout, mem: float, concurrency: int | None,
-                  reason: str | None) -> ServingEstimate:  # fmt: skip
+    def _estimate(
+        self, gpu: GpuSpec, gpus: float, lay: Layout, mem: float, concurrency: int | None, reason: str | None
+    ) -> ServingEstimate:
         per_replica_max = self._max_per_replica(lay, mem)
         wanted = concurrency if concurrency is not None else self.job.concurrency
         targets_met = True
@@ -353,8 +360,10 @@ class PreparedServing:
             demand, users = running, running * lay.replicas
         running_total = min(users, running * lay.replicas)
         if reason is None and per_replica_max < 1:
-            reason = (f"KV cache for one sequence of {self.job.context:,} tokens does not fit beside the weights "
-                      f"on {lay.describe()} {gpu.name}")  # fmt: skip
+            reason = (
+                f"KV cache for one sequence of {self.job.context:,} tokens does not fit beside the weights "
+                f"on {lay.describe()} {gpu.name}"
+            )
         if reason is None and not targets_met:
             reason = "no concurrency meets the per-user tokens/s or TTFT target on this offer"
         terms = self.step_terms(gpu, lay, running)
@@ -368,16 +377,31 @@ class PreparedServing:
         }
         step = sum(terms.values())
         ctx = self.job.prompt_tokens + self.job.output_tokens / 2.0
-        roofline = (self._touched_weight_bytes(lay.tp, running) + running * ctx * self.kv_bytes_per_token(lay.tp)
-                    ) / (gpu.bandwidth_tbs * 1e12 * lay.slice)  # fmt: skip
+        roofline = (self._touched_weight_bytes(lay.tp, running) + running * ctx * self.kv_bytes_per_token(lay.tp)) / (
+            gpu.bandwidth_tbs * 1e12 * lay.slice
+        )
         return ServingEstimate(
-            prepared=self, gpu=gpu, gpus=gpus, layout=lay, memory_gb=mem, concurrency=users, running=running_total,
-            batch_per_replica=running, max_concurrency=per_replica_max * lay.replicas, step_terms=terms,
-            step_seconds=step, prefill_seconds=self.prefill_seconds(gpu, lay),
-            prefill_in_cycle_seconds=self.prefill_in_step_seconds(gpu, lay), memory_components=components,
-            reason=reason, efficiency=roofline / step, multi_gpu_efficiency=(step - terms["communication"]) / step,
-            price_per_gpu_hour=None, queued_per_replica=demand - running, targets_met=targets_met,
-        )  # fmt: skip
+            prepared=self,
+            gpu=gpu,
+            gpus=gpus,
+            layout=lay,
+            memory_gb=mem,
+            concurrency=users,
+            running=running_total,
+            batch_per_replica=running,
+            max_concurrency=per_replica_max * lay.replicas,
+            step_terms=terms,
+            step_seconds=step,
+            prefill_seconds=self.prefill_seconds(gpu, lay),
+            prefill_in_cycle_seconds=self.prefill_in_step_seconds(gpu, lay),
+            memory_components=components,
+            reason=reason,
+            efficiency=roofline / step,
+            multi_gpu_efficiency=(step - terms["communication"]) / step,
+            price_per_gpu_hour=None,
+            queued_per_replica=demand - running,
+            targets_met=targets_met,
+        )
 
     def _choose_batch(self, gpu: GpuSpec, lay: Layout, upper: int) -> tuple[int, bool]:
         """The largest batch per replica up to `upper` that keeps the per-user and TTFT targets (both
@@ -404,12 +428,19 @@ class PreparedServing:
             lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
         return lo, True
 
-    def curve(self, gpu: GpuSpec, gpus: float, concurrencies: list[int],
-              price_per_gpu_hour: Decimal | float | str | None = None,
-              memory_gb: float | None = None) -> list[ServingEstimate]:  # fmt: skip
+    def curve(
+        self,
+        gpu: GpuSpec,
+        gpus: float,
+        concurrencies: list[int],
+        price_per_gpu_hour: Decimal | float | str | None = None,
+        memory_gb: float | None = None,
+    ) -> list[ServingEstimate]:
         """The estimate at each concurrency (the $/Mtok-vs-concurrency trade-off people pick a batch by)."""
-        return [self.on(gpu, gpus, price_per_gpu_hour=price_per_gpu_hour, memory_gb=memory_gb, concurrency=c)
-                for c in concurrencies]  # fmt: skip
+        return [
+            self.on(gpu, gpus, price_per_gpu_hour=price_per_gpu_hour, memory_gb=memory_gb, concurrency=c)
+            for c in concurrencies
+        ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -667,8 +698,9 @@ def per_user_rate(tokens_per_second: float) -> float:
     return float(f"{tokens_per_second:.3g}")
 
 
-def prepare_serving(job: ServingSpec, params: ServingParams | None = None, *, eager: bool = False,
-                    max_num_seqs: int | None = None) -> PreparedServing:  # fmt: skip
+def prepare_serving(
+    job: ServingSpec, params: ServingParams | None = None, *, eager: bool = False, max_num_seqs: int | None = None
+) -> PreparedServing:
     """Everything about the job that does not depend on the card, computed once. `eager`: the engine
     runs without CUDA graphs; `max_num_seqs`: its cap on running sequences (default: the engine's)."""
     a = job.model

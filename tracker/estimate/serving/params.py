@@ -117,10 +117,16 @@ class ServingParams:
                 vendor_flops[parts[1]] = value
             else:
                 raise KeyError(key)
-        return replace(self, bandwidth_fraction=tuple(bw.items()), decode_compute_fraction=decode,
-                       prefill_compute_fraction=prefill, engines=tuple(engines.items()),
-                       latency_us=tuple(lat.items()), vendor_bandwidth=tuple(vendors.items()),
-                       vendor_compute=tuple(vendor_flops.items()))  # fmt: skip
+        return replace(
+            self,
+            bandwidth_fraction=tuple(bw.items()),
+            decode_compute_fraction=decode,
+            prefill_compute_fraction=prefill,
+            engines=tuple(engines.items()),
+            latency_us=tuple(lat.items()),
+            vendor_bandwidth=tuple(vendors.items()),
+            vendor_compute=tuple(vendor_flops.items()),
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -174,13 +180,23 @@ def get_params() -> ServingParams:
     for name, e in raw["engine"].items():
         for key in ENGINE_VALUES:
             note(f"engine.{name}.{key}", e[key])
-        engines.append((name, EngineParams(
-            overhead_s=_value(e["overhead_s"]), per_sequence_s=_value(e["per_sequence_s"]),
-            bandwidth=_value(e["bandwidth"]), memory_utilization=_value(e["memory_utilization"]),
-            max_num_seqs=int(_value(e["max_num_seqs"])), chunk_tokens=int(_value(e["chunk_tokens"])),
-            layer_us=_value(e["layer_us"]), eager_layer_us=_value(e["eager_layer_us"]),
-            chunked_prefill=bool(e["chunked_prefill"]["value"]), allreduce_us=_value(e["allreduce_us"]),
-        )))  # fmt: skip
+        engines.append(
+            (
+                name,
+                EngineParams(
+                    overhead_s=_value(e["overhead_s"]),
+                    per_sequence_s=_value(e["per_sequence_s"]),
+                    bandwidth=_value(e["bandwidth"]),
+                    memory_utilization=_value(e["memory_utilization"]),
+                    max_num_seqs=int(_value(e["max_num_seqs"])),
+                    chunk_tokens=int(_value(e["chunk_tokens"])),
+                    layer_us=_value(e["layer_us"]),
+                    eager_layer_us=_value(e["eager_layer_us"]),
+                    chunked_prefill=bool(e["chunked_prefill"]["value"]),
+                    allreduce_us=_value(e["allreduce_us"]),
+                ),
+            )
+        )
     vendors: dict[str, list[tuple[str, float]]] = {"vendor_bandwidth": [], "vendor_compute": []}
     for table, out in vendors.items():
         for k, v in raw[table].items():

@@ -43,8 +43,9 @@ class ServingRequest(Protocol):
     def serving_spec(self, *, allow_model_files: bool = False) -> ServingSpec: ...
 
 
-def smallest_machine(prepared: PreparedServing, card: GpuSpec,
-                     price: Decimal | None = None) -> tuple[int, ServingEstimate]:  # fmt: skip
+def smallest_machine(
+    prepared: PreparedServing, card: GpuSpec, price: Decimal | None = None
+) -> tuple[int, ServingEstimate]:
     """The smallest machine of this card the job fits on, else the largest tried (not fitting). Only
     sizes the job's tensor parallelism divides are tried (TP 2: 2, 4, 8 GPUs; TP 16: 16)."""
     tp = prepared.job.tensor_parallel
@@ -98,16 +99,26 @@ def run_serving_estimate(
     }
 
 
-def curve(prepared: PreparedServing, card: GpuSpec, gpus: float, price: Decimal | None, memory_gb: float | None = None,
-          concurrencies: tuple[int, ...] = CURVE_CONCURRENCIES) -> list[dict[str, Any]]:  # fmt: skip
+def curve(
+    prepared: PreparedServing,
+    card: GpuSpec,
+    gpus: float,
+    price: Decimal | None,
+    memory_gb: float | None = None,
+    concurrencies: tuple[int, ...] = CURVE_CONCURRENCIES,
+) -> list[dict[str, Any]]:
     """$/Mtok, tokens/s and per-user tokens/s at each concurrency that fits (the dashboard's curve)."""
     points = []
     for est in prepared.curve(card, gpus, list(concurrencies), price_per_gpu_hour=price, memory_gb=memory_gb):
         if not est.fits:
             break
-        points.append({
-            "concurrency": est.concurrency, "tokens_per_second": round(est.tokens_per_second, 1),
-            "per_user_tokens_per_second": per_user_rate(est.per_user_tokens_per_second), "ttft_s": round(est.ttft_s, 4),
-            "usd_per_mtok": est.usd_per_mtok,
-        })  # fmt: skip
+        points.append(
+            {
+                "concurrency": est.concurrency,
+                "tokens_per_second": round(est.tokens_per_second, 1),
+                "per_user_tokens_per_second": per_user_rate(est.per_user_tokens_per_second),
+                "ttft_s": round(est.ttft_s, 4),
+                "usd_per_mtok": est.usd_per_mtok,
+            }
+        )
     return points

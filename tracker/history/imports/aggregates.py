@@ -72,8 +72,13 @@ def parse_line(line: str) -> dict[str, Any]:
     if prices["median"] is None:
         raise ValueError("price_stats has no median")
     avail = row.get("availability")
-    return {"raw_gpu_name": _name(row), "observed_at": at.astimezone(UTC), **prices,
-            "offers": _count(avail, "total"), "available": _count(avail, "available")}  # fmt: skip
+    return {
+        "raw_gpu_name": _name(row),
+        "observed_at": at.astimezone(UTC),
+        **prices,
+        "offers": _count(avail, "total"),
+        "available": _count(avail, "available"),
+    }
 
 
 def import_aggregates(session: Session, directory: Path, *, source: str) -> ImportReport:
@@ -123,13 +128,23 @@ def import_aggregates(session: Session, directory: Path, *, source: str) -> Impo
 def reference_series(session: Session, gpu_ids: list[str], start: datetime, end: datetime) -> list[dict[str, Any]]:
     """Each source's series for these cards over [start, end), by source then time (for the chart)."""
     rows = session.execute(
-        select(ExternalAggregate.source, ExternalAggregate.gpu_id, ExternalAggregate.observed_at,
-               ExternalAggregate.min, ExternalAggregate.median, ExternalAggregate.p25, ExternalAggregate.p75,
-               ExternalAggregate.offers)
-        .where(ExternalAggregate.gpu_id.in_(gpu_ids), ExternalAggregate.observed_at >= start,
-               ExternalAggregate.observed_at < end)
+        select(
+            ExternalAggregate.source,
+            ExternalAggregate.gpu_id,
+            ExternalAggregate.observed_at,
+            ExternalAggregate.min,
+            ExternalAggregate.median,
+            ExternalAggregate.p25,
+            ExternalAggregate.p75,
+            ExternalAggregate.offers,
+        )
+        .where(
+            ExternalAggregate.gpu_id.in_(gpu_ids),
+            ExternalAggregate.observed_at >= start,
+            ExternalAggregate.observed_at < end,
+        )
         .order_by(ExternalAggregate.source, ExternalAggregate.observed_at)
-    ).all()  # fmt: skip
+    ).all()
     series: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     for source, gpu, at, lo, median, p25, p75, offers in rows:
         series.setdefault((source, gpu), []).append(

@@ -85,6 +85,7 @@ def import_aws_history(
 
         return Observation(begin, f"AWS EC2 version {vid}", f"aws-price-history:{vid}", parse)
 
-    replay(session, Aws.name, Aws.parser_version, map(observation, published), settings=settings, now=now,
-           report=report)  # fmt: skip
+    replay(
+        session, Aws.name, Aws.parser_version, map(observation, published), settings=settings, now=now, report=report
+    )
     return report

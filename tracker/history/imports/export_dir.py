@@ -109,15 +109,19 @@ def _offers(
     """(provider, offer_key) → id, and the ids of offers this database held before the import."""
     ids: dict[OfferRef, int] = {}
     for provider in {o["provider"] for o in offers}:
-        ids.update(((provider, k), i) for k, i in session.execute(
-            select(Offer.offer_key, Offer.id).where(Offer.provider == provider)))  # fmt: skip
+        ids.update(
+            ((provider, k), i)
+            for k, i in session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == provider))
+        )
     known = set(ids.values())
     fresh = [o for o in offers if (o["provider"], o["offer_key"]) not in ids]
     insert_rows(session, Offer, fresh)
     report.offers_new = len(fresh)
     for provider in {o["provider"] for o in fresh}:
-        ids.update(((provider, k), i) for k, i in session.execute(
-            select(Offer.offer_key, Offer.id).where(Offer.provider == provider)))  # fmt: skip
+        ids.update(
+            ((provider, k), i)
+            for k, i in session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == provider))
+        )
     # A held offer was first seen no later than its earliest imported row.
     earliest = {
         ids[(o["provider"], o["offer_key"])]: o["first_seen"]
@@ -139,11 +143,17 @@ def _history_rows(
     report: ImportReport,
 ) -> list[dict[str, Any]]:
     """The rows to insert: all of a new offer's; of a held offer only those before its first stored row."""
-    first = dict(
-        session.execute(
-            select(model.offer_id, func.min(model.valid_from)).where(model.offer_id.in_(known)).group_by(model.offer_id)
-        ).all()
-    ) if known else {}  # fmt: skip
+    first = (
+        dict(
+            session.execute(
+                select(model.offer_id, func.min(model.valid_from))
+                .where(model.offer_id.in_(known))
+                .group_by(model.offer_id)
+            ).all()
+        )
+        if known
+        else {}
+    )
     out = []
     for r in rows:
         ref = (r["provider"], r["offer_key"])

@@ -60,8 +60,16 @@ def replay(
         if horizon is not None and obs.at <= horizon:
             report.skipped += 1
             continue
-        run = ScrapeRun(provider=provider, source="import", status="running", started_at=obs.at, finished_at=obs.at,
-                        parser_version=parser_version, claimed_by=None, source_version=obs.version[:255])  # fmt: skip
+        run = ScrapeRun(
+            provider=provider,
+            source="import",
+            status="running",
+            started_at=obs.at,
+            finished_at=obs.at,
+            parser_version=parser_version,
+            claimed_by=None,
+            source_version=obs.version[:255],
+        )
         session.add(run)
         report.runs += 1
         try:
@@ -100,6 +108,8 @@ def _close(session: Session, provider: str, at: datetime) -> None:
             .execution_options(synchronize_session=False)
         )
     session.execute(
-        update(Offer).where(Offer.provider == provider, Offer.delisted_at.is_(None)).values(delisted_at=at)
+        update(Offer)
+        .where(Offer.provider == provider, Offer.delisted_at.is_(None))
+        .values(delisted_at=at)
         .execution_options(synchronize_session=False)
-    )  # fmt: skip
+    )

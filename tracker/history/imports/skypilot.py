@@ -32,10 +32,22 @@ from tracker.history.imports.replay import Observation, replay
 
 # SkyPilot's cloud directory → our provider.
 CLOUDS = {
-    "aws": "aws", "gcp": "gcp", "azure": "azure", "lambda": "lambdalabs", "runpod": "runpod", "vast": "vastai",
-    "paperspace": "paperspace", "cudo": "cudo", "do": "digitalocean", "fluidstack": "fluidstack", "nebius": "nebius",
-    "oci": "oci", "primeintellect": "primeintellect", "seeweb": "seeweb", "shadeform": "shadeform",
-}  # fmt: skip
+    "aws": "aws",
+    "gcp": "gcp",
+    "azure": "azure",
+    "lambda": "lambdalabs",
+    "runpod": "runpod",
+    "vast": "vastai",
+    "paperspace": "paperspace",
+    "cudo": "cudo",
+    "do": "digitalocean",
+    "fluidstack": "fluidstack",
+    "nebius": "nebius",
+    "oci": "oci",
+    "primeintellect": "primeintellect",
+    "seeweb": "seeweb",
+    "shadeform": "shadeform",
+}
 _PATH = re.compile(r"^catalogs/v(\d+)/([^/]+)/vms\.csv$")
 _MIB = re.compile(r"SizeInMiB['\"]?\s*:\s*(\d+)")
 REQUIRED = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Price")
@@ -94,11 +106,20 @@ def parse_vms(data: bytes, where: str) -> ScrapeResult:
             if price is None or price <= 0 or key in seen:
                 continue
             seen.add(key)
-            result.offers.append(ScrapedOffer(
-                key=key, gpu_name=name, gpu_count=count, price_per_hour=price, pricing=pricing, region=region,
-                instance_type=(row.get("InstanceType") or "").strip() or None, vcpus=vcpus, ram_gb=ram,
-                gpu_memory_gb=Decimal(mib[1]) / 1024 if mib and int(mib[1]) > 0 else None,
-            ))  # fmt: skip
+            result.offers.append(
+                ScrapedOffer(
+                    key=key,
+                    gpu_name=name,
+                    gpu_count=count,
+                    price_per_hour=price,
+                    pricing=pricing,
+                    region=region,
+                    instance_type=(row.get("InstanceType") or "").strip() or None,
+                    vcpus=vcpus,
+                    ram_gb=ram,
+                    gpu_memory_gb=Decimal(mib[1]) / 1024 if mib and int(mib[1]) > 0 else None,
+                )
+            )
     return result
 
 
@@ -143,9 +164,20 @@ def import_skypilot(
         def observation(change: tuple[datetime, str, str, str]) -> Observation:
             at, commit, path, blob = change
             where = f"{path}@{commit[:12]}"
-            return Observation(at, where, f"skypilot-catalog:{path}@{commit}",
-                               lambda: parse_vms(_git(repo, "cat-file", "blob", blob), where))  # fmt: skip
+            return Observation(
+                at,
+                where,
+                f"skypilot-catalog:{path}@{commit}",
+                lambda: parse_vms(_git(repo, "cat-file", "blob", blob), where),
+            )
 
-        replay(session, provider.name, f"skypilot-v{changes[-1][2].split('/')[1][1:]}", map(observation, changes),
-               settings=settings, now=now, report=report)  # fmt: skip
+        replay(
+            session,
+            provider.name,
+            f"skypilot-v{changes[-1][2].split('/')[1][1:]}",
+            map(observation, changes),
+            settings=settings,
+            now=now,
+            report=report,
+        )
     return report

@@ -65,8 +65,9 @@ async def _parse(provider: type[Provider], body: bytes) -> ScrapeResult:
     names = (*provider.credentials, *provider.optional_credentials)
     credentials = {c: provider.demo_credentials.get(c, "snapshot-replay") for c in names}
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
-        return await fetch_offers(provider, FetchContext(client=client, credentials=credentials, retries=0,
-                                                         backoff_base_s=0.0))  # fmt: skip
+        return await fetch_offers(
+            provider, FetchContext(client=client, credentials=credentials, retries=0, backoff_base_s=0.0)
+        )
 
 
 def import_snapshots(
@@ -78,9 +79,20 @@ def import_snapshots(
 
     def observation(snap: Snapshot) -> Observation:
         body = snap.path.read_bytes()
-        return Observation(snap.at, snap.path.name, f"snapshots:{snap.path.name}@sha256:{sha256(body)}",
-                           lambda: asyncio.run(_parse(provider, body)))  # fmt: skip
+        return Observation(
+            snap.at,
+            snap.path.name,
+            f"snapshots:{snap.path.name}@sha256:{sha256(body)}",
+            lambda: asyncio.run(_parse(provider, body)),
+        )
 
-    replay(session, provider.name, provider.parser_version, map(observation, snaps), settings=settings, now=now,
-           report=report)  # fmt: skip
+    replay(
+        session,
+        provider.name,
+        provider.parser_version,
+        map(observation, snaps),
+        settings=settings,
+        now=now,
+        report=report,
+    )
     return report

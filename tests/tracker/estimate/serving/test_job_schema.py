@@ -29,8 +29,10 @@ def test_serving_field_on_a_fine_tune_job_is_refused_by_name(field: str) -> None
     assert loc == field and "serving" in msg
 
 
-@pytest.mark.parametrize(("field", "value"), [("rank", 8), ("method", "full"), ("tokens", "1M"), ("seq_len", 4096),
-                                              ("stack", "unsloth"), ("grad_accum", 4)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("rank", 8), ("method", "full"), ("tokens", "1M"), ("seq_len", 4096), ("stack", "unsloth"), ("grad_accum", 4)],
+)
 def test_fine_tune_field_on_an_inference_job_is_refused_by_name(field: str, value: object) -> None:
     loc, msg = _error(kind="inference", model="llama-3.1-8b", **{field: value})
     assert loc == field and "fine-tuning" in msg
@@ -51,8 +53,10 @@ def test_every_inference_field_exists_and_defaults_to_unset() -> None:
     assert _error(kind="training", model="llama-3.1-8b")[0] == "kind"
 
 
-@pytest.mark.parametrize(("field", "value"), [("rank", 16), ("method", "qlora"), ("seq_len", 2048), ("epochs", 1),
-                                              ("packing", True), ("grad_accum", 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("rank", 16), ("method", "qlora"), ("seq_len", 2048), ("epochs", 1), ("packing", True), ("grad_accum", 1)],
+)
 def test_a_fine_tune_field_given_at_its_default_is_still_refused_on_an_inference_job(field: str, value: object) -> None:
     # A fine-tuning job pasted into an inference request keeps its values, most of them the defaults.
     loc, msg = _error(kind="inference", model="llama-3.1-8b", **{field: value})
@@ -64,5 +68,8 @@ def test_the_command_line_does_not_count_options_left_at_their_default_as_given(
 
     every = {n: JobInput.model_fields[n].default for n in JOB_OPTION_NAMES} | {"model": "llama-3.1-8b"}
     job = build_job(every | {"kind": "inference", "concurrency": 8})
-    assert job.serving_spec().concurrency == 8 and job.saved() == {"kind": "inference", "model": "llama-3.1-8b",
-                                                                     "concurrency": 8}  # fmt: skip
+    assert job.serving_spec().concurrency == 8 and job.saved() == {
+        "kind": "inference",
+        "model": "llama-3.1-8b",
+        "concurrency": 8,
+    }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import partial
 
 import pytest
 
@@ -23,8 +24,9 @@ def card(gpu_id: str):
 
 def test_weights_and_kv_cache_by_hand() -> None:
     # Llama 3.1 8B: 6.98e9 block-linear weights, 1.05e9 embedding + lm_head + norms (16-bit).
-    p = prepare_serving(make_serving_job("llama-3.1-8b", precision="bf16", prompt_tokens=1000, output_tokens=200,
-                                         concurrency=10))  # fmt: skip
+    p = prepare_serving(
+        make_serving_job("llama-3.1-8b", precision="bf16", prompt_tokens=1000, output_tokens=200, concurrency=10)
+    )
     params = p.job.model.params
     assert p.weight_bytes(1) == pytest.approx(params.total * 2.0)
     int4 = prepare_serving(make_serving_job("llama-3.1-8b", precision="int4", concurrency=10))
@@ -95,7 +97,8 @@ def test_decode_step_terms_sum_to_the_step_and_stay_memory_bound_at_one_user() -
     weights_read = p.job.model.params.linear * 2.0 + p.job.model.vocab * p.job.model.hidden * 2.0
     assert t["weights"] == pytest.approx(weights_read / bw)
     assert est.per_user_tokens_per_second == pytest.approx(
-        200 / (200 * est.step_seconds + est.prefill_in_cycle_seconds))  # fmt: skip
+        200 / (200 * est.step_seconds + est.prefill_in_cycle_seconds)
+    )
     assert est.prefill_in_cycle_seconds < est.prefill_seconds  # vLLM chunks the prompt into decode steps
 
 
@@ -108,8 +111,9 @@ def test_one_user_reaches_45_to_80_percent_of_the_bandwidth_roofline() -> None:
 
 def test_high_concurrency_turns_compute_bound_and_per_user_speed_falls() -> None:
     # An engine allowed 2048 running sequences (vLLM's default cap of 256 would queue the rest).
-    p = prepare_serving(make_serving_job("llama-3.1-8b", precision="fp8", prompt_tokens=128, output_tokens=128),
-                        max_num_seqs=2048)  # fmt: skip
+    p = prepare_serving(
+        make_serving_job("llama-3.1-8b", precision="fp8", prompt_tokens=128, output_tokens=128), max_num_seqs=2048
+    )
     h100 = card("H100-SXM-80GB")
     low, high = p.on(h100, 1, concurrency=1), p.on(h100, 1, concurrency=1024)
     assert high.batch_per_replica == 1024
@@ -147,8 +151,10 @@ def test_money_load_and_months() -> None:
     job = make_serving_job("llama-3.1-8b", concurrency=32, tokens_per_month="10B")
     est = prepare_serving(job).on(card("H100-SXM-80GB"), 1, price_per_gpu_hour="2.00")
     tps = est.tokens_per_second
-    assert est.usd_per_mtok == Decimal(str(round(2.0 / (tps * 3600) * 1e6, 6))) or abs(
-        float(est.usd_per_mtok or 0) - 2.0 / (tps * 3600) * 1e6) < 1e-6  # fmt: skip
+    assert (
+        est.usd_per_mtok == Decimal(str(round(2.0 / (tps * 3600) * 1e6, 6)))
+        or abs(float(est.usd_per_mtok or 0) - 2.0 / (tps * 3600) * 1e6) < 1e-6
+    )
     # Input and output split the price by prefill / decode time.
     spent = float(est.usd_per_mtok_output or 0) * tps + float(est.usd_per_mtok_input or 0) * est.input_tokens_per_second
     assert spent == pytest.approx(2.0 / 3600 * 1e6, rel=1e-4)
@@ -168,8 +174,12 @@ def test_targets_choose_the_concurrency() -> None:
     assert free.concurrency == get_params().engine("vllm").max_num_seqs
     fast = prepare_serving(make_serving_job("llama-3.1-8b", target_tokens_per_user=60)).on(h100, 1)
     assert fast.fits and fast.per_user_tokens_per_second >= 60
-    assert prepare_serving(make_serving_job("llama-3.1-8b", concurrency=fast.concurrency + 1)).on(
-        h100, 1).per_user_tokens_per_second < 60  # fmt: skip
+    assert (
+        prepare_serving(make_serving_job("llama-3.1-8b", concurrency=fast.concurrency + 1))
+        .on(h100, 1)
+        .per_user_tokens_per_second
+        < 60
+    )
     impossible = prepare_serving(make_serving_job("llama-3.1-8b", target_tokens_per_user=5000)).on(h100, 1)
     assert not impossible.fits and "target" in (impossible.reason or "")
     ttft = prepare_serving(make_serving_job("llama-3.1-8b", max_ttft_s=0.05)).on(h100, 1)
@@ -192,8 +202,13 @@ def test_bad_layouts_name_the_field() -> None:
     mig = prepare_serving(make_serving_job("llama-3.1-8b", concurrency=1)).on(
         card("H100-SXM-80GB"), 3 / 7, memory_gb=40
     )
-    assert mig.memory_gb == 40 and mig.tokens_per_second < prepare_serving(
-        make_serving_job("llama-3.1-8b", concurrency=1)).on(card("H100-SXM-80GB"), 1).tokens_per_second  # fmt: skip
+    assert (
+        mig.memory_gb == 40
+        and mig.tokens_per_second
+        < prepare_serving(make_serving_job("llama-3.1-8b", concurrency=1))
+        .on(card("H100-SXM-80GB"), 1)
+        .tokens_per_second
+    )
 
 
 @pytest.mark.parametrize(
@@ -230,8 +245,15 @@ def test_moe_reads_only_the_experts_its_tokens_route_to() -> None:
 
 
 def test_job_schema_builds_the_serving_job() -> None:
-    job = JobInput(kind="inference", model="llama-3.1-70b", precision="fp8", prompt_tokens=1000, output_tokens=200,
-                   concurrency=64, tokens_per_month="10B")  # fmt: skip
+    job = JobInput(
+        kind="inference",
+        model="llama-3.1-70b",
+        precision="fp8",
+        prompt_tokens=1000,
+        output_tokens=200,
+        concurrency=64,
+        tokens_per_month="10B",
+    )
     spec = job.serving_spec()
     assert (spec.precision, spec.kv_precision, spec.concurrency, spec.tokens_per_month) == ("fp8", "fp8", 64, 1e10)
     with pytest.raises(InvalidJob) as exc:
@@ -263,6 +285,7 @@ def test_an_8_gpu_node_serves_replicas_and_matches_one_card_per_token_at_a_load_
         assert node.fits and node.layout.replicas == 8 and node.layout.tp == 1 and node.layout.idle == 0
         assert node.as_dict()["layout"] == "8 x TP1" and node.as_dict()["concurrency_per_replica"] == 256
         assert one.queued_per_replica > 0  # one card queues what the node runs
+        assert node.usd_per_mtok is not None and one.usd_per_mtok is not None  # both fit, so both are priced
         assert float(node.usd_per_mtok) == pytest.approx(float(one.usd_per_mtok), rel=0.15)
 
 
@@ -291,9 +314,9 @@ def test_gaudi_runs_fp8_as_the_catalog_says() -> None:
 
 
 def test_old_vllm_runs_eager_above_8k_and_pays_per_layer_launches() -> None:
-    long = dict(prompt_tokens=10_000, output_tokens=1_000, concurrency=8)
-    old = make_serving_job("llama-3.1-8b", engine_version="v0.6.3.post1", **long)
-    new = make_serving_job("llama-3.1-8b", engine_version="0.10.1", **long)
+    long = partial(make_serving_job, "llama-3.1-8b", prompt_tokens=10_000, output_tokens=1_000, concurrency=8)
+    old = long(engine_version="v0.6.3.post1")
+    new = long(engine_version="0.10.1")
     short_old = make_serving_job("llama-3.1-8b", engine_version="0.6.3", prompt_tokens=2000, concurrency=8)
     assert old.eager and not new.eager and not short_old.eager
     h100 = card("H100-SXM-80GB")
