@@ -13,7 +13,7 @@ from typing import Any
 
 from providers.contract import ProviderError, ScrapedOffer, ScrapeResult
 
-__all__ = ["ItemParser", "indexed", "parse_items"]
+__all__ = ["LISTED_TWICE", "ItemParser", "add_unique", "indexed", "parse_items"]
 
 # What one item gives: offers, a reason it gives none (reported), or None when it is not a GPU item at all
 # (a CPU plan in a mixed catalog: left out without a reason, as noise would hide the real drops).
@@ -45,3 +45,20 @@ def parse_items(items: Iterable[tuple[str, Any]], parse_one: ItemParser, result:
 def indexed(values: list[Any], what: str) -> list[tuple[str, Any]]:
     """`values` paired with their place: ('data[0]', ...), ('data[1]', ...)."""
     return [(f"{what}[{i}]", v) for i, v in enumerate(values)]
+
+
+LISTED_TWICE = ": listed twice"
+
+
+def add_unique(result: ScrapeResult, offers: Iterable[ScrapedOffer], seen: set[str]) -> int:
+    """Add `offers` whose keys `seen` does not hold yet; a repeated key is reported, not stored twice (a
+    paginated listing may repeat a row across pages). Returns how many were repeats."""
+    repeats = 0
+    for offer in offers:
+        if offer.key in seen:
+            result.skipped.append(f"{offer.key}{LISTED_TWICE}")
+            repeats += 1
+            continue
+        seen.add(offer.key)
+        result.offers.append(offer)
+    return repeats

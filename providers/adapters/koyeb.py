@@ -37,6 +37,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
+from providers.items import add_unique
 from providers.parsing import as_list, memory_in_name, slug, to_decimal, to_optional_decimal
 
 URL = "https://app.koyeb.com/v1/catalog/instances"
@@ -103,12 +104,7 @@ def parse_page(payload: Any, page: int, result: ScrapeResult, seen: set[str]) ->
         except ProviderError as exc:
             result.skipped.append(str(exc))
             continue
-        for offer in offers:
-            if offer.key in seen:
-                result.skipped.append(f"{offer.key}: listed twice")
-                continue
-            seen.add(offer.key)
-            result.offers.append(offer)
+        add_unique(result, offers, seen)
     return len(rows)
 
 

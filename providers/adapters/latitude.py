@@ -44,6 +44,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
+from providers.items import add_unique
 from providers.parsing import as_list, slug, to_optional_decimal
 
 URL = "https://api.latitude.sh/plans"
@@ -136,12 +137,7 @@ def parse_page(payload: Any, page: int, result: ScrapeResult, seen: set[str]) ->
         except ProviderError as exc:
             result.skipped.append(str(exc))
             continue
-        for offer in offers:
-            if offer.key in seen:
-                result.skipped.append(f"{offer.key}: listed twice")
-                continue
-            seen.add(offer.key)
-            result.offers.append(offer)
+        add_unique(result, offers, seen)
     return len(rows)
 
 

@@ -40,6 +40,7 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import get_json, require
+from providers.items import LISTED_TWICE, add_unique
 from providers.parsing import as_list, slug, to_decimal, to_optional_decimal
 
 URL = "https://core.quantacloud.net/api/v1/offers"
@@ -114,11 +115,7 @@ def parse_page(payload: Any, page: int, result: ScrapeResult, seen: set[str]) ->
         except ProviderError as exc:
             result.skipped.append(str(exc))
             continue
-        if offer.key in seen:
-            result.skipped.append(f"{offer.key}: listed twice")
-            continue
-        seen.add(offer.key)
-        result.offers.append(offer)
+        add_unique(result, [offer], seen)
     return len(rows)
 
 
@@ -139,7 +136,7 @@ class QuantaCloud(Provider):
             payload = await get_json(ctx, URL, params={"page": page, "size": PAGE_SIZE})
             repeats = len(result.skipped)
             rows = parse_page(payload, page, result, seen)
-            repeats = sum(1 for s in result.skipped[repeats:] if s.endswith(": listed twice"))
+            repeats = sum(1 for s in result.skipped[repeats:] if s.endswith(LISTED_TWICE))
             # A short page ends the listing; so does a page that repeats offers already listed (a server
             # that ignores `page`, or pads its pages, would otherwise be asked MAX_PAGES times).
             if rows < PAGE_SIZE or repeats:
