@@ -229,7 +229,8 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
 
 def _provider_label(r: dict[str, Any], *, demo: bool) -> str:
     """The provider; a resale as its upstream via the aggregator (it is rented through the aggregator)."""
-    name = f"{r.get('upstream') or r['provider']} via {r['via']}" if r.get("via") else r["provider"]
+    resale = r.get("via") and (r.get("upstream") or r["provider"]) != r["via"]
+    name = f"{r.get('upstream') or r['provider']} via {r['via']}" if resale else r["provider"]
     return name + (" (ref)" if r["reference"] else "") + (" (demo)" if demo else "")
 
 

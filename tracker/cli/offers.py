@@ -57,7 +57,8 @@ def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: boo
             r["provider"]
             + (" [dim](ref)[/]" if r["reference"] else "")
             + (" [dim](demo)[/]" if r["demo"] and not all_demo else "")
-            + (f" [dim]via {r['via']}[/]" if r.get("via") else "")
+            # An aggregator's resale says whose machine it is; its own listing needs no "via" itself.
+            + (f" [dim]via {r['via']}[/]" if r.get("via") and r["via"] != r["provider"] else "")
         )
         table.add_row(
             label,
