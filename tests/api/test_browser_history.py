@@ -105,7 +105,10 @@ def test_one_observation_ends_the_axis_now_and_labels_the_point(browser, new_ins
         assert abs(chart["max"] - now.timestamp()) < 600, "the axis ends now"
         assert chart["min"] >= (now - timedelta(days=1, hours=1)).timestamp(), "starts at the history, not 90 days back"
         values = [v for v in chart["median"] if v is not None]
-        assert set(values) == {2.49} and len(values) == (1 if view == "90d" else 3)  # the day; the hours since
+        # 90d: one daily bucket per UTC day the two hours since the observation touch (two just after midnight);
+        # 7d: the hourly buckets since.
+        days = len({(now - timedelta(hours=2)).date(), now.date()})
+        assert set(values) == {2.49} and len(values) == (days if view == "90d" else 3)
         assert chart["start"] == f"history starts {(now - timedelta(hours=2)):%Y-%m-%d}"
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "history-one-observation.png"))
