@@ -12,7 +12,7 @@ before its cadence is known.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -43,6 +43,12 @@ def outages(
     times: dict[str, list[int]] = {}
     for provider, instant in rows:
         times.setdefault(provider, []).append(int(instant))
+    return silences(times, settings)
+
+
+def silences(times: Mapping[str, Sequence[int]], settings: Settings) -> dict[str, list[tuple[int, int]]]:
+    """The rule itself, on each provider's successful observation instants (µs since the epoch, any order):
+    what `outages` reads from the database, and the index (tracker.market.index) from an export."""
     out: dict[str, list[tuple[int, int]]] = {}
     for provider, seen in times.items():
         at = np.unique(np.array(seen, dtype=np.int64))

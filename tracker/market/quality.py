@@ -37,7 +37,7 @@ community, as above).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
@@ -69,6 +69,7 @@ __all__ = [
     "check",
     "columns",
     "conditions",
+    "hosting_of",
     "mask",
 ]
 
@@ -179,3 +180,15 @@ def mask(table: OfferTable, f: OfferQuality) -> Mask:
         with np.errstate(invalid="ignore"):
             keep &= (score >= float(f.min_reliability)) | (np.isnan(score) & _equals(table["cloud"], "secure"))
     return keep
+
+
+def hosting_of(provider: str, attributes: Mapping[str, Any]) -> str | None:
+    """An offer's effective hosting from its provider and stored attributes: the rule `columns()` writes in
+    SQL, for callers that hold the rows themselves (the price index, which also reads exports)."""
+    stated = attributes.get("hosting")
+    if isinstance(stated, str) and stated in HOSTINGS:
+        return stated
+    cloud = attributes.get("cloud")
+    if not (isinstance(cloud, str) and cloud in CLOUDS):
+        cloud = "secure" if provider in _operators() else None
+    return "datacenter" if cloud == "secure" else None

@@ -1,0 +1,428 @@
+"""The open GPU price index: the methodology, in code. docs/index-methodology.md says the same in words.
+
+One daily value per basket of cards (a card family by default: every H100) and area (global, US, EU,
+APAC), computed as a pure function of the change-only history (offers, their price rows, the providers'
+successful observations) and a methodology version. Nothing is stored: the same history and version give
+the same values, and a change of method is a new entry in METHODS under a new id, so a value once
+published under "gpi-1" is never rewritten (tests pin each version's parameters by fingerprint).
+
+Per UTC day, for one basket and area:
+
+1. **Offers** pass `offer_excluded` (the one selection function: pricing, hosting; the integrator adds
+   "asking and orderable" and "terms allow republication" there) and lie in the area.
+2. **Time**: each price row counts the seconds of the day it was valid. An open row (the live price) holds
+   until the offer was last seen plus its provider's freshness window (tracker.market.freshness), and a
+   provider's outages (tracker.market.outages) are cut out, exactly as market history does: a provider
+   that is down is absent for the hours it was down, never carried forward.
+   A rate sheet counts only on days within the sheet age limit of its `as_of` (freshness.sheet_dates).
+3. **Aggregator duplicates**: among the offers present that day, tracker.market.aggregated's `dedupe`
+   rule (each machine once, its direct price preferred), with each offer's time-weighted mean price.
+4. **Provider weight**: a provider's raw weight is its offer-seconds; shares are capped at
+   `provider_cap` and the excess redistributed to the others in proportion (when too few providers for
+   the cap to be met, all weigh the same). Within a provider its offers share its weight by seconds.
+5. **Trimming**: `trim` of the weight is cut from each tail of the price distribution; the value is the
+   weighted mean of what remains. Dispersion: the weighted p25 and p75 (untrimmed) and their spread.
+6. **Publication**: a value is published when at least `min_providers` providers contributed; otherwise
+   the day carries no value and says why.
+
+Arithmetic is in float64 over exact integer microseconds, in one canonical order (the input is sorted
+first), so a recomputation from an export gives bit-identical values; results are rounded by
+tracker.money.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+
+from providers.registry import reference_providers
+from tracker.catalog.locations import get_locations
+from tracker.config import Settings
+from tracker.market import aggregated, freshness
+from tracker.market.outages import cut, silences
+from tracker.market.quality import hosting_of
+from tracker.money import to_money
+
+__all__ = [
+    "AREAS",
+    "CURRENT",
+    "METHODS",
+    "IndexHistory",
+    "IndexOffer",
+    "IndexPrice",
+    "IndexValue",
+    "Method",
+    "compute",
+    "fingerprint",
+    "in_area",
+    "method",
+    "offer_excluded",
+]
+
+AREAS = ("global", "us", "eu", "apac")
+_US = timedelta(microseconds=1)
+_DAY_US = 86_400_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Method:
+    """Every parameter of one version of the methodology (a new value means a new version id)."""
+
+    version: str
+    pricing: tuple[str, ...]  # pricing types that count
+    hosting: str  # the effective hosting an offer must have (tracker.market.quality.hosting_of)
+    reference_sheets: bool  # whether static rate sheets count (within the sheet age limit)
+    provider_cap: float  # the most one provider's share of a day's weight may be
+    trim: float  # share of the weight cut from each tail before the mean
+    min_providers: int  # fewer contributing providers: no value that day
+
+
+METHODS: dict[str, Method] = {
+    "gpi-1": Method(
+        version="gpi-1",
+        pricing=("on_demand",),
+        hosting="datacenter",
+        reference_sheets=True,
+        provider_cap=0.25,
+        trim=0.10,
+        min_providers=3,
+    ),
+}
+CURRENT = "gpi-1"
+
+# What each published version's parameters hash to: a test fails when a version's parameters change, so
+# a change of method must come with a new version id.
+FINGERPRINTS = {"gpi-1": "ce98f98108ee"}
+
+
+def fingerprint(m: Method) -> str:
+    """A short hash of a method's parameters (its version id included)."""
+    text = json.dumps(asdict(m), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def method(version: str) -> Method:
+    """The method of `version`; ValueError naming the known ones."""
+    try:
+        return METHODS[version]
+    except KeyError:
+        raise ValueError(f"version must be one of {', '.join(METHODS)}, got {version!r}") from None
+
+
+@dataclass(frozen=True)
+class IndexOffer:
+    """What the index reads of an offer (the same columns in the database and in an export)."""
+
+    provider: str
+    offer_key: str
+    gpu_id: str
+    gpu_family: str
+    gpu_count: Decimal
+    pricing: str
+    reserved_term: str | None
+    region: str
+    attributes: Mapping[str, Any]
+    last_seen: datetime
+
+
+@dataclass(frozen=True)
+class IndexPrice:
+    provider: str
+    offer_key: str
+    valid_from: datetime
+    valid_to: datetime | None
+    price_per_gpu_hour: Decimal
+
+
+@dataclass
+class IndexHistory:
+    """The inputs: offers, their price rows, and each provider's successful observation instants."""
+
+    offers: list[IndexOffer]
+    prices: list[IndexPrice]
+    observations: dict[str, list[datetime]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IndexValue:
+    version: str
+    basket: str
+    area: str
+    day: date
+    value: Decimal | None  # None: not published (see `reason`)
+    p25: Decimal | None
+    p75: Decimal | None
+    spread: Decimal | None  # (p75 - p25) / value
+    offers: int
+    providers: tuple[tuple[str, int, Decimal], ...]  # (provider, offers, capped weight share)
+    reason: str | None = None
+
+    @property
+    def published(self) -> bool:
+        return self.value is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "basket": self.basket,
+            "area": self.area,
+            "day": self.day,
+            "value": self.value,
+            "published": self.published,
+            "p25": self.p25,
+            "p75": self.p75,
+            "spread": self.spread,
+            "offers": self.offers,
+            "providers": [{"provider": p, "offers": n, "weight": w} for p, n, w in self.providers],
+            "reason": self.reason,
+        }
+
+
+def offer_excluded(offer: IndexOffer, m: Method) -> str | None:
+    """Why `offer` does not count under `m` (None: it counts). The index's whole per-offer selection:
+    a new rule (asking and orderable prices only, sources whose terms allow republication) is one more
+    clause here, and, if it changes which offers count, a new Method field and version."""
+    if offer.pricing not in m.pricing:
+        return "pricing"
+    if hosting_of(offer.provider, offer.attributes) != m.hosting:
+        return "hosting"
+    if not m.reference_sheets and offer.provider in reference_providers():
+        return "reference"
+    return None
+
+
+def in_area(offer: IndexOffer, area: str) -> bool:
+    """Whether the offer's region lies in `area` (tracker.catalog.locations): "us" is the country, "eu" and
+    "apac" the areas of the region table; an unplaced region counts only in "global"."""
+    if area == "global":
+        return True
+    place = get_locations().locate(offer.provider, offer.region)
+    if place is None:
+        return False
+    if area == "us":
+        return place.country == "us"
+    return place.areas == (area,)
+
+
+def _us(t: datetime) -> int:
+    return (t - _EPOCH) // _US
+
+
+def _capped(raw: np.ndarray, cap: float) -> np.ndarray:
+    """Shares of `raw` with none above `cap`, the excess redistributed in proportion to the rest; equal
+    shares when there are too few for the cap to be met."""
+    n = len(raw)
+    if n * cap <= 1:
+        return np.full(n, 1.0 / n)
+    share = raw / raw.sum()
+    fixed = np.zeros(n, dtype=bool)
+    while True:
+        over = ~fixed & (share > cap)
+        if not over.any():
+            result: np.ndarray = share
+            return result
+        fixed |= over
+        free = ~fixed
+        share = np.where(fixed, cap, share)
+        rest = 1.0 - cap * fixed.sum()
+        share[free] = raw[free] / raw[free].sum() * rest
+
+
+def _quantile(prices: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Inverted-CDF weighted quantile over prices sorted ascending (as tracker.market.statistics)."""
+    cum = np.cumsum(weights)
+    return float(prices[np.searchsorted(cum, q * cum[-1] - 1e-9 * cum[-1])])
+
+
+def _trimmed_mean(prices: np.ndarray, weights: np.ndarray, trim: float) -> float:
+    """Weighted mean of the distribution with `trim` of the weight cut from each tail (pieces straddling a
+    cut count in part). Prices sorted ascending, weights summing to 1."""
+    hi = np.cumsum(weights)
+    lo = hi - weights
+    kept = np.clip(np.minimum(hi, 1.0 - trim) - np.maximum(lo, trim), 0.0, None)
+    return float((prices * kept).sum() / kept.sum())
+
+
+def _money(value: float) -> Decimal:
+    return to_money(round(value, 9))
+
+
+def compute(
+    history: IndexHistory,
+    *,
+    gpu_ids: Iterable[str],
+    basket: str,
+    start: date,
+    end: date,
+    settings: Settings,
+    version: str = CURRENT,
+    areas: Sequence[str] = AREAS,
+) -> list[IndexValue]:
+    """The index of the cards `gpu_ids` (labelled `basket`) for every UTC day in [start, end), per area."""
+    m = method(version)
+    for area in areas:
+        if area not in AREAS:
+            raise ValueError(f"area must be one of {', '.join(AREAS)}, got {area!r}")
+    if end <= start:
+        return []
+    wanted = set(gpu_ids)
+    offers = sorted(
+        (o for o in history.offers if o.gpu_id in wanted and offer_excluded(o, m) is None),
+        key=lambda o: (o.provider, o.offer_key),
+    )
+    start_us = _us(datetime(start.year, start.month, start.day, tzinfo=UTC))
+    end_us = _us(datetime(end.year, end.month, end.day, tzinfo=UTC))
+    spans = _spans(history, offers, start_us, end_us, settings)
+    out: list[IndexValue] = []
+    for area in areas:
+        members = np.array([in_area(o, area) for o in offers], dtype=bool)
+        out.extend(_days(offers, spans, members, m, basket, area, start, start_us, end_us, settings.sheet_max_age_days))
+    return out
+
+
+def _spans(
+    history: IndexHistory, offers: list[IndexOffer], start_us: int, end_us: int, settings: Settings
+) -> dict[str, np.ndarray]:
+    """(offer, provider, lo, hi, price) of every price interval of the counted offers within [start, end),
+    open ones held until last seen plus the freshness window, outages cut out; in canonical order."""
+    index = {(o.provider, o.offer_key): i for i, o in enumerate(offers)}
+    names = sorted({o.provider for o in offers})
+    code = {n: i for i, n in enumerate(names)}
+    window = {n: freshness.window(n, settings) // _US for n in names}
+    rows = []
+    for p in history.prices:
+        i = index.get((p.provider, p.offer_key))
+        if i is None:
+            continue
+        lo = _us(p.valid_from)
+        hi = _us(p.valid_to) if p.valid_to is not None else _us(offers[i].last_seen) + window[p.provider]
+        rows.append((i, lo, min(hi, end_us), float(p.price_per_gpu_hour)))
+    rows.sort()
+    arr = np.array(rows, dtype=np.float64).reshape(-1, 4) if rows else np.zeros((0, 4))
+    offer = arr[:, 0].astype(np.int64)
+    columns = {
+        "offer": offer,
+        "provider": np.array([code[offers[i].provider] for i in offer.tolist()], dtype=np.int64),
+        "lo": np.array([r[1] for r in rows], dtype=np.int64),
+        "hi": np.array([r[2] for r in rows], dtype=np.int64),
+        "price": arr[:, 3],
+    }
+    seen = {n: [_us(t) for t in history.observations.get(n, ())] for n in names}
+    if dark := silences(seen, settings):
+        columns = cut(dark, names, columns)
+    columns["lo"] = np.maximum(columns["lo"], start_us)
+    keep = columns["hi"] > columns["lo"]
+    return {k: v[keep] for k, v in columns.items()}
+
+
+def _days(
+    offers: list[IndexOffer],
+    spans: dict[str, np.ndarray],
+    members: np.ndarray,
+    m: Method,
+    basket: str,
+    area: str,
+    start: date,
+    start_us: int,
+    end_us: int,
+    limit: int,
+) -> list[IndexValue]:
+    n_days = (end_us - start_us) // _DAY_US
+    sel = members[spans["offer"]] if len(spans["offer"]) else np.zeros(0, dtype=bool)
+    lo, hi = spans["lo"][sel], spans["hi"][sel]
+    offer, price = spans["offer"][sel], spans["price"][sel]
+    # Explode every interval into the days it spans, clipped to each day.
+    first = (lo - start_us) // _DAY_US
+    last = (hi - start_us - 1) // _DAY_US
+    count = np.maximum(last - first + 1, 0)
+    idx = np.repeat(np.arange(len(lo)), count)
+    day = np.repeat(first, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))
+    d_start = start_us + day * _DAY_US
+    weight = np.minimum(hi[idx], d_start + _DAY_US) - np.maximum(lo[idx], d_start)
+    order = np.lexsort((idx, day))
+    idx, day, weight = idx[order], day[order], weight[order]
+    bounds = np.searchsorted(day, np.arange(n_days + 1))
+    sheets = freshness.sheet_dates()
+    out = []
+    for d in range(n_days):
+        on = start + timedelta(days=d)
+        a, b = bounds[d], bounds[d + 1]
+        out.append(_day(offers, offer[idx[a:b]], price[idx[a:b]], weight[a:b], m, basket, area, on, sheets, limit))
+    return out
+
+
+def _day(
+    offers: list[IndexOffer],
+    offer: np.ndarray,
+    price: np.ndarray,
+    seconds: np.ndarray,
+    m: Method,
+    basket: str,
+    area: str,
+    on: date,
+    sheets: Mapping[str, date],
+    limit: int,
+) -> IndexValue:
+    def empty(reason: str, providers: tuple[tuple[str, int, Decimal], ...] = (), n: int = 0) -> IndexValue:
+        return IndexValue(m.version, basket, area, on, None, None, None, None, n, providers, reason)
+
+    if not len(offer):
+        return empty("no offers")
+    # One entry per offer: its seconds and time-weighted mean price over the day.
+    ids, inverse = np.unique(offer, return_inverse=True)
+    secs = np.bincount(inverse, weights=seconds.astype(np.float64))
+    mean = np.bincount(inverse, weights=price * seconds) / secs
+    listed = [offers[i] for i in ids.tolist()]
+    keep = np.array([not (o.provider in sheets and (on - sheets[o.provider]).days > limit) for o in listed])
+    if any(o.attributes.get("via") for o in listed):
+        keep = aggregated.dedupe(
+            keep,
+            provider=[o.provider for o in listed],
+            via=[o.attributes.get("via") for o in listed],
+            upstream=[o.attributes.get("upstream") for o in listed],
+            gpu_id=[o.gpu_id for o in listed],
+            gpu_count=[o.gpu_count for o in listed],
+            pricing=[o.pricing for o in listed],
+            reserved_term=[o.reserved_term for o in listed],
+            price_per_gpu_hour=mean.tolist(),
+            ids=ids.tolist(),
+        )
+    if not keep.any():
+        return empty("no offers")
+    listed = [o for o, k in zip(listed, keep.tolist(), strict=True) if k]
+    secs, mean = secs[keep], mean[keep]
+    names, provider = np.unique(np.array([o.provider for o in listed], dtype=object), return_inverse=True)
+    raw = np.bincount(provider, weights=secs)
+    share = _capped(raw, m.provider_cap)
+    n_offers = np.bincount(provider, minlength=len(names))
+    used = tuple(
+        (str(n), int(c), _money(s)) for n, c, s in zip(names.tolist(), n_offers.tolist(), share.tolist(), strict=True)
+    )
+    if len(names) < m.min_providers:
+        return empty(f"{len(names)} provider(s), fewer than the {m.min_providers} needed", used, len(listed))
+    w = secs / raw[provider] * share[provider]
+    order = np.lexsort((ids[keep], mean))
+    p, w = mean[order], w[order]
+    w = w / w.sum()
+    value = _trimmed_mean(p, w, m.trim)
+    q25, q75 = _quantile(p, w, 0.25), _quantile(p, w, 0.75)
+    return IndexValue(
+        m.version,
+        basket,
+        area,
+        on,
+        _money(value),
+        _money(q25),
+        _money(q75),
+        _money((q75 - q25) / value),
+        len(listed),
+        used,
+    )
