@@ -14,6 +14,7 @@ ROUTE_MODULES = (
     "docs",
     "estimate",
     "export",
+    "index",
     "market",
     "metrics",
     "offers",

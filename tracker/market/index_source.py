@@ -8,6 +8,8 @@ query starts). The methodology is tracker.market.index.
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
@@ -19,7 +21,7 @@ from tracker.config import Settings
 from tracker.market.index import AREAS, CURRENT, IndexHistory, IndexOffer, IndexPrice, IndexValue, compute, method
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
 
-__all__ = ["MAX_DAYS", "Basket", "baskets", "index_values", "load_history"]
+__all__ = ["CSV_COLUMNS", "MAX_DAYS", "Basket", "baskets", "index_csv", "index_values", "load_history"]
 
 Basket = tuple[str, list[str]]  # (label, card ids)
 
@@ -134,4 +136,21 @@ def index_values(
                 areas=areas,
             )
         )
+    out.sort(key=lambda v: (v.basket, v.day, AREAS.index(v.area)))
     return out
+
+
+CSV_COLUMNS = ("version", "basket", "area", "day", "value", "p25", "p75", "spread", "offers", "providers", "reason")
+
+
+def index_csv(values: Sequence[IndexValue]) -> str:
+    """The values as CSV (the CLI's --format csv and the API's format=csv): one row per basket, area and
+    day; `providers` lists provider:offers:weight, separated by spaces."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for v in values:
+        used = " ".join(f"{p}:{n}:{w}" for p, n, w in v.providers)
+        cells = (v.version, v.basket, v.area, v.day.isoformat(), v.value, v.p25, v.p75, v.spread, v.offers, used)
+        writer.writerow(["" if c is None else c for c in (*cells, v.reason)])
+    return out.getvalue()

@@ -20,6 +20,9 @@ __all__ = [
     "AvailabilityAnswer",
     "AvailabilityRow",
     "HistoryBucket",
+    "IndexAnswer",
+    "IndexPoint",
+    "IndexProvider",
     "MarketCard",
     "MarketHistory",
     "MarketOverview",
@@ -213,3 +216,36 @@ class RankHistory(BaseModel):
     statistic: str
     pricing: str
     series: list[RankSeries]
+
+
+class IndexProvider(Row):
+    provider: str
+    offers: int
+    weight: Number  # the provider's capped share of the day's weight
+
+
+class IndexPoint(Row):
+    """One basket, area and UTC day of the price index (tracker.market.index)."""
+
+    version: str
+    basket: str
+    area: str
+    day: date
+    value: Number | None
+    published: bool
+    p25: Number | None
+    p75: Number | None
+    spread: Number | None
+    offers: int
+    providers: list[IndexProvider]
+    reason: str | None
+
+
+class IndexAnswer(BaseModel):
+    """`/v1/index`: the open GPU price index, methodology version stated (docs/index-methodology.md)."""
+
+    version: str
+    card: str | None
+    days: int
+    areas: list[str]
+    values: list[IndexPoint]
