@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from tracker.history.imports.export_dir import read_export
-from tracker.market.index import IndexHistory, IndexOffer, IndexPrice
+from tracker.market.index import IndexHistory, IndexOffer, IndexPrice, epoch_us
 
 __all__ = ["history_from_export"]
 
@@ -36,7 +36,13 @@ def history_from_export(directory: Path, gpu_ids: Sequence[str], end: date) -> I
         if r["gpu_id"] in wanted
     ]
     prices = [
-        IndexPrice(r["provider"], r["offer_key"], r["valid_from"], r["valid_to"], r["price_per_gpu_hour"])
+        IndexPrice(
+            r["provider"],
+            r["offer_key"],
+            epoch_us(r["valid_from"]),
+            None if r["valid_to"] is None else epoch_us(r["valid_to"]),
+            r["price_per_gpu_hour"],
+        )
         for r in tables["prices"]
         if r["gpu_id"] in wanted
     ]

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -60,6 +60,7 @@ __all__ = [
     "IndexValue",
     "Method",
     "compute",
+    "epoch_us",
     "fingerprint",
     "in_area",
     "method",
@@ -133,12 +134,14 @@ class IndexOffer:
     last_seen: datetime
 
 
-@dataclass(frozen=True)
-class IndexPrice:
+class IndexPrice(NamedTuple):
+    """One change-only price row, its instants as integer microseconds since the epoch (`epoch_us`): a
+    tuple of plain values, so a year of them is built and read fast."""
+
     provider: str
     offer_key: str
-    valid_from: datetime
-    valid_to: datetime | None
+    valid_from_us: int
+    valid_to_us: int | None
     price_per_gpu_hour: Decimal
 
 
@@ -212,8 +215,12 @@ def in_area(offer: IndexOffer, area: str) -> bool:
     return place.areas == (area,)
 
 
-def _us(t: datetime) -> int:
+def epoch_us(t: datetime) -> int:
+    """An instant as integer microseconds since the epoch (what IndexPrice holds)."""
     return (t - _EPOCH) // _US
+
+
+_us = epoch_us
 
 
 def _capped(raw: np.ndarray, cap: float) -> np.ndarray:
@@ -297,30 +304,47 @@ def _spans(
     names = sorted({o.provider for o in offers})
     code = {n: i for i, n in enumerate(names)}
     window = {n: freshness.window(n, settings) // _US for n in names}
-    rows = []
-    for p in history.prices:
-        i = index.get((p.provider, p.offer_key))
-        if i is None:
-            continue
-        lo = _us(p.valid_from)
-        hi = _us(p.valid_to) if p.valid_to is not None else _us(offers[i].last_seen) + window[p.provider]
-        rows.append((i, lo, min(hi, end_us), float(p.price_per_gpu_hour)))
-    rows.sort()
-    arr = np.array(rows, dtype=np.float64).reshape(-1, 4) if rows else np.zeros((0, 4))
-    offer = arr[:, 0].astype(np.int64)
-    columns = {
-        "offer": offer,
-        "provider": np.array([code[offers[i].provider] for i in offer.tolist()], dtype=np.int64),
-        "lo": np.array([r[1] for r in rows], dtype=np.int64),
-        "hi": np.array([r[2] for r in rows], dtype=np.int64),
-        "price": arr[:, 3],
-    }
+    prices = history.prices
+    at = np.array([index.get((p[0], p[1]), -1) for p in prices], dtype=np.int64)
+    lo = np.array([p[2] for p in prices], dtype=np.int64)
+    to = np.array([-1 if p[3] is None else p[3] for p in prices], dtype=np.int64)
+    price = np.array([float(p[4]) for p in prices], dtype=np.float64)
+    # Canonical order (offer, valid_from): the sums below then run in the same order whatever the source.
+    order = np.lexsort((lo, at))
+    order = order[at[order] >= 0]
+    offer, lo, to, price = at[order], lo[order], to[order], price[order]
+    seen_until = np.array([_us(o.last_seen) + window[o.provider] for o in offers], dtype=np.int64)
+    provider = np.array([code[o.provider] for o in offers], dtype=np.int64)
+    hi = np.minimum(np.where(to < 0, seen_until[offer] if len(offer) else to, to), end_us)
+    columns = {"offer": offer, "provider": provider[offer], "lo": lo, "hi": hi, "price": price}
     seen = {n: [_us(t) for t in history.observations.get(n, ())] for n in names}
     if dark := silences(seen, settings):
         columns = cut(dark, names, columns)
     columns["lo"] = np.maximum(columns["lo"], start_us)
     keep = columns["hi"] > columns["lo"]
     return {k: v[keep] for k, v in columns.items()}
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """Per counted offer, what a day needs, computed once: provider codes and names, the ordinal of a rate
+    sheet's as_of (-1 for other providers) and whether the offer is a resale."""
+
+    names: list[str]
+    provider: np.ndarray
+    sheet_day: np.ndarray
+    resale: np.ndarray
+
+    @classmethod
+    def of(cls, offers: list[IndexOffer], sheets: Mapping[str, date]) -> _Columns:
+        names = sorted({o.provider for o in offers})
+        code = {n: i for i, n in enumerate(names)}
+        return cls(
+            names,
+            np.array([code[o.provider] for o in offers], dtype=np.int64),
+            np.array([sheets[o.provider].toordinal() if o.provider in sheets else -1 for o in offers], dtype=np.int64),
+            np.array([bool(o.attributes.get("via")) for o in offers], dtype=bool),
+        )
 
 
 def _days(
@@ -346,21 +370,22 @@ def _days(
     idx = np.repeat(np.arange(len(lo)), count)
     day = np.repeat(first, count) + (np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count))
     d_start = start_us + day * _DAY_US
-    weight = np.minimum(hi[idx], d_start + _DAY_US) - np.maximum(lo[idx], d_start)
-    order = np.lexsort((idx, day))
+    weight = (np.minimum(hi[idx], d_start + _DAY_US) - np.maximum(lo[idx], d_start)).astype(np.float64)
+    order = np.argsort(day, kind="stable")
     idx, day, weight = idx[order], day[order], weight[order]
     bounds = np.searchsorted(day, np.arange(n_days + 1))
-    sheets = freshness.sheet_dates()
+    cols = _Columns.of(offers, freshness.sheet_dates())
     out = []
     for d in range(n_days):
-        on = start + timedelta(days=d)
         a, b = bounds[d], bounds[d + 1]
-        out.append(_day(offers, offer[idx[a:b]], price[idx[a:b]], weight[a:b], m, basket, area, on, sheets, limit))
+        on = start + timedelta(days=d)
+        out.append(_day(offers, cols, offer[idx[a:b]], price[idx[a:b]], weight[a:b], m, basket, area, on, limit))
     return out
 
 
 def _day(
     offers: list[IndexOffer],
+    cols: _Columns,
     offer: np.ndarray,
     price: np.ndarray,
     seconds: np.ndarray,
@@ -368,7 +393,6 @@ def _day(
     basket: str,
     area: str,
     on: date,
-    sheets: Mapping[str, date],
     limit: int,
 ) -> IndexValue:
     def empty(reason: str, providers: tuple[tuple[str, int, Decimal], ...] = (), n: int = 0) -> IndexValue:
@@ -376,13 +400,16 @@ def _day(
 
     if not len(offer):
         return empty("no offers")
-    # One entry per offer: its seconds and time-weighted mean price over the day.
-    ids, inverse = np.unique(offer, return_inverse=True)
-    secs = np.bincount(inverse, weights=seconds.astype(np.float64))
-    mean = np.bincount(inverse, weights=price * seconds) / secs
-    listed = [offers[i] for i in ids.tolist()]
-    keep = np.array([not (o.provider in sheets and (on - sheets[o.provider]).days > limit) for o in listed])
-    if any(o.attributes.get("via") for o in listed):
+    # One entry per offer present: its seconds and time-weighted mean price over the day.
+    n = len(offers)
+    all_secs = np.bincount(offer, weights=seconds, minlength=n)
+    ids = np.flatnonzero(all_secs > 0)
+    secs = all_secs[ids]
+    mean = np.bincount(offer, weights=price * seconds, minlength=n)[ids] / secs
+    sheet = cols.sheet_day[ids]
+    keep = (sheet < 0) | (on.toordinal() - sheet <= limit)
+    if cols.resale[ids].any():
+        listed = [offers[i] for i in ids.tolist()]
         keep = aggregated.dedupe(
             keep,
             provider=[o.provider for o in listed],
@@ -397,19 +424,18 @@ def _day(
         )
     if not keep.any():
         return empty("no offers")
-    listed = [o for o, k in zip(listed, keep.tolist(), strict=True) if k]
-    secs, mean = secs[keep], mean[keep]
-    names, provider = np.unique(np.array([o.provider for o in listed], dtype=object), return_inverse=True)
+    ids, secs, mean = ids[keep], secs[keep], mean[keep]
+    codes, provider = np.unique(cols.provider[ids], return_inverse=True)
     raw = np.bincount(provider, weights=secs)
     share = _capped(raw, m.provider_cap)
-    n_offers = np.bincount(provider, minlength=len(names))
+    n_offers = np.bincount(provider, minlength=len(codes))
     used = tuple(
-        (str(n), int(c), _money(s)) for n, c, s in zip(names.tolist(), n_offers.tolist(), share.tolist(), strict=True)
+        (cols.names[c], k, _money(w)) for c, k, w in zip(codes.tolist(), n_offers.tolist(), share.tolist(), strict=True)
     )
-    if len(names) < m.min_providers:
-        return empty(f"{len(names)} provider(s), fewer than the {m.min_providers} needed", used, len(listed))
+    if len(codes) < m.min_providers:
+        return empty(f"{len(codes)} provider(s), fewer than the {m.min_providers} needed", used, len(ids))
     w = secs / raw[provider] * share[provider]
-    order = np.lexsort((ids[keep], mean))
+    order = np.lexsort((ids, mean))
     p, w = mean[order], w[order]
     w = w / w.sum()
     value = _trimmed_mean(p, w, m.trim)
@@ -423,6 +449,6 @@ def _day(
         _money(q25),
         _money(q75),
         _money((q75 - q25) / value),
-        len(listed),
+        len(ids),
         used,
     )

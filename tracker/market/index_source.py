@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.market.index import AREAS, CURRENT, IndexHistory, IndexOffer, IndexPrice, IndexValue, compute, method
+from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
 
 __all__ = ["CSV_COLUMNS", "MAX_DAYS", "Basket", "baskets", "index_csv", "index_values", "load_history"]
@@ -64,24 +65,24 @@ def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: dat
         ).where(Offer.gpu_id.in_(list(gpu_ids)))
     ).all()
     offers = [IndexOffer(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or {}, r[10]) for r in offer_rows]
-    prices = [
-        IndexPrice(*r)
-        for r in session.execute(
-            select(
-                Offer.provider,
-                Offer.offer_key,
-                OfferPrice.valid_from,
-                OfferPrice.valid_to,
-                OfferPrice.price_per_gpu_hour,
-            )
-            .join(Offer, Offer.id == OfferPrice.offer_id)
-            .where(
-                OfferPrice.gpu_id.in_(list(gpu_ids)),
-                OfferPrice.valid_from < hi,
-                or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > lo),
-            )
+    # Instants as integer microseconds (tracker.storage.sql.epoch_us): a year of rows is read without
+    # building a timezone-aware datetime per value through the column type.
+    rows = session.execute(
+        select(
+            Offer.provider,
+            Offer.offer_key,
+            epoch_us(OfferPrice.valid_from),
+            epoch_us(OfferPrice.valid_to),
+            OfferPrice.price_per_gpu_hour,
         )
-    ]
+        .join(Offer, Offer.id == OfferPrice.offer_id)
+        .where(
+            OfferPrice.gpu_id.in_(list(gpu_ids)),
+            OfferPrice.valid_from < hi,
+            or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > lo),
+        )
+    ).all()
+    prices = [IndexPrice(p, k, int(a), None if b is None else int(b), price) for p, k, a, b, price in rows]
     providers = sorted({o.provider for o in offers})
     observations: dict[str, list[datetime]] = {}
     for provider, at in session.execute(

@@ -37,15 +37,22 @@ def _history(*rows, observations=None):
         to = span[1] if len(span) > 1 else None
         if o not in offers:
             offers.append(o)
-        prices.append(IndexPrice(o.provider, o.offer_key, frm, to, Decimal(price)))
+        prices.append(
+            IndexPrice(o.provider, o.offer_key, index.epoch_us(frm), to and index.epoch_us(to), Decimal(price))
+        )
     return IndexHistory(offers, prices, observations or {})
 
 
 def _run(history, days=1, **kw):
     kw.setdefault("areas", ("global",))
     return compute(
-        history, gpu_ids=[H100], basket="H100", start=DAY0.date(), end=DAY0.date() + timedelta(days=days),
-        settings=Settings(), **kw,
+        history,
+        gpu_ids=[H100],
+        basket="H100",
+        start=DAY0.date(),
+        end=DAY0.date() + timedelta(days=days),
+        settings=Settings(),
+        **kw,
     )
 
 
