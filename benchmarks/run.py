@@ -25,6 +25,7 @@ from benchmarks import (
     cli_bench,
     history_bench,
     import_bench,
+    index_bench,
     ingest_bench,
     memory_bench,
     plan_bench,
@@ -104,6 +105,10 @@ def run_postgres(
         history_bench.run(report, "postgres", engine, year, repeat=sizes.query_repeat, load_s=load_s)
         engine.dispose()
 
+    section("§9 price index, postgres")
+    with pg_database("index") as url:
+        index_bench.run(report, "postgres", url, tmp, days=sizes.import_days)
+
     section("§8 history import, postgres")
     with pg_database("import") as url, pg_database("import_anchor") as anchor:
         import_bench.run(report, "postgres", url, tmp, sizes.import_offers, sizes.import_days, anchor)
@@ -143,6 +148,9 @@ def run_sqlite(report: Report, sizes: Sizes, work: ingest_bench.Workload, year: 
     load_s = history_bench.load_sqlite(engine, year)
     history_bench.run(report, "sqlite", engine, year, repeat=sizes.query_repeat, load_s=load_s, sqlite_path=str(hpath))
     engine.dispose()
+
+    section("§9 price index, sqlite")
+    index_bench.run(report, "sqlite", f"sqlite:///{tmp / 'index.db'}", tmp, days=sizes.import_days)
 
 
 def main(argv: list[str] | None = None) -> Report:

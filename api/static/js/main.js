@@ -1,12 +1,13 @@
 // The dashboard's entry point: hash routing between the views.
 import * as health from "./health.js";
 import * as history from "./history.js";
+import * as index from "./index.js";
 import * as job from "./job.js";
 import * as market from "./market.js";
 import * as plan from "./plan.js";
 import * as serving from "./serving.js";
 
-const VIEWS = { market, history, job, plan, health };
+const VIEWS = { market, history, index, job, plan, health };
 
 function route() {
   const [name, ...args] = (location.hash.slice(1) || "market").split("/");
