@@ -71,7 +71,7 @@ def test_index_csv_by_parameter_and_by_accept(client: TestClient) -> None:
         ({"format": "xml"}, "format"),
     ],
 )
-def test_bad_input_names_the_field(client: TestClient, params: dict[str, object], field: str) -> None:
+def test_bad_input_names_the_field(client: TestClient, params: dict[str, str | int], field: str) -> None:
     r = client.get("/v1/index", params=params)
     assert r.status_code == 422, r.text
     assert field in r.text

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ H100 = "H100-SXM-80GB"
 
 
 def _offer(provider, key, region="us-east-1", **kw):
-    fields = {
+    fields: dict[str, Any] = {
         "gpu_id": H100,
         "gpu_family": "H100",
         "gpu_count": Decimal(8),
