@@ -41,16 +41,16 @@ def history_from_export(directory: Path, gpu_ids: Sequence[str], end: date) -> I
             r["offer_key"],
             epoch_us(r["valid_from"]),
             None if r["valid_to"] is None else epoch_us(r["valid_to"]),
-            r["price_per_gpu_hour"],
+            float(r["price_per_gpu_hour"]),
         )
         for r in tables["prices"]
         if r["gpu_id"] in wanted
     ]
     providers = {o.provider for o in offers}
     until = datetime(end.year, end.month, end.day, tzinfo=UTC)
-    observations: dict[str, list[datetime]] = {}
+    observations: dict[str, list[int]] = {}
     for r in tables["runs"]:
         at = r["observed_at"]
         if r["provider"] in providers and r["status"] == "ok" and at is not None and at < until:
-            observations.setdefault(r["provider"], []).append(at)
+            observations.setdefault(r["provider"], []).append(epoch_us(at))
     return IndexHistory(offers, prices, observations)

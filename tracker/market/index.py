@@ -142,16 +142,17 @@ class IndexPrice(NamedTuple):
     offer_key: str
     valid_from_us: int
     valid_to_us: int | None
-    price_per_gpu_hour: Decimal
+    price_per_gpu_hour: float  # the stored exact decimal, as the nearest double (both sources round alike)
 
 
 @dataclass
 class IndexHistory:
-    """The inputs: offers, their price rows, and each provider's successful observation instants."""
+    """The inputs: offers, their price rows, and each provider's successful observation instants (µs since
+    the epoch, `epoch_us`)."""
 
     offers: list[IndexOffer]
     prices: list[IndexPrice]
-    observations: dict[str, list[datetime]] = field(default_factory=dict)
+    observations: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -317,7 +318,7 @@ def _spans(
     provider = np.array([code[o.provider] for o in offers], dtype=np.int64)
     hi = np.minimum(np.where(to < 0, seen_until[offer] if len(offer) else to, to), end_us)
     columns = {"offer": offer, "provider": provider[offer], "lo": lo, "hi": hi, "price": price}
-    seen = {n: [_us(t) for t in history.observations.get(n, ())] for n in names}
+    seen = {n: history.observations.get(n, []) for n in names}
     if dark := silences(seen, settings):
         columns = cut(dark, names, columns)
     columns["lo"] = np.maximum(columns["lo"], start_us)

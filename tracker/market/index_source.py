@@ -13,7 +13,7 @@ import io
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import Float, cast, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.gpus import get_catalog
@@ -73,7 +73,7 @@ def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: dat
             Offer.offer_key,
             epoch_us(OfferPrice.valid_from),
             epoch_us(OfferPrice.valid_to),
-            OfferPrice.price_per_gpu_hour,
+            cast(OfferPrice.price_per_gpu_hour, Float),  # as market history reads it: no Decimal per row
         )
         .join(Offer, Offer.id == OfferPrice.offer_id)
         .where(
@@ -84,16 +84,16 @@ def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: dat
     ).all()
     prices = [IndexPrice(p, k, int(a), None if b is None else int(b), price) for p, k, a, b, price in rows]
     providers = sorted({o.provider for o in offers})
-    observations: dict[str, list[datetime]] = {}
+    observations: dict[str, list[int]] = {}
     for provider, at in session.execute(
-        select(ScrapeRun.provider, ScrapeRun.observed_at).where(
+        select(ScrapeRun.provider, epoch_us(ScrapeRun.observed_at)).where(
             ScrapeRun.provider.in_(providers),
             ScrapeRun.status == "ok",
             ScrapeRun.observed_at < hi,
         )
     ):
         if at is not None:
-            observations.setdefault(provider, []).append(at)
+            observations.setdefault(provider, []).append(int(at))
     return IndexHistory(offers, prices, observations)
 
 

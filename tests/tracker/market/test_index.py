@@ -110,7 +110,7 @@ def test_a_provider_down_all_day_is_absent_and_its_old_price_is_not_carried():
     down = _offer("down", "x")
     rows = [(down, "9.00", DAY0 - timedelta(days=1)), (_offer("a", "x"), "2"), (_offer("b", "x"), "2")]
     rows.append((_offer("c", "x"), "2"))
-    first, second = _run(_history(*rows, observations={"down": seen}), days=2)
+    first, second = _run(_history(*rows, observations={"down": [index.epoch_us(t) for t in seen]}), days=2)
     assert "down" in [p for p, _, _ in first.providers]  # observed, within its window, on the first day
     assert "down" not in [p for p, _, _ in second.providers]
     assert second.value == Decimal("2.000000")
