@@ -195,6 +195,11 @@ def test_the_command_line_and_api_job_take_a_fine_tuning_tensor_parallel_degree(
     assert job.spec().tensor_parallel == 8 and job.saved()["tensor_parallel"] == 8
     assert JobInput(model="llama-3.1-8b", tokens="1M", selective_checkpointing=True, stack="torchtune").spec()
     assert JobInput(model="llama-3.1-8b", tokens="1M", loss="fused").spec().loss == "fused"
+    from tracker.cli.job_options import JOB_OPTION_NAMES, build_job
+
+    assert {"tensor_parallel", "selective_checkpointing", "loss"} <= set(JOB_OPTION_NAMES)  # --tensor-parallel ...
+    typed = build_job({"model": "llama-3.1-70b", "tokens": "1M", "tensor_parallel": 8, "loss": "fused"})
+    assert typed.spec().tensor_parallel == 8 and typed.spec().loss == "fused"
 
 
 # --- per card: L40 and L40S are two cards -------------------------------------------------------------
