@@ -81,6 +81,10 @@ class Stack:
             raise InvalidJob(f"stack {self.name} runs the loss {' or '.join(self.losses)}, not {loss}", field="loss")
 
     def memory_for(self, precision: str | None, loss: str | None = None) -> MemoryKnobs:
+        # Placing one job on thousands of offers asks this each time: built once per stack and option.
+        return _knobs(self, precision, loss)
+
+    def _build_knobs(self, precision: str | None, loss: str | None) -> MemoryKnobs:
         w, g, o = FULL_BYTES[precision or self.default_precision]
         knobs = replace(self.memory, full_weight_bytes=w, full_grad_bytes=g, full_optimizer_bytes=o)
         if loss is not None and loss != self.loss:  # the stack's own loss keeps the stack's own figures
@@ -108,6 +112,11 @@ class Stack:
             "non_gemm_why": self.non_gemm_why,
             "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
         }
+
+
+@cache
+def _knobs(stack: Stack, precision: str | None, loss: str | None) -> MemoryKnobs:
+    return stack._build_knobs(precision, loss)
 
 
 @dataclass(frozen=True, slots=True)

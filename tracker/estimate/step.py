@@ -249,7 +249,8 @@ def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: f
     arch = job.model
     p = arch.params
     mem = prepared.memory
-    knobs = stack.memory_for(job.precision)
+    knobs = stack.memory_for(job.precision, job.loss)
+    lora = job.lora_params()  # summed over the adapted modules: computed once per placement
     parallel, tp, dp = job.layout(gpus)
     tokens = float(job.seq_len * job.batch)
     gc = job.grad_checkpointing
@@ -262,14 +263,14 @@ def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: f
     adapters = 0.0
     if job.trains_adapters:
         # lora_params = rank × Σ(d_in + d_out) over the adapted linears: the per-token elements moved.
-        adapters = tokens * (job.lora_params() / job.rank) * 2.0 * stack.adapter_traffic * passes
+        adapters = tokens * (lora / job.rank) * 2.0 * stack.adapter_traffic * passes
     dequant = p.linear * (knobs.nf4_bits / 8 + 2.0) * weight_passes if job.method == "qlora" else 0.0
     if job.method == "full":
         state = p.total * (knobs.full_weight_bytes + knobs.full_grad_bytes + knobs.full_optimizer_bytes)
         grad_bytes = p.total * knobs.full_grad_bytes
     else:
-        state = job.lora_params() * knobs.lora_bytes_per_param
-        grad_bytes = job.lora_params() * (4.0 if knobs.lora_bytes_per_param >= 16 else 2.0)
+        state = lora * knobs.lora_bytes_per_param
+        grad_bytes = lora * (4.0 if knobs.lora_bytes_per_param >= 16 else 2.0)
     offload = arch.layers * tokens * arch.hidden * 2.0 * 2.0 if (job.offload_activations and gc) else 0.0
 
     n = tp * dp
