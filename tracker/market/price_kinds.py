@@ -42,7 +42,8 @@ def is_orderable_asking(offer: Any) -> bool:
     neither: it was read as an asking price then, and still is."""
     kind = _get(offer, "price_kind")
     orderable = _get(offer, "orderable")
-    return (kind is None or str(kind) == PriceKind.asking.value) and orderable is not False
+    # bool(): a numpy bool from the live table is not the `False` singleton.
+    return (kind is None or str(kind) == PriceKind.asking.value) and (orderable is None or bool(orderable))
 
 
 def orderable_asking(model: type[Offer] | type[OfferPrice] = Offer) -> ColumnElement[bool]:
