@@ -19,7 +19,7 @@ Fields read from real bundles (not only from the docs sample):
 * price kind (`providers.contract.PriceKind`): a listed machine's `dph_total` is its asking price. A machine
   marked `rented` (the query excludes them, a captured or relaxed search can hold them) shows the rate its
   renter pays: `transacted`, not orderable; its bid row, if any, is not orderable either. One marked not
-  `rentable` keeps its asking price but cannot be ordered now (`orderable` False);
+  `rentable` (and not rented) is out of stock, which `available` says: its price is still the asking one;
 * quality, under stable attribute names for later filtering: `verification` ("verified", "deverified",
   "unverified"; the docs sample's boolean `verified` is mapped onto it), `hosting` ("datacenter" or
   "consumer", from `hosting_type` 1/0, else the boolean `datacenter`), `reliability` (float, from
@@ -223,7 +223,7 @@ def parse(payload: Any) -> ScrapeResult:
                 instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
                 available=_available(raw),
                 price_kind=PriceKind.transacted if _rented(raw) else PriceKind.asking,
-                orderable=_available(raw),
+                orderable=not _rented(raw),
                 vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
                 if raw.get("cpu_cores") is not None
                 else None,

@@ -210,8 +210,8 @@ def test_real_availability_and_quality_fields(bundles, real):
     unrentable = copy.deepcopy(bundles[0]) | {"rentable": False}
     assert [o.available for o in parse({"offers": [rented, unrentable]}).offers[::2]] == [False, False]
     kinds = [(o.price_kind, o.orderable) for o in parse({"offers": [rented, unrentable]}).offers[::2]]
-    # A rented machine's rate is what its renter pays; an unrentable one keeps its asking price, closed.
-    assert kinds == [(PriceKind.transacted, False), (PriceKind.asking, False)]
+    # A rented machine's rate is what its renter pays; an unrentable one is out of stock at its asking price.
+    assert kinds == [(PriceKind.transacted, False), (PriceKind.asking, True)]
     assert all((o.price_kind, o.orderable) == (PriceKind.asking, True) for o in real.offers)
     for offer in real.offers:
         a = offer.attributes
