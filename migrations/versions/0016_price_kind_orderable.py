@@ -32,16 +32,17 @@ TABLES = ("offers", "offer_prices")
 
 
 def upgrade() -> None:
+    # Plain ALTER TABLE ADD COLUMNs on both backends, never a batch rebuild: rebuilding `offers` on SQLite
+    # drops it, and with foreign keys on that deletes every price and availability row (as in 0008).
     for table in TABLES:
-        with op.batch_alter_table(table, schema=None) as batch_op:
-            batch_op.add_column(sa.Column("price_kind", sa.String(16), server_default="asking", nullable=False))
-            batch_op.add_column(sa.Column("orderable", sa.Boolean(), server_default=sa.true(), nullable=False))
+        op.add_column(table, sa.Column("price_kind", sa.String(16), server_default="asking", nullable=False))
+        op.add_column(table, sa.Column("orderable", sa.Boolean(), server_default=sa.true(), nullable=False))
     bind = op.get_bind()
     offers = sa.table(
         "offers",
         sa.column("id"),
         sa.column("provider"),
-        sa.column("available"),
+        sa.column("available", sa.Boolean),
         sa.column("attributes", sa.JSON),
         sa.column("price_kind"),
         sa.column("orderable"),
@@ -70,11 +71,11 @@ def _kind(provider: str, available: bool | None, attributes: dict[str, object]) 
     if provider == "mithril":
         source = attributes.get("price_source")
         return {"last_instance_price": "transacted", "minimum_price": "floor"}.get(str(source), "asking")
-    return "transacted" if available is False else "asking"
+    return "transacted" if available is not None and not available else "asking"
 
 
 def downgrade() -> None:
+    # Native DROP COLUMN (SQLite 3.35+), never a rebuild, for the reason given in upgrade().
     for table in TABLES:
-        with op.batch_alter_table(table, schema=None) as batch_op:
-            batch_op.drop_column("orderable")
-            batch_op.drop_column("price_kind")
+        op.drop_column(table, "orderable")
+        op.drop_column(table, "price_kind")

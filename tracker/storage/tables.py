@@ -161,8 +161,9 @@ class Offer(Base):
     # ordered at now; columns, not attributes, because every statistic filters on them in SQL
     # (tracker.market.price_kinds holds the rule). Kept on each price row too: a server's rented rate and
     # its asking price alternate under one offer, and history must tell them apart.
-    price_kind: Mapped[str] = mapped_column(String(16), default="asking", server_default="asking")
-    orderable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # Server defaults only: an insert that names neither (an older migration's test, a raw import) gets them.
+    price_kind: Mapped[str] = mapped_column(String(16), server_default="asking")
+    orderable: Mapped[bool] = mapped_column(Boolean, server_default=true())
     demo: Mapped[bool] = mapped_column(Boolean, default=False)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -215,8 +216,8 @@ class OfferPrice(Base):
     fx_date: Mapped[date | None] = mapped_column(Date)
     fx_source: Mapped[str | None] = mapped_column(String(32))
     # The price's kind and orderability while this row held (as on `Offer`): a change of either is a new row.
-    price_kind: Mapped[str] = mapped_column(String(16), default="asking", server_default="asking")
-    orderable: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    price_kind: Mapped[str] = mapped_column(String(16), server_default="asking")
+    orderable: Mapped[bool] = mapped_column(Boolean, server_default=true())
 
 
 class FxRate(Base):
