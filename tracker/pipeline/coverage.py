@@ -114,7 +114,7 @@ def markdown_table(rows: Sequence[Coverage]) -> str:
         pricing = ", ".join(r.pricing) or "—"
         currencies = ", ".join(r.currencies) or "—"
         terms = f"[terms]({r.terms_url})" if r.terms_url else "not found"
-        republish = f"{r.republish} (read {r.terms_read_on})" if r.terms_read_on else r.republish
+        republish = f"{r.republish} (as of {r.terms_read_on})" if r.terms_read_on else r.republish
         lines.append(
             f"| {r.title} | `{r.name}` | {r.kind} | {r.auth} | {pricing} | {currencies} | {r.offers} | {terms} "
             f"| {republish} |"
