@@ -30,6 +30,7 @@ __all__ = [
     "TEXT_LIMITS",
     "FetchContext",
     "MissingCredentials",
+    "PriceKind",
     "Pricing",
     "Provider",
     "ProviderError",
@@ -45,6 +46,17 @@ class Pricing(StrEnum):
     on_demand = "on_demand"
     spot = "spot"  # spot / interruptible / bid
     reserved = "reserved"  # with a term, e.g. "1y"
+
+
+class PriceKind(StrEnum):
+    """What a price is: one a buyer is asked now, one someone paid, or a lower bound.
+
+    Market statistics, rankings and the index read asking prices only; the other kinds are kept, apart, so
+    a trade or a rented machine's rate never reads as a list price and a "from $X" never as the price."""
+
+    asking = "asking"  # the seller's price for this offer now (a list price, a quote, a live bid to win)
+    transacted = "transacted"  # what a buyer paid or pays: a trade, an auction's clearing price, a rented rate
+    floor = "floor"  # a lower bound: "from $X", an auction's reserve; the price paid may be higher
 
 
 @dataclass(slots=True)
@@ -70,6 +82,11 @@ class ScrapedOffer:
     # Set by aggregators (Prime Intellect, Shadeform, Spheron, ...): the provider whose machine this is.
     # The offer then reaches us `via` the adapter's own name.
     upstream: str | None = None
+    # What the price is (`PriceKind`), and whether a buyer can order this offer at this price now: False
+    # for a rented machine's rate, a past trade or clearing price, a floor, an offer the provider closed to
+    # orders. Stock is `available`'s to say: an asking price sold out now is still orderable at that price.
+    price_kind: PriceKind = PriceKind.asking
+    orderable: bool = True
 
     @property
     def price_per_gpu_hour(self) -> Decimal:
@@ -100,6 +117,13 @@ def offer_problem(offer: ScrapedOffer) -> str | None:
         if text is not None and (not isinstance(text, str) or len(text) > limit):
             size = f"{len(text):,} characters" if isinstance(text, str) else type(text).__name__
             return f"{name} is {size}; at most {limit} characters"
+    if not isinstance(offer.price_kind, PriceKind):
+        return f"price_kind {offer.price_kind!r} is not one of {', '.join(PriceKind)}"
+    if offer.orderable is not True and offer.orderable is not False:
+        return f"orderable {offer.orderable!r} is not a boolean"
+    if offer.orderable and offer.price_kind is not PriceKind.asking:
+        # One can order at a seller's price, never at someone else's trade or at a lower bound.
+        return f"a {offer.price_kind.value} price cannot be orderable"
     for name, bound in NUMBER_LIMITS.items():
         number = getattr(offer, name)
         if number is None:

@@ -9,7 +9,9 @@ for reserved rates, spelled by `providers.parsing.reservation_term`), optional r
 (part of the key: two instances of one card and count), note, and `fabric`, a table of what the page
 says of the machine's interconnect and cluster shape (`providers.fabric` keys: gpu_link, network,
 network_gbps_per_gpu or network_gbps_per_node, gpus_per_node, cluster_nodes, nodes_available), so a
-cluster sheet lists its price per cluster size as one row per size.
+cluster sheet lists its price per cluster size as one row per size. A row may say `price_kind` ("floor" for a
+page's "from $X" / "starting at", "transacted" for a published trade; default "asking") and `orderable`
+(default: true for an asking price, and never true for another kind: `providers.contract.offer_problem`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,16 @@ from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any, ClassVar
 
-from providers.contract import FetchContext, Pricing, Provider, ProviderError, ProviderKind, ScrapedOffer, ScrapeResult
+from providers.contract import (
+    FetchContext,
+    PriceKind,
+    Pricing,
+    Provider,
+    ProviderError,
+    ProviderKind,
+    ScrapedOffer,
+    ScrapeResult,
+)
 from providers.fabric import fabric
 from providers.parsing import reservation_term
 
@@ -71,6 +82,7 @@ def parse_sheet(sheet: dict[str, Any]) -> ScrapeResult:
             raise ProviderError(f"rate sheet row {i} is malformed: {exc!r}") from None
         if not (count.is_finite() and price.is_finite()) or count <= 0 or price <= 0:
             raise ProviderError(f"rate sheet row {i} is malformed: GPU count and price must be positive")
+        kind, orderable = _kind(rate, i)
         term = rate.get("reserved_term")
         if (pricing is Pricing.reserved) != (term is not None):
             raise ProviderError(f"rate sheet row {i}: a reserved rate needs its reserved_term, and only it has one")
@@ -89,10 +101,25 @@ def parse_sheet(sheet: dict[str, Any]) -> ScrapeResult:
                 region=region,
                 reserved_term=term,
                 instance_type=str(instance) if instance else None,
+                price_kind=kind,
+                orderable=orderable,
                 attributes=meta | ({"note": rate["note"]} if "note" in rate else {}) | _fabric(rate, i, count),
             )
         )
     return result
+
+
+def _kind(rate: dict[str, Any], i: int) -> tuple[PriceKind, bool]:
+    """The row's price kind and orderability (module docstring); a misspelt kind is a malformed sheet."""
+    try:
+        kind = PriceKind(rate.get("price_kind", PriceKind.asking.value))
+    except ValueError:
+        kinds = ", ".join(PriceKind)
+        raise ProviderError(f"rate sheet row {i}: price_kind {rate['price_kind']!r} is not one of {kinds}") from None
+    orderable = rate.get("orderable", kind is PriceKind.asking)
+    if not isinstance(orderable, bool) or (orderable and kind is not PriceKind.asking):
+        raise ProviderError(f"rate sheet row {i}: orderable must be a boolean, and true only for an asking price")
+    return kind, orderable
 
 
 _FABRIC_KEYS = frozenset(

@@ -89,6 +89,14 @@ class Settings(BaseSettings):
     # Where the worker writes the install's own open dataset once a day (tracker.history.export); None: off.
     export_dir: Path | None = None
     export_format: Literal["csv", "jsonl", "parquet"] = "csv"
+    # Which sources' prices this install republishes (the export, the index; tracker.market.data_terms
+    # reads each source's terms from providers/terms.toml). "cleared": only sources whose terms say yes or
+    # that TRACKER_REPUBLISH_CLEARED names (the operator holds permission); "labelled": also sources whose
+    # terms are unknown, each labelled so in the export's manifest; "private": every source, even one whose
+    # terms forbid it, for an operator's own use — the manifest then says the dataset is not for
+    # publication. Scraping and storing are never blocked by it: a private install scrapes every source.
+    republish: Literal["cleared", "labelled", "private"] = "labelled"
+    republish_cleared: str = ""  # comma-separated provider names whose prices the operator may republish
     worker_jitter_s: float = 30.0  # random delay after each slot start; capped at a quarter of the interval
     # APScheduler's default grace is 1 s: a run delayed by a busy host would be dropped, not late.
     worker_misfire_grace_s: int = 900
@@ -129,6 +137,11 @@ class Settings(BaseSettings):
             except ValueError as exc:
                 raise ValueError(f"TRACKER_WEBHOOK_ALLOW: {part!r} is not a network ({exc})") from None
         return value
+
+    @property
+    def cleared_sources(self) -> frozenset[str]:
+        """TRACKER_REPUBLISH_CLEARED as names: the sources the operator holds permission to republish."""
+        return frozenset(_split(self.republish_cleared))
 
     @property
     def allowed_networks(self) -> tuple[Network, ...]:

@@ -3,6 +3,7 @@
 The archive holds exactly the files `gpu-tracker export` writes (one per table per UTC day, the offers
 file, then manifest.json with every file's SHA-256), so `tar -x` of the answer is an export directory
 that `gpu-tracker import export DIR` reads. Built file by file while it is sent: never whole in memory.
+Whose rows it holds follows each source's terms under `TRACKER_REPUBLISH` (tracker.market.data_terms).
 """
 
 from __future__ import annotations
@@ -44,11 +45,11 @@ def get_export(
             import pyarrow  # noqa: F401  (the optional extra)
         except ImportError:
             raise FieldError("parquet needs the optional pyarrow extra: ask for csv or jsonl", "format") from None
-    engine, now = request.app.state.engine, utcnow()
+    engine, settings, now = request.app.state.engine, request.app.state.settings, utcnow()
 
     def body() -> Iterator[bytes]:
         with session_scope(engine) as session:
-            yield from stream_tar(session, fmt=format, generated_at=now, since=lo, until=hi)
+            yield from stream_tar(session, fmt=format, generated_at=now, since=lo, until=hi, settings=settings)
 
     name = f"gpu-tracker-export-{now:%Y%m%dT%H%M%SZ}.tar"
     return StreamingResponse(

@@ -17,7 +17,9 @@ Units and rules:
   (key `<id>:spot`); one above the on-demand price is no discount and is dropped with the reason;
 * the GPU count is `specs.gpu_count`, else the "Nx" prefix of `specs.gpu`; the raw name is the rest
   ("NVIDIA GeForce RTX 5090"). "Mixed GPUs" servers name no one card and are dropped with the reason;
-* `rented` servers are listed but not rentable: `available=False`; otherwise True;
+* `rented` servers are listed but not rentable: `available=False`; otherwise True. A rented server's
+  prices are the ones its renter pays (third-party captures read Clore's rented prices apart from asking
+  ones, `shared/reference/providers-next.md` §Clore): `price_kind` transacted, not orderable;
 * region: `specs.net.cc` (country code) lower-cased; `reliability` kept in attributes.
 A `code` other than 0 is a failed answer (Clore answers HTTP 200 with an error code).
 
@@ -33,6 +35,7 @@ from typing import Any
 
 from providers.contract import (
     FetchContext,
+    PriceKind,
     Pricing,
     Provider,
     ProviderError,
@@ -103,6 +106,8 @@ def _server(raw: dict[str, Any], where: str, notes: list[str]) -> list[ScrapedOf
         "gpu_memory_gb": to_optional_decimal(specs.get("gpuram"), f"{where}.specs.gpuram") or None,
         "instance_type": str(specs.get("gpu")),
         "available": not rented,
+        "price_kind": PriceKind.transacted if rented else PriceKind.asking,
+        "orderable": not rented,
         "vcpus": None,
         "ram_gb": to_optional_decimal(specs.get("ram"), f"{where}.specs.ram"),
     }
@@ -144,6 +149,7 @@ class Clore(Provider):
     credentials = ()
     optional_credentials = (API_KEY,)
     requests_per_minute = 60  # "1 request per second" in Clore's API documentation
+    parser_version = "2"  # 2: a rented server's prices are transacted, not orderable
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         key = ctx.credentials.get(API_KEY)

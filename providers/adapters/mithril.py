@@ -14,7 +14,10 @@ calls are bounded to `CONCURRENCY` in flight, and 429s are retried with backoff 
 Mithril rents capacity by auction: a bid at or above the clearing price wins an interruptible instance.
 Every offer is therefore `spot`, one per (instance type × region with spot availability), priced at the
 region's last clearing price; when a region reports none (or a non-positive one) the reserve price stands
-in (`attributes.price_source` says which). The reserve is kept in attributes as well. A listed region has
+in (`attributes.price_source` says which). The reserve is kept in attributes as well. Neither is a price one
+can order at: a clearing price is what the last auction's winners paid (`price_kind` transacted), a reserve
+the least a bid must offer (`floor`); both `orderable` False, so market statistics and rankings, which read
+asking prices, leave them out unless asked (tracker.market.price_kinds). A listed region has
 capacity to bid on: `available` is True. Instance types with no region listed are dropped with a reason, as
 are types with neither price.
 
@@ -33,6 +36,7 @@ from typing import Any
 
 from providers.contract import (
     FetchContext,
+    PriceKind,
     Pricing,
     Provider,
     ProviderError,
@@ -110,6 +114,7 @@ def parse(types: Any, reserves: dict[str, Decimal | None], spot: Any) -> ScrapeR
                     continue
                 seen.add(key)
                 attributes: dict[str, Any] = {"fid": fid, "raw_gpu": gpu_type, "price_source": source, "auction": True}
+                kind = PriceKind.transacted if source == "last_instance_price" else PriceKind.floor
                 if reserve is not None:
                     attributes["minimum_price"] = str(reserve)
                 result.offers.append(
@@ -123,6 +128,8 @@ def parse(types: Any, reserves: dict[str, Decimal | None], spot: Any) -> ScrapeR
                         gpu_memory_gb=memory,
                         instance_type=name,
                         available=True,
+                        price_kind=kind,
+                        orderable=False,
                         vcpus=to_optional_decimal(raw.get("num_cpus"), f"{where}.num_cpus"),
                         ram_gb=to_optional_decimal(raw.get("ram_gb"), f"{where}.ram_gb"),
                         attributes=attributes,
@@ -142,7 +149,7 @@ class Mithril(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://mithril.ai/pricing"
     credentials = (API_KEY,)
-    parser_version = "1"
+    parser_version = "2"  # 2: clearing prices are transacted, reserve prices floors
     requests_per_minute = None  # no limit documented (see the module docstring); 429s back off
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:

@@ -16,6 +16,10 @@ Prices (all USD per hour for the whole offer, i.e. all of its `num_gpus` GPUs):
 
 Fields read from real bundles (not only from the docs sample):
 * `rentable` / `rented` → `available` (the query asks for rentable, unrented machines; absent → True);
+* price kind (`providers.contract.PriceKind`): a listed machine's `dph_total` is its asking price. A machine
+  marked `rented` (the query excludes them, a captured or relaxed search can hold them) shows the rate its
+  renter pays: `transacted`, not orderable; its bid row, if any, is not orderable either. One marked not
+  `rentable` (and not rented) is out of stock, which `available` says: its price is still the asking one;
 * quality, under stable attribute names for later filtering: `verification` ("verified", "deverified",
   "unverified"; the docs sample's boolean `verified` is mapped onto it), `hosting` ("datacenter" or
   "consumer", from `hosting_type` 1/0, else the boolean `datacenter`), `reliability` (float, from
@@ -42,6 +46,7 @@ from typing import Any
 
 from providers.contract import (
     FetchContext,
+    PriceKind,
     Pricing,
     Provider,
     ProviderError,
@@ -141,8 +146,12 @@ def _reliability(raw: dict[str, Any], where: str) -> float | None:
     return None
 
 
+def _rented(raw: dict[str, Any]) -> bool:
+    return raw.get("rented", False) is True
+
+
 def _available(raw: dict[str, Any]) -> bool:
-    return raw.get("rentable", True) is not False and raw.get("rented", False) is not True
+    return raw.get("rentable", True) is not False and not _rented(raw)
 
 
 # Vast's storage month (gpuhunt and Vast's own disk charge: storage_cost / 30 / 24 per GB-hour).
@@ -213,6 +222,8 @@ def parse(payload: Any) -> ScrapeResult:
                 gpu_memory_gb=gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
                 instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
                 available=_available(raw),
+                price_kind=PriceKind.transacted if _rented(raw) else PriceKind.asking,
+                orderable=not _rented(raw),
                 vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
                 if raw.get("cpu_cores") is not None
                 else None,
@@ -229,6 +240,7 @@ def parse(payload: Any) -> ScrapeResult:
                         key=f"{offer_id}:bid",
                         price_per_hour=bid,
                         pricing=Pricing.spot,
+                        price_kind=PriceKind.asking,  # the bid that wins the machine now, rented or not
                         attributes=on_demand.attributes | {"min_bid": str(_money(raw, "min_bid", where))},
                     )
                 )
@@ -241,8 +253,8 @@ class VastAi(Provider):
     kind = ProviderKind.marketplace
     homepage = "https://vast.ai"
     # 2: interruptible = min_bid + storage, only when below on-demand; availability and quality fields
-    # from real bundles; well-formed regions for place-less geolocations.
-    parser_version = "2"
+    # from real bundles; well-formed regions for place-less geolocations. 3: price kind and orderable.
+    parser_version = "3"
 
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
         return parse(await post_json(ctx, URL, json=QUERY))

@@ -166,3 +166,14 @@ def test_models_gpus_and_assumptions_listings(client):
     sets = client.get("/v1/assumptions").json()
     assert sets["default"] == "hf-peft"
     assert {s["name"] for s in sets["sets"]} == {"seed", "hf-peft", "optimized"}
+
+
+def test_fine_tuning_with_tensor_parallel_selective_checkpointing_and_a_loss_over_http(client):
+    body = {"model": "llama-3.1-70b", "method": "full", "tokens": "1M", "gpu": "H100 SXM", "gpus": 8}
+    body |= {"stack": "torchtune", "tensor_parallel": 8, "selective_checkpointing": True, "loss": "chunked"}
+    r = client.post("/v1/estimate", json=body)
+    assert r.status_code == 200, r.text
+    row = r.json()["rows"][0]
+    assert row["tensor_parallel"] == 8 and row["selective_checkpointing"] is True and row["loss"] == "chunked"
+    refused = client.post("/v1/estimate", json=body | {"stack": "hf", "loss": None})
+    assert refused.status_code == 422 and refused.json()["field"] == "selective_checkpointing"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from sqlalchemy import Numeric, String
 
-from providers.contract import NUMBER_LIMITS, TEXT_LIMITS
+from providers.contract import NUMBER_LIMITS, TEXT_LIMITS, PriceKind, ScrapedOffer, offer_problem
 from tracker.storage.tables import Offer, OfferPrice
 
 COLUMN_OF = {"key": "offer_key", "gpu_name": "raw_gpu_name", "price_per_hour": "price_native_per_hour"}
@@ -26,3 +28,14 @@ def test_number_limits_are_the_column_ranges():
             precision, scale = column.type.precision, column.type.scale
             assert precision is not None and scale is not None, name
             assert 10 ** (precision - scale) == bound, name
+
+
+def test_only_an_asking_price_can_be_orderable():
+    def one(**kw):
+        return ScrapedOffer(key="k", gpu_name="H100", gpu_count=Decimal(1), price_per_hour=Decimal(2), **kw)
+
+    assert offer_problem(one()) is None
+    assert offer_problem(one(price_kind=PriceKind.transacted, orderable=False)) is None
+    assert offer_problem(one(price_kind=PriceKind.transacted)) == "a transacted price cannot be orderable"
+    assert offer_problem(one(price_kind=PriceKind.floor)) == "a floor price cannot be orderable"
+    assert "price_kind 'bid' is not one of" in (offer_problem(one(price_kind="bid")) or "")

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from providers.contract import Pricing, ProviderError
+from providers.contract import PriceKind, Pricing, ProviderError
 from providers.sheet import parse_sheet
 
 SHEET = {
@@ -67,3 +67,26 @@ def test_terms_and_instances_are_part_of_the_key():
     ]
     assert [(o.pricing, o.reserved_term) for o in offers[1:3]] == [(Pricing.reserved, "1y"), (Pricing.reserved, "3y")]
     assert offers[3].instance_type == "big"
+
+
+def test_a_from_price_row_is_a_floor_and_never_orderable():
+    rows = [
+        {"gpu": "H100-SXM-80GB", "price_per_gpu_hour": "2.40", "price_kind": "floor", "note": "from $2.40"},
+        {"gpu": "A100-SXM-80GB", "price_per_gpu_hour": "1.50"},
+    ]
+    floor, listed = parse_sheet(SHEET | {"rates": rows}).offers
+    assert (floor.price_kind, floor.orderable) == (PriceKind.floor, False)
+    assert (listed.price_kind, listed.orderable) == (PriceKind.asking, True)
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ({"price_kind": "cheap"}, "price_kind 'cheap' is not one of"),
+        ({"price_kind": "floor", "orderable": True}, "true only for an asking price"),
+        ({"orderable": "yes"}, "must be a boolean"),
+    ],
+)
+def test_a_bad_price_kind_is_refused(row, problem):
+    with pytest.raises(ProviderError, match=problem):
+        parse_sheet(SHEET | {"rates": [{"gpu": "H100-SXM-80GB", "price_per_gpu_hour": "1"} | row]})

@@ -34,6 +34,7 @@ from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
 from tracker.config import Settings
 from tracker.market import freshness, quality
 from tracker.market.offers import region_condition
+from tracker.market.price_kinds import orderable_asking
 from tracker.money import to_money
 from tracker.storage.tables import Offer, ScrapeRun
 
@@ -135,7 +136,9 @@ def filters_text(rule: RuleSubject) -> str:
 
 
 def _subject(stmt: Any, rule: RuleSubject) -> Any:
-    stmt = stmt.where(Offer.gpu_id.in_(rule.gpu_ids), Offer.pricing == rule.pricing)
+    # An alert watches the prices a buyer is asked: trades, rented rates and floors are no subject of it
+    # (tracker.market.price_kinds).
+    stmt = stmt.where(Offer.gpu_id.in_(rule.gpu_ids), Offer.pricing == rule.pricing, orderable_asking(Offer))
     if rule.providers:
         stmt = stmt.where(Offer.provider.in_(rule.providers))
     if rule.regions:

@@ -136,6 +136,12 @@ def _money(value: Any, places: int) -> str:
     return "–" if value is None else f"${float(value):,.{places}f}"
 
 
+def _checkpointing(job: dict[str, Any]) -> str:
+    if not job["grad_checkpointing"]:
+        return "off"
+    return "selective" if job.get("selective_checkpointing") else "on"
+
+
 def _print_estimate(result: dict[str, Any], wide: bool) -> None:
     job = result["job"]
     rows = result["rows"]
@@ -144,7 +150,9 @@ def _print_estimate(result: dict[str, Any], wide: bool) -> None:
         f"{job['model_name']} · {job['method']}"
         + (f" r{job['rank']}" if job["rank"] else "")
         + f" · seq {job['seq_len']:,} × batch {job['batch']}"
-        + f" · checkpointing {'on' if job['grad_checkpointing'] else 'off'}"
+        + f" · checkpointing {_checkpointing(job)}"
+        + (f" · loss {job['loss']}" if job.get("loss") else "")
+        + (f" · TP{job['tensor_parallel']} inside FSDP" if job.get("tensor_parallel", 1) > 1 else "")
         + f" · {job['tokens'] / 1e6:,.2f}M tokens"
     )
     console.print(f"[bold]job:[/] {what}")

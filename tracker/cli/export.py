@@ -48,7 +48,9 @@ def export(
     rt = runtime(ctx)
     try:
         with session_scope(rt.engine) as session:
-            manifest = write_export(session, out, fmt=fmt, generated_at=utcnow(), since=lo, until=hi)
+            manifest = write_export(
+                session, out, fmt=fmt, generated_at=utcnow(), since=lo, until=hi, settings=rt.settings
+            )
     except DatasetError as exc:
         fail(str(exc))
     except OSError as exc:
@@ -60,6 +62,11 @@ def export(
         t: sum(f["rows"] for f in manifest["files"] if f["table"] == t)
         for t in ("prices", "availability", "runs", "offers")
     }
+    if manifest["left_out"]:
+        names = ", ".join(s["provider"] for s in manifest["left_out"])
+        console.print(f"[yellow]left out[/] (their terms under TRACKER_REPUBLISH={manifest['republish']}): {names}")
+    if not manifest["for_publication"]:
+        console.print("[yellow]private export[/] (TRACKER_REPUBLISH=private): not for publication.")
     console.print(
         f"exported {rows['prices']} price rows, {rows['availability']} availability rows, {rows['runs']} runs and "
         f"{rows['offers']} offers in {len(manifest['files'])} files to {out}"

@@ -47,9 +47,16 @@ def offers(
     _print(rows, gpu, more=len(found) > limit, wide=wide)
 
 
+def kind_label(row: dict[str, Any]) -> str:
+    """What the price is (tracker.market.price_kinds): "asking", "transacted", "floor"; "asking, closed" for an
+    asking price that cannot be ordered now."""
+    kind = str(row.get("price_kind") or "asking")
+    return kind + (" [dim]closed[/]" if kind == "asking" and row.get("orderable") is False else "")
+
+
 def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: bool) -> None:
     table = Table(title=f"{len(rows)} offers" + (f" for {gpu}" if gpu else "") + ", cheapest per GPU-hour first")
-    for col in ("provider", "gpu", "n", "pricing", "region", "fabric", "$/GPU-h", "$/h", "seen"):
+    for col in ("provider", "gpu", "n", "pricing", "price", "region", "fabric", "$/GPU-h", "$/h", "seen"):
         table.add_column(col, justify="right" if col.startswith("$") or col == "n" else "left")
     all_demo = bool(rows) and all(r["demo"] for r in rows)  # then said once, below, not on every row
     for r in rows:
@@ -65,13 +72,14 @@ def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: boo
             r["gpu"] + (f" [dim]MIG {r['slice']}[/]" if r.get("slice") else ""),
             gpu_count(r["gpu_count"]),
             r["pricing"] + (f" {r['reserved_term']}" if r.get("reserved_term") else ""),
+            kind_label(r),
             r["region"] or "-",
             fabric_label(r["fabric"]),
             f"{r['price_per_gpu_hour']:.4f}",
             f"{r['price_per_hour']:.4f}",
             r["last_seen"].strftime("%m-%d %H:%M"),
         )
-    show_table(table, drop=("seen", "$/h", "fabric", "region"), wide=wide)
+    show_table(table, drop=("seen", "$/h", "fabric", "region", "price"), wide=wide)
     if all_demo:
         console.print("[yellow]demo prices:[/] replayed recordings (`scrape --demo`), not today's market.")
     if (note := capped_note(len(rows), more)) is not None:

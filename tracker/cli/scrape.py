@@ -114,7 +114,7 @@ def providers_cmd(
     json_out: bool = typer.Option(False, "--json"),
     wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
-    """Every provider: kind, credentials, interval, last run, offers, unknown names."""
+    """Every provider: kind, credentials, interval, last run, offers, unknown names, data terms."""
     rt = runtime(ctx)
     rows = provider_status(rt.engine, rt.settings)
     if json_out:
@@ -131,6 +131,7 @@ def providers_cmd(
         "status",
         "offers",
         "unknown",
+        "republish",
         "error",
     ):
         table.add_column(col)
@@ -147,14 +148,28 @@ def providers_cmd(
             last.get("status", "-"),
             str(r["current_offers"]),
             str(r["unknown_names"]),
+            republish_label(r["terms"]),
             escape(last.get("error") or ""),
         )
-    show_table(table, drop=("interval", "kind", "unknown", "credentials"), wrap=("error",), wide=wide)
+    show_table(table, drop=("interval", "kind", "unknown", "credentials", "republish"), wrap=("error",), wide=wide)
+    console.print(
+        "republish: what each source's terms say (yes/no/unknown, as read on a date: providers/terms.toml) and "
+        "whether this install's export includes it (TRACKER_REPUBLISH; docs/configuration.md)."
+    )
     if rows and all((r["last_run"] or {}).get("source") == "demo" for r in rows):
         console.print(
             "[yellow]every last run was a demo replay[/] (recorded responses, `scrape --demo`): "
             "no provider has been asked live yet."
         )
+
+
+def republish_label(terms: dict[str, Any]) -> str:
+    """'unknown (2026-12-02), labelled' — the terms as read, then what this install's export does."""
+    read = f" ({terms['read_on']})" if terms.get("read_on") else ""
+    done = "exported" if terms["republished"] else "left out"
+    if terms["republished"] and terms["republish"] == "unknown":
+        done = "labelled"
+    return f"{terms['republish']}{read}, {done}"
 
 
 def _when(started: Any) -> str:

@@ -22,7 +22,7 @@ from tracker.estimate.job import JobSpec
 from tracker.estimate.memory import COMPONENTS, GB, SHARDED, MemoryParts, memory_parts
 from tracker.estimate.multinode import seed_link_key
 from tracker.estimate.stacks import Stack, get_stack
-from tracker.estimate.step import RawStep, raw_step, step_terms, sustained_peak
+from tracker.estimate.step import RawStep, raw_step, step_class, step_terms, sustained_peak
 from tracker.estimate.step import tokens_per_second as step_tokens_per_second
 from tracker.estimate.throughput import as_price, hours_for, tokens_per_second
 from tracker.estimate.uncertainty import Band, tokens_band, vram_band
@@ -49,21 +49,22 @@ class PreparedJob:
         return eff
 
     def vram_components(self, gpus: float = 1) -> dict[str, float]:
-        """Bytes per GPU for each component on `gpus` GPUs of one machine, by the job's layout:
-        fsdp (default) shards weights, adapters, grads and optimizer state and holds two gathered
-        layers; ddp replicates everything; tp-fsdp also splits the activations (sequence parallel)."""
+        """Bytes per GPU for each component on `gpus` GPUs of one offer, by the job's layout
+        (JobSpec.layout): fsdp (default) shards weights, adapters, grads and optimizer state over every
+        GPU and holds two gathered layers; ddp replicates everything; a tensor-parallel degree t (FSDP x
+        TP, or tp-fsdp) also splits the gathered layers, the activations (sequence parallel), the
+        logits (vocabulary-parallel loss) and the dequantisation buffer t ways."""
         mem = self.memory
         out = dict(mem.components)
-        if gpus > 1:
-            layout = self.job.parallel or "fsdp"
-            if layout != "ddp":
-                for name in SHARDED:
-                    out[name] /= gpus
-            if layout == "fsdp":
-                out["fsdp_buffers"] = mem.prefetch_layers * mem.layer_bytes
-            if layout == "tp-fsdp":
-                out["activations"] /= gpus
-                out["recompute_working_set"] /= gpus
+        layout, tp, dp = self.job.layout(gpus)
+        if layout not in ("single", "ddp"):
+            for name in SHARDED:
+                out[name] /= tp * dp
+            if dp > 1:  # FSDP all-gathers each layer within its data-parallel group
+                out["fsdp_buffers"] = mem.prefetch_layers * mem.layer_bytes / tp
+        if tp > 1:
+            for name in ("activations", "recompute_working_set", "logits", "dequant_buffer"):
+                out[name] /= tp
         # The caching allocator reserves beyond its allocated peak; the CUDA context is outside it.
         allocated = sum(v for k, v in out.items() if k not in ("runtime_overhead", "allocator_reserve"))
         out["allocator_reserve"] = mem.reserve_fraction * allocated
@@ -99,7 +100,7 @@ class PreparedJob:
         price = as_price(price_per_gpu_hour)
         breakdown: dict[str, float] | None = None
         if a.step_params is not None and self.stack is not None:
-            cls = efficiency_class(gpu.architecture, gpu.form_factor)
+            cls = step_class(gpu, efficiency_class(gpu.architecture, gpu.form_factor))
             raw = raw_step(self, self.stack, gpu, gpus, sustained_peak(gpu, cls, peak))
             if inter_node_gb_s is not None:
                 raw = replace(raw, inter_node_bytes_s=inter_node_gb_s * 1e9)
@@ -318,6 +319,9 @@ class Estimate:
             if self.prepared.stack is not None and job.method == "full"
             else job.precision,
             "parallel": (job.parallel or "fsdp") if self.gpus > 1 else None,
+            "tensor_parallel": job.layout(self.gpus)[1],
+            "selective_checkpointing": job.selective_checkpointing,
+            "loss": (job.loss or self.prepared.stack.loss) if self.prepared.stack is not None else None,
             "pad_fraction": job.pad_fraction,
             "vram_scope": "reserved + CUDA context (as nvidia-smi shows)",
             "step_seconds": None if self.step_seconds is None else round(self.step_seconds, 6),
@@ -339,7 +343,10 @@ def prepare(job: JobSpec, assumptions: AssumptionSet | str | None = None) -> Pre
     knobs = a.memory
     if a.default_stack is not None:
         stack = get_stack(job.stack or a.default_stack)
-        knobs = stack.memory_for(job.precision)
+        stack.check_options(job.selective_checkpointing, job.loss)  # the set's default stack, if none was named
+        knobs = stack.memory_for(job.precision, job.loss)
+    elif job.loss is not None:
+        raise InvalidJob(f"assumption set {a.name} models no loss kinds: give a stack, or no loss", field="loss")
     mem = memory_parts(job, knobs)
     return PreparedJob(
         job=job,

@@ -2,7 +2,8 @@
 
 Full fine-tuning costs 2N forward + 4N backward (input and weight gradients) = 6N, plus 2N when
 activations are recomputed. Frozen weights need no weight-gradient GEMM, so (Q)LoRA is 4N, or 6N
-with recompute; the small adapters themselves are trained fully. Attention adds 4·L·s·d_attn per
+with recompute; the small adapters themselves are trained fully. Selective checkpointing re-runs no
+GEMM: its FLOPs are those without checkpointing. Attention adds 4·L·s·d_attn per
 token forward, whatever the method (it has no weights to freeze), halved for causal kernels. QLoRA
 dequantisation is memory-bound and shows up as lower efficiency, not as FLOPs.
 """
@@ -58,7 +59,7 @@ class FlopsBreakdown:
 def flops_per_token(job: JobSpec, knobs: FlopsKnobs) -> FlopsBreakdown:
     arch = job.model
     counts = arch.params
-    recompute = job.grad_checkpointing
+    recompute = job.recomputes_gemms  # selective checkpointing keeps GEMM (and attention) outputs
     total = knobs.params == "total"
     n = float(counts.total if total else counts.matmul_per_token(arch.vocab, arch.hidden))
     mult = knobs.multiplier(job.method, recompute)

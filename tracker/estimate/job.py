@@ -43,12 +43,15 @@ FINE_TUNE_ONLY: tuple[str, ...] = (
     "pad_fraction",
     "parallel",
     "grad_accum",
+    "selective_checkpointing",
+    "loss",
 )
+# `tensor_parallel` belongs to both kinds: GPUs per model copy when serving, the TP degree inside FSDP
+# when fine-tuning (tracker.estimate.core.PreparedJob.layout).
 INFERENCE_ONLY: tuple[str, ...] = (
     "prompt_tokens",
     "output_tokens",
     "concurrency",
-    "tensor_parallel",
     "engine",
     "kv_precision",
     "tokens_per_month",
@@ -62,6 +65,14 @@ Method = Literal["full", "lora", "qlora"]
 METHODS: tuple[str, ...] = ("full", "lora", "qlora")
 Parallel = Literal["ddp", "fsdp", "tp-fsdp"]
 PARALLELS: tuple[str, ...] = ("ddp", "fsdp", "tp-fsdp")
+# How the loss turns hidden states into a gradient (tracker/estimate/stacks.py says which stack does which):
+# materialized: the micro-batch's logits, their fp32 up-cast and gradient all alive at once;
+# chunked: the output projection and cross-entropy run a chunk of tokens at a time (torchtune);
+# fused: the projection and the loss fused, logits never stored whole (Liger FLCE, cut cross-entropy).
+Loss = Literal["materialized", "chunked", "fused"]
+LOSSES: tuple[str, ...] = ("materialized", "chunked", "fused")
+# A tensor-parallel group lives inside one node (its all-reduces run every layer over NVLink/PCIe).
+MAX_FINE_TUNE_TP = 64
 # Share of a micro-batch that is padding when packing is off and nothing says how long examples are:
 # instruction data padded to the longest sequence of a batch (typical Alpaca-style length spread).
 DEFAULT_PAD_FRACTION = 0.3
@@ -92,6 +103,33 @@ class JobSpec:
     pad_fraction: float = 0.0  # share of processed tokens that are padding (0 when packed)
     parallel: str | None = None  # multi-GPU layout; None: fsdp (shard over the machine's GPUs)
     grad_accum: int = 1  # micro-batches per optimizer step (the update is paid once per step)
+    # Selective activation checkpointing (torchtune ac_mode selective, Megatron selective recompute,
+    # torchtitan op-level AC): GEMM outputs are kept, only the elementwise ops are recomputed.
+    selective_checkpointing: bool = False
+    loss: str | None = None  # materialized | chunked | fused; None: the stack's own
+    tensor_parallel: int = 1  # TP degree inside FSDP (FSDP x TP); tp-fsdp without it: all of the machine's GPUs
+
+    def layout(self, gpus: float) -> tuple[str, int, int]:
+        """(layout, tensor-parallel degree, data-parallel groups) on `gpus` GPUs of one offer.
+
+        One GPU (or a slice): ("single", 1, 1). Otherwise fsdp by default; the TP degree is the job's
+        `tensor_parallel` (tp-fsdp without it: every GPU), lowered to the largest divisor of the GPU count
+        at most that (an offer of 4 GPUs runs a TP8 job as TP4), so every offer gets an estimate, and
+        the FSDP (or DDP) groups are the GPUs / TP."""
+        n = int(gpus) if gpus > 1 else 1
+        if n == 1:
+            return "single", 1, 1
+        parallel = self.parallel or "fsdp"
+        if self.tensor_parallel == 1 and parallel != "tp-fsdp":  # the common case, kept cheap for ranking
+            return parallel, 1, n
+        want = n if parallel == "tp-fsdp" and self.tensor_parallel == 1 else min(self.tensor_parallel, n)
+        tp = max(d for d in range(1, want + 1) if n % d == 0)
+        return parallel, tp, n // tp
+
+    @property
+    def recomputes_gemms(self) -> bool:
+        """Full checkpointing re-runs each block's forward (GEMMs included); selective keeps GEMM outputs."""
+        return self.grad_checkpointing and not self.selective_checkpointing
 
     @property
     def trains_adapters(self) -> bool:
@@ -119,6 +157,9 @@ class JobSpec:
             "pad_fraction": self.pad_fraction,
             "parallel": self.parallel,
             "grad_accum": self.grad_accum,
+            "selective_checkpointing": self.selective_checkpointing,
+            "loss": self.loss,
+            "tensor_parallel": self.tensor_parallel,
             "tokens": self.tokens,
             "params": self.model.params.total,
             "trainable_params": self.lora_params() if self.trains_adapters else self.model.params.total,
@@ -145,6 +186,9 @@ def make_job(
     pad_fraction: float | None = None,
     parallel: str | None = None,
     grad_accum: int = 1,
+    selective_checkpointing: bool = False,
+    loss: str | None = None,
+    tensor_parallel: int | None = None,
     enforce_max_seq_len: bool = True,
     allow_model_files: bool = False,
 ) -> JobSpec:
@@ -181,6 +225,9 @@ def make_job(
     if isinstance(grad_accum, bool) or not isinstance(grad_accum, int) or grad_accum <= 0:
         raise InvalidJob(f"grad_accum must be a positive integer, got {grad_accum!r}", field="grad_accum")
 
+    selective, loss_key = _checkpointing_and_loss(stack_key, grad_checkpointing, selective_checkpointing, loss)
+    tp = _tensor_parallel(tensor_parallel, parallel_key, arch)
+
     per_run = _training_tokens(tokens, examples, tokens_per_example, epochs)
     _check_compute(arch, targets if method_key != "full" else (), rank, seq_len, per_run)
     return JobSpec(
@@ -199,7 +246,57 @@ def make_job(
         pad_fraction=pad,
         parallel=parallel_key,
         grad_accum=grad_accum,
+        selective_checkpointing=selective,
+        loss=loss_key,
+        tensor_parallel=tp,
     )
+
+
+def _checkpointing_and_loss(
+    stack: str | None, grad_checkpointing: bool, selective: bool, loss: str | None
+) -> tuple[bool, str | None]:
+    """Selective checkpointing and the loss kind, checked against what the stack does (stacks.toml:
+    `selective_checkpointing`, `losses`). With no stack named, the check waits for the assumption set's
+    default stack (tracker.estimate.core.prepare)."""
+    if not isinstance(selective, bool):
+        raise InvalidJob(
+            f"selective_checkpointing must be true or false, got {selective!r}", field="selective_checkpointing"
+        )
+    if selective and not grad_checkpointing:
+        raise InvalidJob(
+            "selective checkpointing is a kind of activation checkpointing: it needs grad_checkpointing on",
+            field="selective_checkpointing",
+        )
+    key = None
+    if loss is not None:
+        key = str(loss).strip().lower()
+        if key not in LOSSES:
+            raise InvalidJob(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}", field="loss")
+    if stack is not None:
+        get_stack(stack).check_options(selective, key)
+    return selective, key
+
+
+def _tensor_parallel(value: int | None, parallel: str | None, arch: ModelArch) -> int:
+    if value is None:
+        return 1
+    if isinstance(value, bool) or not isinstance(value, int) or not (1 <= value <= MAX_FINE_TUNE_TP):
+        raise InvalidJob(
+            f"tensor_parallel must be an integer from 1 to {MAX_FINE_TUNE_TP}, got {value!r}", field="tensor_parallel"
+        )
+    if value > 1 and parallel == "ddp":
+        raise InvalidJob(
+            "tensor parallel shards the model; ddp replicates it: give fsdp or tp-fsdp", field="tensor_parallel"
+        )
+    # Megatron-style TP splits attention heads and the MLP's columns: the degree must divide both.
+    # KV heads fewer than the degree are replicated, as Megatron does.
+    if arch.heads % value or (arch.kv_heads % value and value % arch.kv_heads) or arch.intermediate % value:
+        raise InvalidJob(
+            f"tensor_parallel {value} does not divide {arch.name}'s {arch.heads} attention heads "
+            f"({arch.kv_heads} KV heads) and MLP width {arch.intermediate:,}",
+            field="tensor_parallel",
+        )
+    return value
 
 
 def _pad_fraction(packing: bool, pad_fraction: float | None, tokens_per_example: int | None, seq_len: int) -> float:
@@ -333,6 +430,16 @@ class JobInput(BaseModel):
     )
     parallel: Parallel | None = Field(None, description="Multi-GPU layout: ddp | fsdp (default) | tp-fsdp.")
     grad_accum: int = Field(1, ge=1, le=4096, description="Micro-batches accumulated per optimizer step.")
+    selective_checkpointing: bool = Field(
+        False,
+        description="Selective activation checkpointing: keep GEMM outputs, recompute only elementwise ops "
+        "(torchtune, NeMo; needs grad_checkpointing).",
+    )
+    loss: Loss | None = Field(
+        None,
+        description="Loss: materialized (all logits at once) | chunked (torchtune) | fused (Liger, cut CE); "
+        "default: the stack's.",
+    )
     # What the run costs beyond GPU hours (tracker.costs.plan): data, checkpoints, setup, interruptions.
     # None: derived from the job and the offer (the defaults are documented in tracker.costs.plan).
     dataset_gb: float | None = Field(None, ge=0, le=1e5, description="Training data to download, GB.")
@@ -364,7 +471,13 @@ class JobInput(BaseModel):
     concurrency: int | None = Field(
         None, gt=0, le=65536, description="Inference: requests in flight (default: the most that fit and meet targets)."
     )
-    tensor_parallel: int | None = Field(None, gt=0, le=64, description="Inference: GPUs per model copy (default: all).")
+    tensor_parallel: int | None = Field(
+        None,
+        gt=0,
+        le=64,
+        description="Tensor-parallel degree. Inference: GPUs per model copy (default: all). Fine-tuning: TP "
+        "inside FSDP, e.g. 8 for FSDP x TP8 (default 1; tp-fsdp: the whole machine).",
+    )
     engine: Literal["vllm", "sglang", "trt-llm"] | None = Field(
         None, description="Inference: vllm (default) | sglang | trt-llm."
     )
@@ -442,6 +555,9 @@ class JobInput(BaseModel):
             pad_fraction=self.pad_fraction,
             parallel=self.parallel,
             grad_accum=self.grad_accum,
+            selective_checkpointing=self.selective_checkpointing,
+            loss=self.loss,
+            tensor_parallel=self.tensor_parallel,
             tokens=self.tokens,
             examples=self.examples,
             tokens_per_example=self.tokens_per_example,

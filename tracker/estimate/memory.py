@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracker.estimate.job import JobSpec
-from tracker.estimate.stacks import MemoryKnobs
+from tracker.estimate.stacks import MemoryKnobs, selective_checkpointing
 
 GB = 1e9  # decimal, as vendors label cards ("80GB") and as the seed article reports
 
@@ -36,9 +36,10 @@ class MemoryParts:
     """Bytes per component before sharding, plus what FSDP needs to size its gather buffer."""
 
     components: dict[str, float]
-    layer_bytes: float  # one block's weights at storage width: the unit FSDP all-gathers
+    layer_bytes: float  # one block's weights at the width FSDP all-gathers them: its unit
     prefetch_layers: int
     reserve_fraction: float = 0.0  # allocator_reserve = this × allocated bytes per GPU (set on placement)
+    gathered_bytes: float = 0.0  # the whole model's weights as FSDP all-gathers them, per pass (step.py)
 
     @property
     def sharded_bytes(self) -> float:
@@ -72,7 +73,14 @@ def memory_parts(job: JobSpec, knobs: MemoryKnobs) -> MemoryParts:
             unquant = p.unquantized * (4.0 if upcast else 2.0)
         trainable = job.lora_params() * knobs.lora_bytes_per_param
 
-    if job.grad_checkpointing:
+    if job.selective_checkpointing:
+        # Every layer keeps its GEMM outputs; only the elementwise ops are recomputed, layer by layer.
+        sel = selective_checkpointing()
+        per_token = sel.per_hidden * h + sel.per_kv * arch.kv_dim + sel.per_intermediate * inter
+        stored_layers = 1 if job.offload_activations else arch.layers
+        activations = stored_layers * tokens * per_token
+        working = 0.0
+    elif job.grad_checkpointing:
         stored_layers = 1 if job.offload_activations else arch.layers
         activations = stored_layers * knobs.checkpoint_bytes_per_hidden * tokens * h
         working = tokens * (knobs.working_set_per_hidden * h + knobs.working_set_per_intermediate * inter)
@@ -105,10 +113,16 @@ def memory_parts(job: JobSpec, knobs: MemoryKnobs) -> MemoryParts:
     # FSDP gathers one block at a time: its linears plus its norms/biases/router, never the embeddings.
     small_width = (unquant / p.unquantized) if unquant else (base / p.total if knobs.quantize_all_params else 2.0)
     linear_width = base / p.total if knobs.quantize_all_params else base / p.linear
+    gathered = base + unquant
+    if job.method == "full":
+        # Mixed precision keeps an fp32 master in the shard; FSDP gathers (and computes with) the bf16 copy.
+        small_width = linear_width = min(knobs.full_weight_bytes, 2.0)
+        gathered = (p.linear + p.unquantized) * linear_width
     layer_bytes = (p.linear * linear_width + (p.norms + p.biases + p.routers) * small_width) / arch.layers
     return MemoryParts(
         components=components,
         layer_bytes=layer_bytes,
         prefetch_layers=knobs.fsdp_prefetch_layers,
         reserve_fraction=knobs.allocator_reserve_fraction,
+        gathered_bytes=gathered,
     )

@@ -65,16 +65,46 @@ class Stack:
     logits_traffic: float
     default_precision: str
     memory: MemoryKnobs  # full_* at the default precision
+    loss: str = "materialized"  # the loss this stack runs unless the job names another
+    losses: tuple[str, ...] = ("materialized",)  # the losses it can run (the `loss` job option)
+    selective_checkpointing: bool = False  # whether it offers selective activation checkpointing
 
-    def memory_for(self, precision: str | None) -> MemoryKnobs:
+    def check_options(self, selective: bool, loss: str | None) -> None:
+        """Refuse a job option this stack does not do (naming the field), rather than estimate a run
+        nobody can launch."""
+        if selective and not self.selective_checkpointing:
+            raise InvalidJob(
+                f"stack {self.name} has no selective activation checkpointing (torchtune and nemo do)",
+                field="selective_checkpointing",
+            )
+        if loss is not None and loss not in self.losses:
+            raise InvalidJob(f"stack {self.name} runs the loss {' or '.join(self.losses)}, not {loss}", field="loss")
+
+    def memory_for(self, precision: str | None, loss: str | None = None) -> MemoryKnobs:
+        # Placing one job on thousands of offers asks this each time: built once per stack and option.
+        return _knobs(self, precision, loss)
+
+    def _build_knobs(self, precision: str | None, loss: str | None) -> MemoryKnobs:
         w, g, o = FULL_BYTES[precision or self.default_precision]
-        return replace(self.memory, full_weight_bytes=w, full_grad_bytes=g, full_optimizer_bytes=o)
+        knobs = replace(self.memory, full_weight_bytes=w, full_grad_bytes=g, full_optimizer_bytes=o)
+        if loss is not None and loss != self.loss:  # the stack's own loss keeps the stack's own figures
+            knobs = replace(knobs, logits_chunk_tokens=loss_kinds()[loss].chunk_tokens)
+        return knobs
+
+    def logits_traffic_for(self, loss: str | None) -> float:
+        """Bytes per token and vocabulary entry the loss moves (step.py's `logits` term)."""
+        if loss is None or loss == self.loss:
+            return self.logits_traffic
+        return loss_kinds()[loss].traffic
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "title": self.title,
             "default_precision": self.default_precision,
+            "loss": self.loss,
+            "losses": list(self.losses),
+            "selective_checkpointing": self.selective_checkpointing,
             "adapter_traffic": self.adapter_traffic,
             "logits_traffic": self.logits_traffic,
             "non_gemm_prior": self.non_gemm,
@@ -82,6 +112,43 @@ class Stack:
             "non_gemm_why": self.non_gemm_why,
             "memory": {k: getattr(self.memory, k) for k in MemoryKnobs.__slots__},
         }
+
+
+@cache
+def _knobs(stack: Stack, precision: str | None, loss: str | None) -> MemoryKnobs:
+    return stack._build_knobs(precision, loss)
+
+
+@dataclass(frozen=True, slots=True)
+class LossKind:
+    traffic: float  # bytes per token per vocabulary entry moved, forward + backward
+    chunk_tokens: int  # tokens whose logits are alive at once; 0: the whole micro-batch
+    why: str
+
+
+@cache
+def loss_kinds() -> dict[str, LossKind]:
+    """stacks.toml [step.loss]: each loss kind's traffic and chunk, for a job that names a loss other
+    than its stack's default."""
+    table = raw_stacks_file()["step"]["loss"]
+    return {k: LossKind(float(v["traffic"]), int(v["chunk_tokens"]), v["why"]) for k, v in table.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class SelectiveCheckpointing:
+    """Bytes per token and layer that selective activation checkpointing keeps (stacks.toml
+    [step.selective_checkpointing]): the bf16 GEMM outputs and attention output, per hidden, KV and
+    intermediate element."""
+
+    per_hidden: float
+    per_kv: float
+    per_intermediate: float
+
+
+@cache
+def selective_checkpointing() -> SelectiveCheckpointing:
+    t = raw_stacks_file()["step"]["selective_checkpointing"]
+    return SelectiveCheckpointing(float(t["per_hidden"]), float(t["per_kv"]), float(t["per_intermediate"]))
 
 
 @cache
@@ -106,6 +173,9 @@ def stacks() -> dict[str, Stack]:
             logits_traffic=float(raw["logits_traffic"]),
             default_precision=raw["default_precision"],
             memory=memory,
+            loss=raw["loss"],
+            losses=tuple(raw["losses"]),
+            selective_checkpointing=bool(raw["selective_checkpointing"]),
         )
     return out
 

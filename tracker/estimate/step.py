@@ -14,7 +14,9 @@ A training step is not only GEMMs. Per micro-step on one GPU (T tokens of `seq_l
     overhead       fixed seconds per step (launches, Python, data loading)
     offload        checkpoints copied to and from CPU RAM, mostly hidden behind compute
     communication  DDP all-reduce of gradients, FSDP all-gather of weights + reduce-scatter of
-                   gradients (hidden behind compute up to `comm_overlap`), TP activation all-reduces
+                   gradients within each data-parallel group (hidden behind compute up to `comm_overlap`,
+                   across nodes at the network's rate), TP activation all-reduces (FSDP x TP: 2 per layer
+                   and pass inside the node, bytes / link + a latency each, never hidden)
 
 Memory-bound terms are bytes / (card bandwidth × bandwidth_fraction × bandwidth_relative[class]);
 attention runs at attention_vs_gemm × attention_relative[class] of the class's GEMM rate (the class
@@ -78,6 +80,8 @@ class StepParams:
     bandwidth_relative: dict[str, float] = field(default_factory=dict)
     # Per class: attention rate relative to `attention_vs_gemm` (FlashAttention-2 is tuned for Ampere).
     attention_relative: dict[str, float] = field(default_factory=dict)
+    # Fixed seconds per tensor-parallel collective on top of its bytes / link (a prior).
+    tp_collective_latency_s: float = 0.0
 
     def gemm(self, cls: str) -> float:
         return self.gemm_fraction.get(cls, self.gemm_fraction["default"])
@@ -102,6 +106,7 @@ class StepParams:
             "offload_overlap": self.offload_overlap,
             "comm_overlap": self.comm_overlap,
             "link_gb_s": dict(self.link_gb_s),
+            "tp_collective_latency_s": self.tp_collective_latency_s,
             "source": dict(self.source),
         }
 
@@ -119,6 +124,10 @@ def prior_params() -> StepParams:
         "bandwidth_fraction": f"fit: {step['bandwidth_fraction']['why']}",
         "attention_vs_gemm": "fit: long-context rows",
         "overhead_s": f"fit: {step['overhead_s']['why']}",
+    }
+    source |= {
+        f"bandwidth_relative:{k}": ("fit" if v.get("fit") else "prior") + f": {v['why']}"
+        for k, v in step.get("bandwidth_relative", {}).items()
     }
     source |= {
         f"non_gemm:{k}": ("fit" if v.get("non_gemm_fit") else "prior") + f": {v['non_gemm_why']}"
@@ -139,6 +148,7 @@ def prior_params() -> StepParams:
         source=source,
         bandwidth_relative={k: float(v["value"]) for k, v in step.get("bandwidth_relative", {}).items()},
         attention_relative={k: float(v["value"]) for k, v in step.get("attention_relative", {}).items()},
+        tp_collective_latency_s=float(step["tp_collective_latency_s"]),
     )
 
 
@@ -170,6 +180,19 @@ def sustained_peak(gpu: GpuSpec, cls: str, peak: float) -> float:
         return peak
     per_watt, min_share = limit
     return max(min(peak, per_watt * gpu.tdp_w * 1e12), min_share * peak)
+
+
+@cache
+def card_classes() -> dict[str, str]:
+    """stacks.toml [step.card_class]: cards whose step-model class is not their efficiency class."""
+    return {k: str(v["class"]) for k, v in raw_stacks_file()["step"].get("card_class", {}).items()}
+
+
+def step_class(gpu: GpuSpec, cls: str) -> str:
+    """The class whose GEMM fraction, bandwidth and attention factors time this card (`cls`: its
+    efficiency class). A card whose catalog peak is rated like another class's (the L40's half-rate FP32
+    accumulate, as GeForce cards are rated) is timed as that class, not as its architecture's."""
+    return card_classes().get(gpu.id, cls)
 
 
 def relative_classes() -> dict[str, float]:
@@ -210,12 +233,15 @@ class RawStep:
     dequant_bytes: float
     optimizer_bytes: float
     offload_bytes: float
-    comm_bytes: float
-    comm_hidden: bool  # overlappable with compute (DDP / FSDP), not for TP
+    comm_bytes: float  # DDP / FSDP collectives: over the slowest hop, hidden behind compute up to comm_overlap
+    comm_hidden: bool  # overlappable with compute (DDP / FSDP)
     interconnect: str
     slice: float  # < 1: a fraction of one card
     # Set for an offer spanning several nodes (tracker.estimate.multinode): the network's B/s per GPU.
     inter_node_bytes_s: float | None = None
+    # Tensor-parallel activation all-reduces: inside the node, on the critical path, each with a latency.
+    tp_comm_bytes: float = 0.0
+    tp_collectives: float = 0.0
 
 
 def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: float) -> RawStep:
@@ -223,50 +249,53 @@ def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: f
     arch = job.model
     p = arch.params
     mem = prepared.memory
-    knobs = stack.memory_for(job.precision)
-    n = int(gpus) if gpus > 1 else 1
-    parallel = (job.parallel or "fsdp") if n > 1 else "single"
+    knobs = stack.memory_for(job.precision, job.loss)
+    lora = job.lora_params()  # summed over the adapted modules: computed once per placement
+    parallel, tp, dp = job.layout(gpus)
     tokens = float(job.seq_len * job.batch)
     gc = job.grad_checkpointing
-    passes = 4.0 if gc else 3.0  # forward, backward (~2x forward's traffic), recompute forward
-    weight_passes = 3.0 if gc else 2.0  # forward, recompute, input-gradient GEMM read the weights
+    passes = 4.0 if gc else 3.0  # forward, backward (~2x forward's traffic), recompute forward (elementwise)
+    # Forward, input-gradient GEMM, and the recompute of full checkpointing (selective re-runs no GEMM).
+    weight_passes = 3.0 if job.recomputes_gemms else 2.0
     inter = arch.intermediate * arch.experts_per_token
 
     activation = (tokens * arch.layers * arch.hidden * 2.0 * passes, tokens * arch.layers * inter * 2.0 * passes)
     adapters = 0.0
     if job.trains_adapters:
         # lora_params = rank × Σ(d_in + d_out) over the adapted linears: the per-token elements moved.
-        adapters = tokens * (job.lora_params() / job.rank) * 2.0 * stack.adapter_traffic * passes
+        adapters = tokens * (lora / job.rank) * 2.0 * stack.adapter_traffic * passes
     dequant = p.linear * (knobs.nf4_bits / 8 + 2.0) * weight_passes if job.method == "qlora" else 0.0
     if job.method == "full":
         state = p.total * (knobs.full_weight_bytes + knobs.full_grad_bytes + knobs.full_optimizer_bytes)
         grad_bytes = p.total * knobs.full_grad_bytes
     else:
-        state = job.lora_params() * knobs.lora_bytes_per_param
-        grad_bytes = job.lora_params() * (4.0 if knobs.lora_bytes_per_param >= 16 else 2.0)
+        state = lora * knobs.lora_bytes_per_param
+        grad_bytes = lora * (4.0 if knobs.lora_bytes_per_param >= 16 else 2.0)
     offload = arch.layers * tokens * arch.hidden * 2.0 * 2.0 if (job.offload_activations and gc) else 0.0
 
-    comm, hidden, replicas, split, shards = 0.0, True, n, 1.0, 1.0
-    ring = (n - 1) / n if n > 1 else 0.0
+    n = tp * dp
+    comm, tp_comm, collectives, shards = 0.0, 0.0, 0.0, 1.0
     ga = float(job.grad_accum)  # the update and DDP's all-reduce happen once per optimizer step
     if parallel == "ddp":
-        comm = 2.0 * ring * grad_bytes / ga
-    elif parallel == "fsdp":
-        weights = mem.components["base_weights"] + mem.components["unquantized_weights"]
-        comm = ring * (2.0 * weights + grad_bytes)  # gather for forward and backward; reduce-scatter grads
+        comm = 2.0 * (n - 1) / n * grad_bytes / ga
+    elif parallel in ("fsdp", "tp-fsdp"):
+        # FSDP within each data-parallel group gathers its TP rank's 1/tp of every layer for forward and
+        # backward and reduce-scatters the gradients; a group of one (all of it TP) gathers nothing.
+        comm = (dp - 1) / dp * (2.0 * mem.gathered_bytes + grad_bytes) / tp
         shards = float(n)
-    elif parallel == "tp-fsdp":
-        reductions = arch.layers * (6.0 if gc else 4.0)  # 2 per layer forward, backward, recompute
-        comm = reductions * 2.0 * ring * tokens * arch.hidden * 2.0
-        hidden, replicas, split, shards = False, 1, float(n), float(n)
+    if tp > 1:
+        # Megatron TP: 2 all-reduces of the block's activations per layer and pass (forward, backward,
+        # and the recompute of full checkpointing), each 2(t-1)/t of the bf16 tokens x hidden.
+        collectives = arch.layers * (6.0 if job.recomputes_gemms else 4.0)
+        tp_comm = collectives * 2.0 * (tp - 1) / tp * tokens * arch.hidden * 2.0
 
     useful = tokens * (1.0 - job.pad_fraction)
     return RawStep(
         stack=stack.name,
         tokens=tokens,
         useful_tokens=useful,
-        replicas=replicas,
-        split=split,
+        replicas=dp,
+        split=float(tp),
         optimizer_shards=shards,
         peak=peak,
         bandwidth=gpu.bandwidth_tbs * 1e12,
@@ -274,15 +303,17 @@ def raw_step(prepared: StepJob, stack: Stack, gpu: GpuSpec, gpus: float, peak: f
         weight_bytes=p.linear * 2.0 * weight_passes,
         attention_flops=prepared.flops.attention * tokens,
         activation_elements=activation,
-        logits_bytes=tokens * arch.vocab * stack.logits_traffic,
+        logits_bytes=tokens * arch.vocab * stack.logits_traffic_for(job.loss),
         adapter_bytes=adapters,
         dequant_bytes=dequant,
         optimizer_bytes=ADAM_TRAFFIC * state / ga,
         offload_bytes=offload,
         comm_bytes=comm,
-        comm_hidden=hidden,
+        comm_hidden=True,
         interconnect=gpu.interconnect,
         slice=gpus if gpus < 1 else 1.0,
+        tp_comm_bytes=tp_comm,
+        tp_collectives=collectives,
     )
 
 
@@ -316,7 +347,9 @@ def step_terms(raw: RawStep, cls: str, params: StepParams) -> dict[str, float]:
     comm = raw.comm_bytes / link
     if raw.comm_hidden:
         comm = max(0.0, comm - params.comm_overlap * compute)
-    terms["communication"] = comm
+    # TP's all-reduces stay inside the node (a TP group never spans nodes) and wait on every layer.
+    tp = raw.tp_comm_bytes / params.link(raw.interconnect) + raw.tp_collectives * params.tp_collective_latency_s
+    terms["communication"] = comm + tp
     return terms
 
 

@@ -4,7 +4,8 @@ Every value is written as text (or null): decimals as their exact digits, instan
 booleans as "true"/"false", JSON documents as compact JSON. The three formats (CSV, JSONL, Parquet)
 therefore hold the same strings, a reader needs one decoder, and no money passes through a float.
 In CSV an empty field is null, except in the non-nullable text columns (`region`), where it is "".
-SCHEMA_VERSION changes when a column is removed or changes meaning; adding a column keeps it.
+SCHEMA_VERSION changes when a column is removed or changes meaning; adding a column keeps it (`price_kind`
+and `orderable` were added that way: an export without them held asking prices only, and reads so).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ TABLES: dict[str, tuple[Column, ...]] = {
         "gpu_memory_gb:decimal form_factor:text! pricing:text! reserved_term:text region:text! instance_type:text "
         "available:bool vcpus:decimal ram_gb:decimal attributes:json! demo:bool! first_seen:instant! "
         "last_seen:instant! delisted_at:instant price_per_hour:decimal! price_per_gpu_hour:decimal! currency:text! "
-        "price_native_per_hour:decimal price_native_per_gpu_hour:decimal fx_rate:decimal fx_date:date fx_source:text"
+        "price_native_per_hour:decimal price_native_per_gpu_hour:decimal fx_rate:decimal fx_date:date fx_source:text "
+        "price_kind:text orderable:bool"
     ),
     "runs": _cols(
         "provider:text! run_id:int! source:text! source_version:text status:text! started_at:instant! "
@@ -64,7 +66,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
         "provider:text! offer_key:text! gpu_id:text! pricing:text! valid_from:instant! valid_to:instant "
         "price_per_hour:decimal! price_per_gpu_hour:decimal! change_kind:text! currency:text! "
         "price_native_per_hour:decimal price_native_per_gpu_hour:decimal fx_rate:decimal fx_date:date "
-        "fx_source:text run_id:int"
+        "fx_source:text run_id:int price_kind:text orderable:bool"
     ),
     "availability": _cols(
         "provider:text! offer_key:text! available:bool valid_from:instant! valid_to:instant run_id:int"

@@ -5,6 +5,12 @@ began before `since` is in the file of the day it began, so the price in force a
 runs started in the window (the ledger: each provider's outcome per day), and the offers those rows refer
 to, as they stand when the export is made. The manifest lists each file with its row count and SHA-256,
 the outcome of each provider's runs per day, and a terms note per source. The schema: tracker.history.dataset.
+
+Whose rows are exported follows each source's declared data terms under the operator's setting, one rule
+(`tracker.market.data_terms.may_republish`): a source left out has no row in any file and is named, with
+why, in the manifest's `left_out`; every exported source carries its terms as read (`data_terms`), so one
+whose terms are unknown is labelled so. Under `TRACKER_REPUBLISH=private` the manifest says
+`for_publication: false`.
 """
 
 from __future__ import annotations
@@ -24,9 +30,10 @@ from sqlalchemy import Engine, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.clock import Clock, utcnow
-from tracker.config import Settings
+from tracker.config import Settings, get_settings
 from tracker.history.dataset import DAILY, MANIFEST, SCHEMA_VERSION, TABLES, encode_file, file_name, sha256
 from tracker.history.imports.terms import terms_note
+from tracker.market.data_terms import may_republish, source_terms
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, OfferAvailability, OfferPrice, ScrapeRun
 
@@ -48,17 +55,23 @@ def _window(
     return stmt
 
 
-def _prices(session: Session, since: datetime | None, until: datetime | None) -> Iterator[dict[str, Any]]:
+def _prices(
+    session: Session, since: datetime | None, until: datetime | None, out: frozenset[str]
+) -> Iterator[dict[str, Any]]:
     names = [c.name for c in TABLES["prices"] if c.name not in {"provider", "offer_key"}]
     stmt = select(Offer.provider, Offer.offer_key, *(getattr(OfferPrice, n) for n in names)).join(
         Offer, Offer.id == OfferPrice.offer_id
     )
     stmt = _window(stmt, OfferPrice, since, until).order_by(OfferPrice.valid_from, OfferPrice.id)
+    if out:
+        stmt = stmt.where(Offer.provider.not_in(out))
     for row in session.execute(stmt).yield_per(5000):
         yield dict(row._mapping)
 
 
-def _availability(session: Session, since: datetime | None, until: datetime | None) -> Iterator[dict[str, Any]]:
+def _availability(
+    session: Session, since: datetime | None, until: datetime | None, out: frozenset[str]
+) -> Iterator[dict[str, Any]]:
     stmt = select(
         Offer.provider,
         Offer.offer_key,
@@ -68,12 +81,18 @@ def _availability(session: Session, since: datetime | None, until: datetime | No
         OfferAvailability.run_id,
     ).join(Offer, Offer.id == OfferAvailability.offer_id)
     stmt = _window(stmt, OfferAvailability, since, until).order_by(OfferAvailability.valid_from, OfferAvailability.id)
+    if out:
+        stmt = stmt.where(Offer.provider.not_in(out))
     for row in session.execute(stmt).yield_per(5000):
         yield dict(row._mapping)
 
 
-def _runs(session: Session, since: datetime | None, until: datetime | None) -> Iterator[dict[str, Any]]:
+def _runs(
+    session: Session, since: datetime | None, until: datetime | None, out: frozenset[str]
+) -> Iterator[dict[str, Any]]:
     stmt = select(*(col.label(name) for name, col in _RUN_COLUMNS.items())).order_by(ScrapeRun.started_at, ScrapeRun.id)
+    if out:
+        stmt = stmt.where(ScrapeRun.provider.not_in(out))
     if since is not None:
         stmt = stmt.where(ScrapeRun.started_at >= since)
     if until is not None:
@@ -105,15 +124,22 @@ def build_export(
     generated_at: datetime,
     since: datetime | None = None,
     until: datetime | None = None,
+    settings: Settings | None = None,
 ) -> Iterator[tuple[str, bytes]]:
-    """(relative path, bytes) of every file, day by day, then the offers file and the manifest last."""
+    """(relative path, bytes) of every file, day by day, then the offers file and the manifest last.
+    `settings` decide whose rows may be republished (module docstring); None: this process's settings."""
+    settings = settings if settings is not None else get_settings()
+    stored = set(session.scalars(select(ScrapeRun.provider).distinct())) | set(
+        session.scalars(select(Offer.provider).distinct())
+    )
+    out = frozenset(p for p in stored if not may_republish(p, settings))
     files: list[dict[str, Any]] = []
     offer_refs: set[tuple[str, str]] = set()
     outcomes: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(int)))
     sources: dict[tuple[str, str], None] = {}
     readers = {"runs": _runs, "prices": _prices, "availability": _availability}
     for table, reader in readers.items():
-        for day, rows in _by_day(reader(session, since, until), DAILY[table]):
+        for day, rows in _by_day(reader(session, since, until, out), DAILY[table]):
             if table == "runs":
                 for r in rows:
                     outcomes[day.isoformat()][r["provider"]][r["status"]] += 1
@@ -151,7 +177,14 @@ def build_export(
         },
         "files": files,
         "runs_by_day": {d: {p: dict(s) for p, s in sorted(v.items())} for d, v in sorted(outcomes.items())},
-        "sources": [{"provider": p, "source": k, "terms": terms_note(p, k)} for p, k in sorted(sources)],
+        "sources": [
+            {"provider": p, "source": k, "terms": terms_note(p, k), "data_terms": source_terms(p, settings)}
+            for p, k in sorted(sources)
+        ],
+        # Sources whose rows this export leaves out, and why (their terms under TRACKER_REPUBLISH).
+        "left_out": [{"provider": p, "data_terms": source_terms(p, settings)} for p in sorted(out)],
+        "republish": settings.republish,
+        "for_publication": settings.republish != "private",
     }
     yield MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode()
 
@@ -196,7 +229,7 @@ def scheduled_export(engine: Engine, settings: Settings, clock: Clock = utcnow) 
     try:
         shutil.rmtree(fresh, ignore_errors=True)
         with session_scope(engine) as session:
-            manifest = write_export(session, fresh, fmt=settings.export_format, generated_at=clock())
+            manifest = write_export(session, fresh, fmt=settings.export_format, generated_at=clock(), settings=settings)
         shutil.rmtree(old, ignore_errors=True)
         if target.exists():
             target.rename(old)

@@ -50,6 +50,8 @@ def read_listed(session: Session, provider: str) -> dict[str, ListedOffer]:
             Offer.gpu_count,
             Offer.region,
             Offer.demo,
+            Offer.price_kind,
+            Offer.orderable,
             # The quality attributes alone, read in SQL: decoding 20,000 attribute documents to compare
             # four members cost an unchanged scrape a third of its time.
             json_members(Offer.attributes, QUALITY_ATTRIBUTES).label("quality"),
@@ -158,6 +160,8 @@ def offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
         "vcpus": s.vcpus,
         "ram_gb": s.ram_gb,
         "attributes": s.attributes,
+        "price_kind": s.price_kind.value,
+        "orderable": s.orderable,
         "demo": demo,
         "price_per_hour": v.price_per_hour,
         "price_per_gpu_hour": v.price_per_gpu_hour,
@@ -177,6 +181,8 @@ def _price_row(
         "price_per_gpu_hour": v.price_per_gpu_hour,
         "run_id": run_id,
         "change_kind": change_kind.value,  # the plain string: COPY writes it as is
+        "price_kind": v.scraped.price_kind.value,
+        "orderable": v.scraped.orderable,
     } | _native_values(v)
 
 

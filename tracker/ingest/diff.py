@@ -5,7 +5,8 @@ The rules of change-only history, all decided here (`tracker.ingest.apply` only 
 * An offer not stored before is new: an offer row, a price row and an availability row.
 * A stored offer whose quote (amount or currency), GPU count or card changed gets a `change_kind="price"`
   row: history is read per GPU-hour and per card, so the same instance price over another GPU count, or
-  the same offer resolved to another card, is a new price row too.
+  the same offer resolved to another card, is a new price row too. So does one whose price kind or
+  orderability changed (a server rented, then free again): an asking and a rented rate are not one price.
 * The same quote whose USD figure differs (only the exchange rate moved) gets a `change_kind="fx"` row,
   counted apart so FX moves never pose as price changes.
 * A price or availability row that gets a successor has its open row closed, so at most one row per
@@ -66,6 +67,10 @@ class ListedOffer(Protocol):
     @property
     def demo(self) -> bool: ...
     @property
+    def price_kind(self) -> str: ...
+    @property
+    def orderable(self) -> bool: ...
+    @property
     def quality(self) -> str | None: ...  # the quality attributes, one JSON array in QUALITY_ATTRIBUTES' order
 
 
@@ -120,11 +125,13 @@ def _compare(changes: Changes, row: ListedOffer, v: ValidOffer, demo: bool) -> N
     usd_changed = row.price_per_hour != v.price_per_hour
     count_changed = row.gpu_count != v.scraped.gpu_count
     card_changed = row.gpu_id != v.gpu.id
+    kind_changed = row.price_kind != v.scraped.price_kind.value or row.orderable != v.scraped.orderable
     availability_changed = row.available != v.scraped.available
     described_changed = (
         availability_changed
         or card_changed
         or count_changed
+        or kind_changed
         or row.region != v.scraped.region
         or row.demo != demo
         # Offers are filtered on these (verified, datacenter, reliability): a stale copy would
@@ -139,7 +146,7 @@ def _compare(changes: Changes, row: ListedOffer, v: ValidOffer, demo: bool) -> N
         changes.level.same[card] += 1
     if reopened or price_changed or usd_changed or described_changed:
         changes.rewritten.append((row.id, v))
-    if reopened or price_changed or count_changed or card_changed:
+    if reopened or price_changed or count_changed or card_changed or kind_changed:
         if not reopened:  # a returning offer's last rows were closed when it was delisted
             changes.close_prices.append(row.id)
         changes.prices.append((row.id, v, ChangeKind.price))

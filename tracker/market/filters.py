@@ -10,7 +10,8 @@ string or a command line (`provider` for `providers`, `--verified` for `verified
 `conditions()` is the filter as SQL conditions on `offers` (the offer list, availability history, alert
 observations filter in the database); `mask()` is the same filter over the live table
 (`tracker.market.live`), for the ranking. Availability and quality mean what `tracker.market.quality`
-says, aggregator resales what `tracker.market.aggregated` says.
+says, aggregator resales what `tracker.market.aggregated` says, price kinds what `tracker.market.price_kinds`
+says: without `price_kinds`, only orderable asking prices count, in every surface.
 
 The region filter takes a provider's own region code (exactly, or as a prefix: "us-east" matches
 "us-east-2"), a country ("de"), an area ("eu", "apac", "americas", "mea") or a metro ("paris"): one rule,
@@ -28,11 +29,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from sqlalchemy import ColumnElement, and_, exists, or_
 
-from providers.contract import Pricing
+from providers.contract import PriceKind, Pricing
 from providers.registry import reference_providers
 from tracker.catalog.locations import get_locations
 from tracker.market import aggregated as resales
-from tracker.market import fabric, quality
+from tracker.market import fabric, price_kinds, quality
 from tracker.storage.tables import Offer, RegionLocation
 
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
@@ -56,6 +57,7 @@ FLAGS: dict[str, str] = {
     "available_only": "available",
     "verified_only": "verified",
     "datacenter_only": "datacenter",
+    "price_kinds": "price_kind",
 }
 
 
@@ -74,6 +76,13 @@ class OfferFilters(BaseModel):
         ),
     )
     pricing: list[Pricing] | None = Field(None, description="Only these pricing types (on_demand, spot, reserved).")
+    price_kinds: list[PriceKind] | None = Field(
+        None,
+        description=(
+            "Only these price kinds (asking, transacted, floor). Default: asking prices a buyer can order now; "
+            "trades, rented rates and 'from' prices only when asked for."
+        ),
+    )
     min_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at least this many GPUs.")
     max_gpus: Decimal | None = Field(None, gt=0, le=1024, description="Only offers with at most this many GPUs.")
     max_price: Decimal | None = Field(
@@ -101,6 +110,10 @@ class OfferFilters(BaseModel):
         # Pricing(p): filters built by `model_construct` from an already validated schema hold plain strings.
         return sorted({Pricing(p).value for p in self.pricing}) if self.pricing else None
 
+    def kind_values(self) -> list[str] | None:
+        """The price kinds asked for; None: the default (orderable asking prices, tracker.market.price_kinds)."""
+        return sorted({PriceKind(k).value for k in self.price_kinds}) if self.price_kinds else None
+
     def conditions(self) -> list[ColumnElement[bool]]:
         """The filters as SQL conditions on `offers` (all must hold)."""
         out: list[ColumnElement[bool]] = []
@@ -108,6 +121,7 @@ class OfferFilters(BaseModel):
             out.append(Offer.provider.in_(self.providers))
         if self.pricing:
             out.append(Offer.pricing.in_(self.pricing_values() or []))
+        out.append(price_kinds.kinds_condition(self.kind_values()))
         if self.regions:
             out.append(region_condition(self.regions))
         if self.min_gpus is not None:
@@ -135,6 +149,8 @@ class OfferFilters(BaseModel):
         wanted = self.pricing_values() or default_pricing
         if wanted:
             mask &= _member(table["pricing"], wanted)
+        if "price_kind" in table:
+            mask &= price_kinds.kinds_mask(table["price_kind"], table["orderable"], self.kind_values())
         if self.regions:
             mask &= region_mask(table["provider"], table["region"], self.regions)
         if self.min_gpus is not None:

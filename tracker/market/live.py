@@ -47,6 +47,8 @@ COLUMNS = [
     "region",
     "instance_type",
     "available",
+    "price_kind",
+    "orderable",
     "demo",
     "price_per_hour",
     "price_per_gpu_hour",
@@ -96,6 +98,7 @@ def _load(session: Session) -> OfferTable:
     columns["reliability_f"] = np.array([np.nan if v is None else v for v in raw["reliability"]], dtype=np.float64)
     columns["id"] = np.array(raw["id"], dtype=np.int64)
     columns["demo"] = np.array(raw["demo"], dtype=bool)
+    columns["orderable"] = np.array(raw["orderable"], dtype=bool)
     refs = reference_providers()
     columns["reference"] = np.fromiter((p in refs for p in raw["provider"]), dtype=bool, count=len(rows))
     # A small integer per provider: freshness windows (which depend on the settings) are looked up per

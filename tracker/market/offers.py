@@ -97,6 +97,10 @@ def offer_row(offer: Offer) -> dict[str, Any]:
         "region": offer.region,
         "instance_type": offer.instance_type,
         "available": offer.available,
+        # What the price is (asking | transacted | floor) and whether it can be ordered at now
+        # (tracker.market.price_kinds); `available` is the stock.
+        "price_kind": offer.price_kind,
+        "orderable": offer.orderable,
         # An aggregator's resale: which aggregator it reaches us through, and whose machine it is.
         "via": (offer.attributes or {}).get("via"),
         "upstream": (offer.attributes or {}).get("upstream"),

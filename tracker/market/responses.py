@@ -58,6 +58,8 @@ class OfferRow(Row):
     reserved_term: str | None
     region: str | None
     available: bool | None
+    price_kind: str  # asking | transacted | floor (tracker.market.price_kinds)
+    orderable: bool  # a buyer can order at this price now (stock aside: `available`)
     via: str | None
     upstream: str | None
     price_per_hour: Number

@@ -1,7 +1,9 @@
 """Market statistics of $/GPU-hour: the distribution now, and over time, per card and pricing type.
 
 Never blended: every statistic is for one card (SXM and PCIe apart) and one pricing type, and a reserved
-price for one term (a 1-year and a 3-year rate are different prices; on-demand and spot have none).
+price for one term (a 1-year and a 3-year rate are different prices; on-demand and spot have none). Nor
+are asking prices blended with trades, rented rates or floors: only orderable asking prices count unless
+a caller asks for other kinds (tracker.market.price_kinds).
 
 Aggregators (tracker.market.aggregated): `aggregated="include"` counts every listed offer, "exclude"
 only direct ones, "dedupe" each machine once (its direct price preferred). `aggregated_offers` says how
@@ -33,6 +35,7 @@ from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated as resales
 from tracker.market import freshness
+from tracker.market import price_kinds as kinds
 from tracker.market.outages import cut, outages
 from tracker.money import to_money
 from tracker.storage.sql import epoch_us
@@ -90,10 +93,14 @@ def snapshot(
     include_reference: bool = True,
     aggregated: str = "include",
     stale_sheets: frozenset[str] = frozenset(),
+    price_kinds: Sequence[str] | None = None,
 ) -> list[MarketStat]:
     """Distribution of current $/GPU-hour per card × pricing type (× reservation term) over the fresh
-    offers of the live frame."""
+    offers of the live frame; of orderable asking prices unless `price_kinds` asks for others
+    (tracker.market.price_kinds)."""
     mask = fresh.copy()
+    if "price_kind" in frame:
+        mask &= kinds.kinds_mask(frame["price_kind"].to_numpy(), frame["orderable"].to_numpy(), price_kinds)
     if gpu_ids:
         mask &= frame["gpu_id"].isin(list(gpu_ids)).to_numpy()
     if pricing:
@@ -193,7 +200,13 @@ def _without_outages(
 
 
 def _interval_rows(
-    session: Session, gpu_ids: Sequence[str], pricing: str, first: datetime, end: datetime, include_reference: bool
+    session: Session,
+    gpu_ids: Sequence[str],
+    pricing: str,
+    first: datetime,
+    end: datetime,
+    include_reference: bool,
+    price_kinds: Sequence[str] | None = None,
 ) -> Sequence[Any]:
     """(offer, from, to, $/GPU-h, last seen, provider) of every price row overlapping [first, end)."""
     stmt = (
@@ -209,6 +222,8 @@ def _interval_rows(
         .where(
             OfferPrice.gpu_id.in_(gpu_ids),
             OfferPrice.pricing == pricing,
+            # Each row's own kind: a server's rented stretches never count as its asking price.
+            kinds.kinds_condition(price_kinds, OfferPrice),
             OfferPrice.valid_from < end,
             or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > first),
         )
@@ -229,8 +244,10 @@ def history(
     now: datetime,
     settings: Settings,
     include_reference: bool = True,
+    price_kinds: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Bucketed statistics over [start, end), computed exactly from the change-only history.
+    """Bucketed statistics over [start, end), computed exactly from the change-only history (orderable asking
+    prices unless `price_kinds` asks for others).
 
     Instants are whole microseconds since the epoch (int64) throughout, so every weight is exact.
     """
@@ -240,7 +257,7 @@ def history(
         origin -= timedelta(days=origin.weekday())
     first = _floor(start, step, origin)
     end = min(end, now)
-    rows = _interval_rows(session, gpu_ids, pricing, first, end, include_reference)
+    rows = _interval_rows(session, gpu_ids, pricing, first, end, include_reference, price_kinds)
     if not rows:
         return []
     offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)

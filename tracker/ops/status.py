@@ -11,6 +11,7 @@ from providers.registry import all_providers
 from tracker.clock import utcnow
 from tracker.config import Settings
 from tracker.market import freshness
+from tracker.market.data_terms import source_terms
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, ScrapeRun, UnresolvedGpuName
 
@@ -51,6 +52,8 @@ def provider_status(engine: Engine, settings: Settings, now: datetime | None = N
                     "schema_drift": _drift(run),
                     "current_offers": offers.get(name, 0),
                     "unknown_names": unknown.get(name, 0),
+                    # Its data terms as read, and whether this install republishes its prices.
+                    "terms": source_terms(name, settings),
                 }
             )
         return rows

@@ -1,7 +1,8 @@
 """What each provider covers, from the registry and its bundled sample: the README's providers table.
 
 The table is generated, never written by hand, so it cannot drift from the code: kind and credentials
-come from the adapter's declarations, the pricing types and currencies from what the adapter makes of its
+come from the adapter's declarations, the data terms (where they are, whether the prices may be republished,
+as read on a day) from `providers/terms.toml`, the pricing types and currencies from what the adapter makes of its
 bundled cassette (or rate sheet) — the same offline replay as `scrape --demo`, without a database.
 `tests/tracker/pipeline/test_coverage.py` fails when the README's copy differs from this one;
 `python -m tracker.pipeline.coverage --write` rewrites it.
@@ -22,6 +23,7 @@ from providers.contract import FetchContext, Pricing, Provider, ProviderKind, Sc
 from providers.fetching import fetch_offers
 from providers.parsing import term_hours
 from providers.registry import PROVIDERS
+from providers.terms import terms_for
 
 __all__ = ["Coverage", "coverage", "markdown_table", "readme_with_table", "sample"]
 
@@ -38,6 +40,9 @@ class Coverage:
     pricing: tuple[str, ...]
     currencies: tuple[str, ...]
     offers: int
+    terms_url: str = ""
+    republish: str = "unknown"
+    terms_read_on: str = ""
 
 
 def _no_network(request: httpx.Request) -> httpx.Response:
@@ -74,6 +79,7 @@ def _pricing(result: ScrapeResult) -> tuple[str, ...]:
 
 async def _one(provider: type[Provider]) -> Coverage:
     result = await sample(provider)
+    terms = terms_for(provider.name)
     return Coverage(
         name=provider.name,
         title=provider.title,
@@ -82,6 +88,9 @@ async def _one(provider: type[Provider]) -> Coverage:
         pricing=_pricing(result),
         currencies=tuple(sorted({o.currency for o in result.offers})),
         offers=len(result.offers),
+        terms_url=terms.url if terms else "",
+        republish=terms.republish.value if terms else "unknown",
+        terms_read_on=terms.read_on.isoformat() if terms else "",
     )
 
 
@@ -98,13 +107,18 @@ def markdown_table(rows: Sequence[Coverage]) -> str:
     """The README's table, between its markers."""
     lines = [
         START,
-        "| provider | name | kind | credentials | pricing | currency | sample offers |",
-        "|---|---|---|---|---|---|---:|",
+        "| provider | name | kind | credentials | pricing | currency | sample offers | terms | republish |",
+        "|---|---|---|---|---|---|---:|---|---|",
     ]
     for r in rows:
         pricing = ", ".join(r.pricing) or "—"
         currencies = ", ".join(r.currencies) or "—"
-        lines.append(f"| {r.title} | `{r.name}` | {r.kind} | {r.auth} | {pricing} | {currencies} | {r.offers} |")
+        terms = f"[terms]({r.terms_url})" if r.terms_url else "not found"
+        republish = f"{r.republish} (as of {r.terms_read_on})" if r.terms_read_on else r.republish
+        lines.append(
+            f"| {r.title} | `{r.name}` | {r.kind} | {r.auth} | {pricing} | {currencies} | {r.offers} | {terms} "
+            f"| {republish} |"
+        )
     lines.append(END)
     return "\n".join(lines)
 

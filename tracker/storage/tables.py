@@ -34,6 +34,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -156,6 +157,13 @@ class Offer(Base):
     # Provider-specific extras. The ones the read side filters on (QUALITY_ATTRIBUTES) are kept current
     # by ingest; the rest describe the offer as it was when it last changed otherwise.
     attributes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # What the price is (providers.contract.PriceKind: asking | transacted | floor) and whether it can be
+    # ordered at now; columns, not attributes, because every statistic filters on them in SQL
+    # (tracker.market.price_kinds holds the rule). Kept on each price row too: a server's rented rate and
+    # its asking price alternate under one offer, and history must tell them apart.
+    # Server defaults only: an insert that names neither (an older migration's test, a raw import) gets them.
+    price_kind: Mapped[str] = mapped_column(String(16), server_default="asking")
+    orderable: Mapped[bool] = mapped_column(Boolean, server_default=true())
     demo: Mapped[bool] = mapped_column(Boolean, default=False)
     first_seen: Mapped[datetime] = mapped_column(UTCDateTime)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -207,6 +215,9 @@ class OfferPrice(Base):
     fx_rate: Mapped[Decimal | None] = mapped_column(Rate)  # USD per unit; NULL: quoted in USD
     fx_date: Mapped[date | None] = mapped_column(Date)
     fx_source: Mapped[str | None] = mapped_column(String(32))
+    # The price's kind and orderability while this row held (as on `Offer`): a change of either is a new row.
+    price_kind: Mapped[str] = mapped_column(String(16), server_default="asking")
+    orderable: Mapped[bool] = mapped_column(Boolean, server_default=true())
 
 
 class FxRate(Base):

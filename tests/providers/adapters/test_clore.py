@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from providers.adapters.clore import API_KEY, URL, Clore, parse, split_gpu
-from providers.contract import Pricing, ProviderKind
+from providers.contract import PriceKind, Pricing, ProviderKind
 from tests.factories.cassettes import (
     assert_integrity,
     assert_replay_raises,
@@ -97,3 +97,11 @@ def test_schema_changes_raise():
     assert_replay_raises(Clore, json_with(0, "code", value=1), "code 1")
     assert_replay_raises(Clore, json_without(0, "servers"), "'servers'")
     assert_replay_raises(Clore, json_with(0, "servers", value={}), "not a list")
+
+
+def test_a_rented_servers_prices_are_its_renters_not_an_asking_price(result):
+    rented = [o for o in result.offers if o.available is False]
+    free = [o for o in result.offers if o.available is True]
+    assert rented and free
+    assert all((o.price_kind, o.orderable) == (PriceKind.transacted, False) for o in rented)
+    assert all((o.price_kind, o.orderable) == (PriceKind.asking, True) for o in free)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from providers.adapters.mithril import PRICING_URL, Mithril, dollars, parse, raw_gpu_name
-from providers.contract import Pricing, ProviderKind
+from providers.contract import PriceKind, Pricing, ProviderKind
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -82,3 +82,10 @@ def test_schema_change_raises():
     assert_replay_raises(Mithril, json_without(1, "minimum_price_cents"), "minimum_price_cents")
     assert_replay_raises(Mithril, json_with(6, value={"items": []}), "not a list")
     assert_replay_drops(Mithril, json_without(0, 0, "fid"), "fid")  # one type, not the run
+
+
+def test_clearing_prices_are_transacted_and_reserves_floors_neither_orderable(result):
+    kinds = {o.key: (o.price_kind, o.orderable) for o in result.offers}
+    assert kinds["h100-80gb.sxm.8x:us-central2-a"] == (PriceKind.transacted, False)  # the last auction's clear
+    assert kinds["ccs-h200.sxm.8x:us-central2-b"] == (PriceKind.floor, False)  # the reserve stands in
+    assert {o.price_kind for o in result.offers} <= {PriceKind.transacted, PriceKind.floor}

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from providers.adapters.vastai import SAME_PRICE, VastAi, interruptible_price, parse, region_of
-from providers.contract import Pricing, ProviderError, ScrapeResult
+from providers.contract import PriceKind, Pricing, ProviderError, ScrapeResult
 from tests.factories.cassettes import (
     answer,
     assert_integrity,
@@ -209,6 +209,10 @@ def test_real_availability_and_quality_fields(bundles, real):
     rented = copy.deepcopy(bundles[0]) | {"rented": True}
     unrentable = copy.deepcopy(bundles[0]) | {"rentable": False}
     assert [o.available for o in parse({"offers": [rented, unrentable]}).offers[::2]] == [False, False]
+    kinds = [(o.price_kind, o.orderable) for o in parse({"offers": [rented, unrentable]}).offers[::2]]
+    # A rented machine's rate is what its renter pays; an unrentable one is out of stock at its asking price.
+    assert kinds == [(PriceKind.transacted, False), (PriceKind.asking, True)]
+    assert all((o.price_kind, o.orderable) == (PriceKind.asking, True) for o in real.offers)
     for offer in real.offers:
         a = offer.attributes
         assert a["verification"] in {"verified", "deverified", "unverified"}, a

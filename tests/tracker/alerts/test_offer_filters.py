@@ -14,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 from pydantic import SecretStr
 
+from providers.contract import PriceKind
 from tests.factories.alerts import (
     Receiver,
     add_rule,
@@ -271,3 +272,13 @@ def test_cli_add(cli, engine, settings):
     bad = cli("alerts", "add", "--gpu", "H100", "--below", "2.50", "--cloud", "private")
     assert bad.exit_code == 2 and "cloud" in bad.output
     assert timedelta(0) <= utcnow() - now
+
+
+def test_a_rented_rate_or_a_floor_never_fires_a_price_alert(engine, settings, clock):
+    """A machine rented at $1.00 or a "from $0.90" is no price a buyer is asked (tracker.market.price_kinds)."""
+    asking = offer("ask", "3.00", available=True)
+    rented = offer("rented", "1.00", available=False, price_kind=PriceKind.transacted, orderable=False)
+    floor = offer("from", "0.90", available=True, price_kind=PriceKind.floor, orderable=False)
+    assert ingest_prices(engine, settings, clock(), asking, rented, floor).status == "ok"
+    rule = add_rule(engine, settings, clock(), gpu="H100", threshold="2.50")
+    assert rule_state(engine, rule) == "inactive" and last_value(engine, rule) == Decimal("3.000000")

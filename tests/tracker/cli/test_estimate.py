@@ -203,3 +203,15 @@ def test_calibrate_json():
     assert row["estimated_tokens_per_second"] and row["tokens_per_second_error"] is not None
     bad = run("calibrate", "--assumptions", "nope")
     assert bad.exit_code == 2 and "unknown assumption set" in bad.output
+
+
+def test_fine_tuning_layout_checkpointing_and_loss_options_on_the_command_line():
+    args: tuple[str, ...] = ("estimate", "-m", "llama-3.1-70b", "--method", "full", "--tokens", "1B")
+    args += ("--stack", "torchtune", "--selective-checkpointing", "--loss", "materialized", "--tensor-parallel", "8")
+    r = run(*args, "--gpu", "H100 SXM", "--gpus", "8")
+    assert r.exit_code == 0, r.output
+    assert "checkpointing selective" in r.output and "loss materialized" in r.output and "TP8 inside FSDP" in r.output
+    row = run_json(*args, "--gpu", "H100 SXM", "--gpus", "8")["rows"][0]
+    assert row["tensor_parallel"] == 8 and row["selective_checkpointing"] is True
+    refused = run(*args[:-4], "--loss", "fused", "--gpu", "H100 SXM")
+    assert refused.exit_code != 0 and "runs the loss chunked or materialized, not fused" in refused.output

@@ -118,3 +118,12 @@ def test_scrape_for_people_shows_progress_and_the_table(cli):
     result = cli("scrape", "reference")
     assert result.exit_code == 0, result.output
     assert "reference" in result.output and "ok" in result.output
+
+
+def test_providers_show_their_data_terms(cli):
+    rows = {r["name"]: r for r in json.loads(cli("providers", "--json").stdout)}
+    terms = rows["vastai"]["terms"]
+    assert (terms["url"], terms["republish"], terms["read_on"]) == ("https://vast.ai/terms", "unknown", "2026-12-02")
+    assert terms["republished"] is True and terms["why"] == "terms unknown, not cleared: labelled"
+    result = cli("providers", "--wide")
+    assert result.exit_code == 0 and "unknown (2026-12-02), labelled" in result.output

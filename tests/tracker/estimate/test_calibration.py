@@ -235,3 +235,12 @@ def test_packing_off_pays_for_padding_and_ddp_adds_gradient_all_reduce():
     assert breakdown is not None
     compute = sum(v for k, v in breakdown.items() if k != "communication")
     assert breakdown["communication"] == pytest.approx(max(0.0, comm - 0.8 * compute))
+
+
+def test_the_report_gives_leave_one_source_out_errors_per_card_class():
+    per_class = calibrate("hf-peft").summary()["per_class"]
+    assert {"ampere", "consumer", "hopper"} <= set(per_class)
+    ampere = per_class["ampere"]
+    assert ampere["tokens_per_second_loso_rows"] == ampere["tokens_per_second_rows"] > 20
+    assert ampere["tokens_per_second_loso_mdape"] <= 0.15 and ampere["vram_mdape"] <= 0.10
+    assert ampere["tokens_per_second_loso_median_signed"] is not None

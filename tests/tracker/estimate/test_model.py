@@ -4,7 +4,6 @@ components, multi-GPU sharding, fractional GPUs, money, and the errors bad input
 from __future__ import annotations
 
 import json
-import time
 from decimal import Decimal
 
 import pytest
@@ -431,17 +430,37 @@ def test_lora_target_spellings():
     )
 
 
-# --- speed: the ranking feature places one job on ~20,000 offers ------------------------------------------
+# --- placing is cheap: the ranking feature places one job on ~20,000 offers -------------------------------
+# How fast is a benchmark's question (benchmarks/rank_bench.py times placements); what a test can hold without a
+# clock is that a placement does only per-offer work: the job's own parts are built once, not per offer.
 
 
-def test_placing_a_prepared_job_is_cheap():
+def test_placing_a_prepared_job_builds_the_jobs_parts_once(monkeypatch):
+    from tracker.estimate import stacks
+    from tracker.estimate.job import JobSpec
+
     prepared = prepare(make_job("llama-3.1-70b", "qlora", tokens="8M"))
     cards = get_catalog().all()
-    start = time.perf_counter()
-    for i in range(20_000):
+    stacks._knobs.cache_clear()
+    calls = {"knobs": 0, "lora": 0}
+    build, count = stacks.Stack._build_knobs, JobSpec.lora_params
+
+    def counted_build(self, *args):
+        calls["knobs"] += 1
+        return build(self, *args)
+
+    def counted_lora(self):
+        calls["lora"] += 1
+        return count(self)
+
+    monkeypatch.setattr(stacks.Stack, "_build_knobs", counted_build)
+    monkeypatch.setattr(JobSpec, "lora_params", counted_lora)
+    placements = 2_000
+    for i in range(placements):
         est = prepared.on(cards[i % len(cards)], 8 if i % 4 == 0 else 1, price_per_gpu_hour=2.5)
         _ = est.fits, est.cost_per_run
-    assert time.perf_counter() - start < 2.0
+    assert calls["knobs"] <= 1  # one stack, one precision, one loss: built once for every placement
+    assert calls["lora"] <= placements  # the adapters' parameters counted at most once per placement
 
 
 def test_l40_and_l40s_are_not_one_card() -> None:

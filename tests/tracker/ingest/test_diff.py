@@ -34,6 +34,8 @@ class Listed:
     gpu_count: Decimal = Decimal(1)
     region: str = ""
     demo: bool = False
+    price_kind: str = "asking"
+    orderable: bool = True
     quality: str | None = None
 
 
@@ -76,6 +78,8 @@ def stored(v: ValidOffer, offer_id: int = 1, **kw: object) -> Listed:
         v.scraped.gpu_count,
         v.scraped.region,
         False,
+        v.scraped.price_kind.value,
+        v.scraped.orderable,
         quality,
     )
     return replace(row, **kw)  # type: ignore[arg-type]

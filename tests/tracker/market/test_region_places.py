@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sqlalchemy import select
 
+from providers.contract import PriceKind
 from tracker.catalog.locations import get_locations
 from tracker.market.filters import OfferFilters
 from tracker.market.live import LiveOffers
@@ -35,9 +36,11 @@ def test_a_place_finds_every_offer_there_in_sql_and_in_the_live_table(demo, want
     expected = _in(wanted, demo)
     assert len(expected) > 3
     with session_scope(demo) as s:
-        found = {o.id for o in current_offers(s, OfferFilters(regions=[wanted]))}
+        # Every price kind: this is the region rule alone (a rented or floor price is in its region too).
+        wanted_filter = OfferFilters(regions=[wanted], price_kinds=list(PriceKind))
+        found = {o.id for o in current_offers(s, wanted_filter)}
         table = LiveOffers().frame(demo, s)[1]
-    mask = OfferFilters(regions=[wanted]).mask(table, np.ones(len(table["id"]), dtype=bool))
+    mask = wanted_filter.mask(table, np.ones(len(table["id"]), dtype=bool))
     assert found == expected
     assert set(table["id"][mask].tolist()) == expected
 

@@ -31,6 +31,7 @@ from tracker.estimate.step import (
     prior_params,
     raw_step,
     relative_classes,
+    step_class,
     step_terms,
     sustained_peak,
 )
@@ -56,15 +57,17 @@ def _raw_rows() -> tuple[tuple[MeasuredRow, RawStep, str], ...]:
         prepared = prepare(r.job(), base)
         assert prepared.stack is not None
         n = r.gpus
-        peak = sustained_peak(g, efficiency_class(g.architecture, g.form_factor), base.peak_flops(g.id, g.bf16_tflops))
+        cls = step_class(g, efficiency_class(g.architecture, g.form_factor))
+        peak = sustained_peak(g, cls, base.peak_flops(g.id, g.bf16_tflops))
         raw = raw_step(prepared, prepared.stack, g, n, peak)
-        out.append((r, raw, efficiency_class(g.architecture, g.form_factor)))
+        out.append((r, raw, cls))
     return tuple(out)
 
 
 def _with(params: StepParams, values: dict[str, float]) -> StepParams:
     gemm = dict(params.gemm_fraction)
     non_gemm = dict(params.non_gemm)
+    bw_rel = dict(params.bandwidth_relative)
     bw, oh = params.bandwidth_fraction, params.overhead_s
     for key, v in values.items():
         kind, _, name = key.partition(":")
@@ -72,6 +75,8 @@ def _with(params: StepParams, values: dict[str, float]) -> StepParams:
             gemm[name] = v
         elif kind == "non_gemm":
             non_gemm[name] = v
+        elif kind == "bandwidth_relative":
+            bw_rel[name] = v
         elif key == "bandwidth_fraction":
             bw = v
         elif key == "overhead_s":
@@ -80,7 +85,9 @@ def _with(params: StepParams, values: dict[str, float]) -> StepParams:
             params = replace(params, attention_vs_gemm=v)
     for cls, rel in relative_classes().items():  # priors relative to the (fitted) Ampere fraction
         gemm[cls] = gemm["ampere"] * rel
-    return replace(params, gemm_fraction=gemm, non_gemm=non_gemm, bandwidth_fraction=bw, overhead_s=oh)
+    return replace(
+        params, gemm_fraction=gemm, non_gemm=non_gemm, bandwidth_fraction=bw, overhead_s=oh, bandwidth_relative=bw_rel
+    )
 
 
 def _predict(params: StepParams, raw: RawStep, cls: str) -> float:
@@ -93,6 +100,8 @@ def fit_step(exclude_group: str | None = None) -> StepParams:
     data = [(r, raw, cls) for r, raw, cls in _raw_rows() if r.group != exclude_group]
     gf = raw_stacks_step()["gemm_fraction"]
     keys = [f"gemm:{c}" for c, v in gf.items() if v.get("fit") and any(d[2] == c for d in data)]
+    br = raw_stacks_step().get("bandwidth_relative", {})
+    keys += [f"bandwidth_relative:{c}" for c, v in br.items() if v.get("fit") and any(d[2] == c for d in data)]
     keys += ["bandwidth_fraction", "overhead_s", "attention_vs_gemm"]
     keys += [
         f"non_gemm:{s}"
@@ -131,7 +140,10 @@ def fit_step(exclude_group: str | None = None) -> StepParams:
         n = sum(
             1
             for r, _, cls in data
-            if (k == f"gemm:{cls}" or k == f"non_gemm:{r.stack}" or not k.startswith(("gemm:", "non_gemm:")))
+            if (
+                k in (f"gemm:{cls}", f"non_gemm:{r.stack}", f"bandwidth_relative:{cls}")
+                or not k.startswith(("gemm:", "non_gemm:", "bandwidth_relative:"))
+            )
         )
         source[k] = f"fit ({n} rows)" + (f", without {exclude_group}" if exclude_group else "")
     for k, v in source.items():
@@ -151,6 +163,8 @@ def _value(params: StepParams, key: str) -> float:
         return params.gemm_fraction[name]
     if kind == "non_gemm":
         return params.non_gemm[name]
+    if kind == "bandwidth_relative":
+        return params.bandwidth_relative[name]
     return float(getattr(params, key))
 
 

@@ -123,6 +123,27 @@ class CalibrationReport:
             } | _vram_split(rows)
         return out
 
+    def per_class(self) -> dict[str, dict[str, Any]]:
+        """Per card class (the efficiency class the bands use): rows, MdAPE and median signed error of
+        tokens/s in-sample and leave-one-source-out, and of VRAM: where a class is biased, not only how far."""
+        out: dict[str, dict[str, Any]] = {}
+        by: dict[str, list[RowResult]] = {}
+        for r in self.rows:
+            if r.in_set and not r.problem:
+                g = gpu_spec(r.row.gpu)
+                by.setdefault(efficiency_class(g.architecture, g.form_factor), []).append(r)
+        for cls, rows in sorted(by.items()):
+            entry: dict[str, Any] = {}
+            for attr, name in (("tps_error", "tokens_per_second"), ("tps_error_loo", "tokens_per_second_loso")):
+                errs = [getattr(r, attr) for r in rows if getattr(r, attr) is not None]
+                entry[f"{name}_rows"] = len(errs)
+                entry[f"{name}_mdape"] = _mdape(errs)
+                entry[f"{name}_median_signed"] = _round(statistics.median(errs), 4) if errs else None
+            vram = [r.vram_error for r in rows if r.vram_error is not None]
+            entry |= {"vram_rows": len(vram), "vram_mdape": _mdape(vram)}
+            out[cls] = entry
+        return out
+
     def card_ratios(self) -> list[dict[str, Any]]:
         """Every pair of rows of one source whose job differs only by the card: measured and estimated
         speed ratio (faster card / slower card), in-sample and with the source held out."""
@@ -167,6 +188,7 @@ class CalibrationReport:
             "vram": split,
             "leave_one_out": "leave-one-source-out" if self.assumptions.step_model else "leave-one-row-out",
             "per_stack": self.per_stack(),
+            "per_class": self.per_class(),
             "card_ratios": self.card_ratios(),
             "excluded_rows": [{"id": r.row.id, "why": r.row.exclude} for r in self.rows if r.row.exclude],
         }

@@ -114,7 +114,7 @@ def _offers(
             for k, i in session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == provider))
         )
     known = set(ids.values())
-    fresh = [o for o in offers if (o["provider"], o["offer_key"]) not in ids]
+    fresh = [_with_kind(o) for o in offers if (o["provider"], o["offer_key"]) not in ids]
     insert_rows(session, Offer, fresh)
     report.offers_new = len(fresh)
     for provider in {o["provider"] for o in fresh}:
@@ -161,6 +161,8 @@ def _history_rows(
             raise DatasetError(f"a {model.__tablename__} row refers to offer {ref}, which the offers file lacks")
         offer_id = offer_ids[ref]
         row = {k: v for k, v in r.items() if k not in {"provider", "offer_key"}}
+        if model is OfferPrice:
+            row = _with_kind(row)
         row["offer_id"] = offer_id
         row["run_id"] = run_ids.get((r["provider"], r["run_id"])) if r["run_id"] is not None else None
         if offer_id in first:
@@ -172,3 +174,10 @@ def _history_rows(
                 row["valid_to"] = cutoff
         out.append(row)
     return out
+
+
+def _with_kind(row: dict[str, Any]) -> dict[str, Any]:
+    """An export written before price kinds were kept holds asking prices only (as the tracker read them)."""
+    kind = row.get("price_kind") or "asking"
+    orderable = row.get("orderable")
+    return row | {"price_kind": kind, "orderable": (kind == "asking") if orderable is None else orderable}

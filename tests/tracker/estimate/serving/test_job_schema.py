@@ -23,7 +23,7 @@ def test_default_kind_is_fine_tune_and_its_spec_is_unchanged() -> None:
     assert "kind" not in job.saved()  # an alert saved before kind existed reads back the same
 
 
-@pytest.mark.parametrize("field", ["prompt_tokens", "output_tokens", "concurrency", "tensor_parallel"])
+@pytest.mark.parametrize("field", ["prompt_tokens", "output_tokens", "concurrency"])
 def test_serving_field_on_a_fine_tune_job_is_refused_by_name(field: str) -> None:
     loc, msg = _error(model="llama-3.1-8b", tokens="1M", **{field: 4})
     assert loc == field and "serving" in msg
