@@ -162,7 +162,7 @@ def run(report: Report, backend: str, url: str, tmp: Path, days: int = 365, repe
     [(label, ids)] = baskets("H100")
     t = time.perf_counter()
     from_files = compute(
-        history_from_export(out, ids, now.date()),
+        history_from_export(out, ids, now.date(), settings),
         gpu_ids=ids,
         basket=label,
         start=now.date() - timedelta(days=days),

@@ -8,13 +8,15 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from tracker.config import Settings
 from tracker.history.imports.export_dir import read_export
+from tracker.market.data_terms import may_republish
 from tracker.market.index import IndexHistory, IndexOffer, IndexPrice, epoch_us
 
 __all__ = ["history_from_export"]
 
 
-def history_from_export(directory: Path, gpu_ids: Sequence[str], end: date) -> IndexHistory:
+def history_from_export(directory: Path, gpu_ids: Sequence[str], end: date, settings: Settings) -> IndexHistory:
     """The index's inputs for the cards `gpu_ids` from the export in `directory` (DatasetError when it
     cannot be read): offers, their price rows, and successful observations before `end`."""
     _, tables = read_export(directory)
@@ -31,6 +33,9 @@ def history_from_export(directory: Path, gpu_ids: Sequence[str], end: date) -> I
             r["region"],
             r["attributes"] or {},
             r["last_seen"],
+            r.get("price_kind") or "asking",  # an export from before the column held asking prices only
+            r.get("orderable") is not False,
+            may_republish(r["provider"], settings),
         )
         for r in tables["offers"]
         if r["gpu_id"] in wanted

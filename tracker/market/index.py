@@ -84,6 +84,8 @@ class Method:
     provider_cap: float  # the most one provider's share of a day's weight may be
     trim: float  # share of the weight cut from each tail before the mean
     min_providers: int  # fewer contributing providers: no value that day
+    asking_orderable_only: bool  # only asking prices that can be ordered at that price now (item 3)
+    republishable_only: bool  # only sources this install may republish (tracker.market.data_terms, item 4)
 
 
 METHODS: dict[str, Method] = {
@@ -95,13 +97,15 @@ METHODS: dict[str, Method] = {
         provider_cap=0.25,
         trim=0.10,
         min_providers=3,
+        asking_orderable_only=True,
+        republishable_only=True,
     ),
 }
 CURRENT = "gpi-1"
 
 # What each published version's parameters hash to: a test fails when a version's parameters change, so
 # a change of method must come with a new version id.
-FINGERPRINTS = {"gpi-1": "ce98f98108ee"}
+FINGERPRINTS = {"gpi-1": "ce5e25df7bf3"}
 
 
 def fingerprint(m: Method) -> str:
@@ -132,6 +136,9 @@ class IndexOffer:
     region: str
     attributes: Mapping[str, Any]
     last_seen: datetime
+    price_kind: str = "asking"  # asking | rented | traded | floor … (tracker.market.price_kinds)
+    orderable: bool = True  # the price can be ordered now
+    republish: bool = True  # tracker.market.data_terms.may_republish under this install's settings
 
 
 class IndexPrice(NamedTuple):
@@ -193,9 +200,14 @@ class IndexValue:
 def offer_excluded(offer: IndexOffer, m: Method) -> str | None:
     """Why `offer` does not count under `m` (None: it counts). The index's whole per-offer selection:
     a new rule (asking and orderable prices only, sources whose terms allow republication) is one more
-    clause here, and, if it changes which offers count, a new Method field and version."""
+    clause here, and, if it changes which offers count, a new Method field and version. The loaders
+    fill each offer's price kind, orderability and republication (tracker.market.data_terms)."""
     if offer.pricing not in m.pricing:
         return "pricing"
+    if m.asking_orderable_only and (offer.price_kind != "asking" or not offer.orderable):
+        return "not an orderable asking price"
+    if m.republishable_only and not offer.republish:
+        return "terms forbid republication"
     if hosting_of(offer.provider, offer.attributes) != m.hosting:
         return "hosting"
     if not m.reference_sheets and offer.provider in reference_providers():

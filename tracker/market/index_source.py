@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
+from tracker.market.data_terms import may_republish
 from tracker.market.index import AREAS, CURRENT, IndexHistory, IndexOffer, IndexPrice, IndexValue, compute, method
 from tracker.storage.sql import epoch_us
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
@@ -47,7 +48,7 @@ def _midnight(d: date) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
 
 
-def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: date) -> IndexHistory:
+def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: date, settings: Settings) -> IndexHistory:
     lo, hi = _midnight(start), _midnight(end)
     offer_rows = session.execute(
         select(
@@ -62,9 +63,29 @@ def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: dat
             Offer.region,
             Offer.attributes,
             Offer.last_seen,
+            Offer.price_kind,
+            Offer.orderable,
         ).where(Offer.gpu_id.in_(list(gpu_ids)))
     ).all()
-    offers = [IndexOffer(r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] or {}, r[10]) for r in offer_rows]
+    republish = {p: may_republish(p, settings) for p in {r[1] for r in offer_rows}}
+    offers = [
+        IndexOffer(
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            r[6],
+            r[7],
+            r[8],
+            r[9] or {},
+            r[10],
+            r[11] or "asking",
+            r[12] is not False,
+            republish[r[1]],
+        )
+        for r in offer_rows
+    ]
     # Instants as integer microseconds (tracker.storage.sql.epoch_us): a year of rows is read without
     # building a timezone-aware datetime per value through the column type.
     rows = session.execute(
@@ -122,7 +143,7 @@ def index_values(
     start = end - timedelta(days=days)
     out: list[IndexValue] = []
     for label, ids in baskets(card):
-        history = load_history(session, ids, start, end)
+        history = load_history(session, ids, start, end, settings)
         if not history.offers and card is None:
             continue  # a family nobody lists is left out of the all-families answer
         out.extend(

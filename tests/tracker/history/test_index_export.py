@@ -42,16 +42,16 @@ def test_the_index_recomputed_from_an_export_is_identical(engine, other_engine, 
     _history(engine, settings)
     [(_, ids)] = baskets("H100")
     with session_scope(engine) as session:
-        direct = _values(load_history(session, ids, *DAYS), ids, settings)
+        direct = _values(load_history(session, ids, *DAYS, settings), ids, settings)
         write_export(session, tmp_path / "export", fmt="csv", generated_at=START + timedelta(days=8))
     published = [v for v in direct if v.published]
     assert len(published) >= 7  # the global and US series publish every day; the week is really covered
     assert any("fluidstack" not in [p for p, _, _ in v.providers] for v in direct if v.area == "global")
 
-    from_files = _values(history_from_export(tmp_path / "export", ids, DAYS[1]), ids, settings)
+    from_files = _values(history_from_export(tmp_path / "export", ids, DAYS[1], settings), ids, settings)
     assert from_files == direct
 
     with session_scope(other_engine) as session:
         import_export(session, tmp_path / "export", now=START + timedelta(days=8))
     with session_scope(other_engine) as session:
-        assert _values(load_history(session, ids, *DAYS), ids, settings) == direct
+        assert _values(load_history(session, ids, *DAYS, settings), ids, settings) == direct

@@ -183,3 +183,20 @@ def test_days_without_offers_say_so():
     [value] = _run(_history((_offer("a", "x"), "2", DAY0 + timedelta(days=1))))
     assert value.reason == "no offers" and value.offers == 0
     assert value.day == date(2026, 3, 2)
+
+
+def test_only_orderable_asking_prices_of_republishable_sources_count():
+    rows = [
+        (_offer("a", "x"), "2"),
+        (_offer("b", "x"), "2"),
+        (_offer("c", "x"), "2"),
+        (_offer("d", "rented", price_kind="rented"), "0.50"),
+        (_offer("e", "floor", orderable=False), "0.50"),
+        (_offer("f", "forbidden", republish=False), "0.50"),
+    ]
+    [value] = _run(_history(*rows))
+    assert [p for p, _, _ in value.providers] == ["a", "b", "c"]
+    gpi1 = index.METHODS["gpi-1"]
+    assert index.offer_excluded(rows[3][0], gpi1) == "not an orderable asking price"
+    assert index.offer_excluded(rows[4][0], gpi1) == "not an orderable asking price"
+    assert index.offer_excluded(rows[5][0], gpi1) == "terms forbid republication"
