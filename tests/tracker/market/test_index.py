@@ -38,9 +38,7 @@ def _history(*rows, observations=None):
         to = span[1] if len(span) > 1 else None
         if o not in offers:
             offers.append(o)
-        prices.append(
-            IndexPrice(o.provider, o.offer_key, index.epoch_us(frm), to and index.epoch_us(to), Decimal(price))
-        )
+        prices.append(IndexPrice(o.provider, o.offer_key, index.epoch_us(frm), to and index.epoch_us(to), float(price)))
     return IndexHistory(offers, prices, observations or {})
 
 
