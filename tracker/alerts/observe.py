@@ -46,6 +46,7 @@ FINISHED_RUN = ("ok", *FAILED_RUN)
 class RuleSubject(Protocol):
     gpu_ids: list[str]
     pricing: str
+    reserved_term: str | None
     providers: list[str] | None
     regions: list[str] | None
     min_offers: int
@@ -136,6 +137,8 @@ def filters_text(rule: RuleSubject) -> str:
 
 def _subject(stmt: Any, rule: RuleSubject) -> Any:
     stmt = stmt.where(Offer.gpu_id.in_(rule.gpu_ids), Offer.pricing == rule.pricing)
+    if rule.pricing == "reserved":  # one term only (rules.create_rule requires it): never a blend of terms
+        stmt = stmt.where(Offer.reserved_term == rule.reserved_term)
     if rule.providers:
         stmt = stmt.where(Offer.provider.in_(rule.providers))
     if rule.regions:

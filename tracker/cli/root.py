@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "calibrate": ("estimate", "commands", False),
     "cheapest": ("market", "commands", False),
     "history": ("market", "commands", False),
+    "terms": ("terms", "commands", False),
     "availability": ("availability", "commands", False),
     "plan": ("plan", "commands", False),
     "alerts": ("alerts", "alerts_app", True),
