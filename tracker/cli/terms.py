@@ -89,6 +89,8 @@ def _days_table(card: dict[str, Any], days: int, wide: bool) -> None:
         table.add_column(s["label"], justify="right")
     for day in sorted(by_day):
         cells = [by_day[day].get(s["label"]) for s in series]
-        table.add_row(day.strftime("%Y-%m-%d"), *("-" if c is None else f"{c['median']:.2f} ({c['offers']})" for c in cells))
+        table.add_row(
+            day.strftime("%Y-%m-%d"), *("-" if c is None else f"{c['median']:.2f} ({c['offers']})" for c in cells)
+        )
     # The longest commitments leave first on a narrow terminal; --wide or --json shows them.
     show_table(table, drop=[s["label"] for s in reversed(series)], wide=wide, more="--wide shows every term")
