@@ -4,7 +4,7 @@ a reserved `history` that needs its --term."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
@@ -17,9 +17,8 @@ def _seed(engine, settings, clock):
         offer("y3", "2.00", pricing=Pricing.reserved, reserved_term="3y"),
         offer("y3b", "2.20", pricing=Pricing.reserved, reserved_term="36mo"),
     )
-    clock.now -= timedelta(minutes=5)
+    clock.now = datetime.now(UTC) - timedelta(minutes=5)  # the command reads the real clock: fresh now
     do_ingest(engine, settings, clock, offers, provider="aws")
-    clock.now += timedelta(minutes=5)
 
 
 def test_terms_lists_every_commitment_apart(cli, engine, settings, clock, monkeypatch):
