@@ -83,7 +83,8 @@ def test_reserved_rules_get_their_one_term_or_are_disabled(blank_engine):  # noq
         conn.execute(insert(AlertRule.__table__), rules)
     migrate.upgrade(blank_engine)
     with blank_engine.connect() as conn:
-        got = {n: (t, bool(e)) for n, t, e in conn.execute(text("SELECT name, reserved_term, enabled FROM alert_rules"))}
+        rows = conn.execute(text("SELECT name, reserved_term, enabled FROM alert_rules")).all()
+    got = {n: (t, bool(e)) for n, t, e in rows}
     assert got == {"one-term": ("1y", True), "blend": (None, False), "none": (None, False), "od": (None, True)}
     migrate.downgrade(blank_engine, "0012")
     migrate.upgrade(blank_engine)
