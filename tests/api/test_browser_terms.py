@@ -43,7 +43,7 @@ def term_server(tmp_path_factory):
     engine.dispose()
 
 
-CURVE = "const u = window.dashboard.charts.terms; return {points: u.termPoints, median: u.data[2]};"
+CURVE = "const u = window.dashboard.charts.terms; return {points: u.termPoints, median: u.data[2], spot: u.data[5]};"
 
 
 def test_the_term_curve_shows_each_commitment_apart(browser, term_server):  # noqa: F811
@@ -56,11 +56,21 @@ def test_the_term_curve_shows_each_commitment_apart(browser, term_server):  # no
     curve = browser.execute_script(CURVE)
     got = {p["label"]: p["offers"] for p in curve["points"]}
     assert got == {"On-demand": 2, "Spot": 1, "1d": 2, "7d": 1, "1mo": 3, "3mo": 0, "1y": 1, "3y": 1}
-    assert curve["median"] == [2.99, 1.2, 2.6, 2.4, 2.25, None, 1.9, 1.6]
+    # Spot first and apart (no commitment), then the line from on-demand through the terms by length.
+    assert [p["label"] for p in curve["points"]] == ["Spot", "On-demand", "1d", "7d", "1mo", "3mo", "1y", "3y"]
+    assert curve["median"] == [None, 2.99, 2.6, 2.4, 2.25, None, 1.9, 1.6]
+    assert curve["spot"] == [1.2, None, None, None, None, None, None, None]
     key = browser.find_element("id", "terms-key").text
-    assert "3mo: 0 offers" in key and "1mo: 3 offers, median $2.25" in key
+    assert "3mo: 0 offers" in key and "1mo: 3 offers, median $2.25" in key and "1y: 1 offer," in key
     labels = browser.execute_script("return window.dashboard.charts.history.series.map(s => s.label)")
     assert all("Reserved" not in label for label in labels)  # reserved is off by default
+    browser.find_element("css selector", "#history-pricing input[value=reserved]").click()
+    WebDriverWait(browser, 30).until(
+        lambda d: (
+            "Reserved 1y median"
+            in d.execute_script("return window.dashboard.charts.history?.series.map(s => s.label).join('|') || ''")
+        )
+    )
     browser.find_element("id", "terms-chart").location_once_scrolled_into_view  # noqa: B018
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "history-term-curve.png"))

@@ -53,9 +53,13 @@ export async function show(gpu, name, includeReference) {
     chartBox.dataset.state = "empty";
     return;
   }
-  const points = card.terms;
+  // Spot first and apart (its own colour, never joined to the line): it is no commitment, only pre-emptible.
+  // The line runs from on-demand through each term by its length.
+  const points = [...card.terms.filter((p) => p.pricing === "spot"), ...card.terms.filter((p) => p.pricing !== "spot")];
   const labels = points.map(pointLabel);
-  const col = (k) => points.map((p) => (p[k] == null ? null : Number(p[k])));
+  const value = (p, k) => (p[k] == null ? null : Number(p[k]));
+  const col = (k) => points.map((p) => (p.pricing === "spot" ? null : value(p, k)));
+  const spot = points.map((p) => (p.pricing === "spot" ? value(p, "median") : null));
   const xs = points.map((_, i) => i);
   const color = PRICING_COLOR.reserved;
   const u = mountChart("terms", chartBox, {
@@ -65,6 +69,7 @@ export async function show(gpu, name, includeReference) {
       { label: "median", stroke: color, width: 2, value: usdValue, points: { show: true, size: 8 } },
       { label: "p25", stroke: `${color}66`, width: 1, value: usdValue, points: { show: false } },
       { label: "min", stroke: color, width: 1, dash: [5, 4], value: usdValue, points: { show: true, size: 5 } },
+      { label: "spot median", stroke: PRICING_COLOR.spot, width: 0, value: usdValue, points: { show: true, size: 9 } },
     ],
     bands: [{ series: [1, 3], fill: `${color}22` }],
     scales: { x: { time: false, range: () => [-0.5, points.length - 0.5] } },
@@ -74,8 +79,10 @@ export async function show(gpu, name, includeReference) {
     ],
     hooks: countLabels(points),
     legend: { live: true },
-  }, [xs, col("p75"), col("median"), col("p25"), col("min")]);
+  }, [xs, col("p75"), col("median"), col("p25"), col("min"), spot]);
   u.termPoints = points.map((p, i) => ({ label: labels[i], offers: p.offers, median: p.median, providers: p.providers }));
-  key.textContent = points.map((p, i) => `${labels[i]}: ${p.offers} offers${p.offers ? `, median $${Number(p.median).toFixed(2)}` : ""}`).join(" · ");
+  const offers = (n) => `${n} offer${n === 1 ? "" : "s"}`;
+  key.textContent = points.map((p, i) => `${labels[i]}: ${offers(p.offers)}${p.offers ? `, median $${Number(p.median).toFixed(2)}` : ""}`)
+    .join(" · ");
   chartBox.dataset.state = "ready";
 }
