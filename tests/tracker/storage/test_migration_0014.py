@@ -12,7 +12,6 @@ from sqlalchemy import insert, text
 from tests.tracker.storage.test_migrations import blank_engine  # noqa: F401  (the fixture)
 from tracker.storage import migrations as migrate
 from tracker.storage.alert_tables import AlertRule
-from tracker.storage.tables import Offer
 
 SEEN = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
@@ -77,10 +76,10 @@ def test_reserved_rules_get_their_one_term_or_are_disabled(blank_engine):  # noq
         _rule("none", "B200-180GB", "reserved"),
         _rule("od", "H100-SXM-80GB", "on_demand"),
     ]
-    offer_columns = [c.name for c in Offer.__table__.columns if c.name != "id"]
+    tables = AlertRule.metadata.tables  # offers and alert_rules, as 0012 left them (no reserved_term given)
     with blank_engine.begin() as conn:
-        conn.execute(insert(Offer.__table__), [{k: o[k] for k in o if k in offer_columns} for o in offers])
-        conn.execute(insert(AlertRule.__table__), rules)
+        conn.execute(insert(tables["offers"]), offers)
+        conn.execute(insert(tables["alert_rules"]), rules)
     migrate.upgrade(blank_engine)
     with blank_engine.connect() as conn:
         rows = conn.execute(text("SELECT name, reserved_term, enabled FROM alert_rules")).all()
