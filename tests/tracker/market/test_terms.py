@@ -134,3 +134,14 @@ def test_points_list_other_terms_in_order():
         "2y",
         "3y",
     ]
+
+
+def test_overview_sparklines_of_reserved_rows_are_per_term(engine, settings, clock):
+    from tracker.market.overview import market_overview
+
+    _ingest(engine, settings, clock)
+    with session_scope(engine) as s:
+        cards = market_overview(engine, s, settings, NOW)["cards"]
+    spark = {c["reserved_term"]: [p["min"] for p in c["sparkline"]] for c in cards if c["pricing"] == "reserved"}
+    assert spark["3y"][-1] == Decimal("2.000000")  # a blend's minimum would be the 3-year $2.00 on both rows
+    assert spark["1d"][-1] == Decimal("4.000000")
