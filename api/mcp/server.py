@@ -41,7 +41,7 @@ from tracker.market.filters import OfferFilters
 from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankOptions
 from tracker.market.service import market_history, market_snapshot, rank_offers
-from tracker.market.statistics import INTERVALS
+from tracker.market.statistics import INTERVALS, TermError, commitment
 from tracker.ops.status import provider_status
 from tracker.plan.service import options_for, plan_live
 from tracker.storage.alert_tables import AlertRule
@@ -173,15 +173,21 @@ class Tools:
         interval: Literal["1h", "1d", "1w"] = "1d",
         days: Annotated[int, Field(ge=1, le=3650)] = 30,
         include_reference: bool = True,
+        term: Annotated[str | None, Field(max_length=16)] = None,
     ) -> dict[str, Any]:
         """Min / p25 / median / p75 / max of $/GPU-hour per bucket over the last `days`, exact from the
-        price history (GET /v1/market/history; `gpu-tracker history`)."""
+        price history (GET /v1/market/history; `gpu-tracker history`); pricing=reserved needs its `term`
+        (1d, 7d, 1mo, 3mo, 1y, 3y)."""
         now = utcnow()
         start = now - timedelta(days=days)
         with _as_tool_errors():
             if (now - start) / INTERVALS[interval] > MAX_BUCKETS:
                 raise FieldError(f"too many buckets: use a coarser interval than {interval} for this range", "interval")
             ids = gpu_ids_for(gpu)
+            try:
+                reserved_term = commitment(pricing.value, term)
+            except TermError as exc:
+                raise FieldError(str(exc), exc.field) from None
             with session_scope(self.engine) as session:
                 rows = market_history(
                     session,
@@ -189,6 +195,7 @@ class Tools:
                     now,
                     gpu_ids=ids,
                     pricing=pricing.value,
+                    reserved_term=reserved_term,
                     interval=interval,
                     start=start,
                     end=now,
@@ -199,6 +206,7 @@ class Tools:
                 "gpu": gpu,
                 "gpu_ids": ids,
                 "pricing": pricing.value,
+                "reserved_term": reserved_term,
                 "interval": interval,
                 "start": start,
                 "end": now,

@@ -1,4 +1,5 @@
-"""GET /v1/market and /v1/market/history: the distribution of $/GPU-hour now and over time.
+"""GET /v1/market, /v1/market/history and /v1/market/terms: the distribution of $/GPU-hour now and over
+time, and per commitment length.
 
 Both are served from encoded answers memoised per data version (api.cached): a request costs a (shared)
 version read on the event loop unless an ingest or the minute changed what it would return; only then
@@ -21,14 +22,21 @@ from api.deps import Live, Now
 from api.validation import FieldError, aware_in_range
 from providers.contract import Pricing
 from tracker.market.offers import gpu_ids_for
-from tracker.market.responses import MarketHistory, MarketSnapshot
-from tracker.market.service import market_history, market_snapshot
-from tracker.market.statistics import INTERVALS
+from tracker.market.responses import MarketHistory, MarketSnapshot, MarketTerms
+from tracker.market.service import market_history, market_snapshot, market_terms
+from tracker.market.statistics import INTERVALS, TermError, commitment
 
 router = APIRouter(prefix="/v1", tags=["market"])
 
 # Bounds on how many buckets one request may ask for (keeps every request cheap).
 MAX_BUCKETS = 24 * 400
+
+
+def _term(pricing: str, term: str | None) -> str | None:
+    try:
+        return commitment(pricing, term)
+    except TermError as exc:
+        raise FieldError(str(exc), exc.field) from None
 
 
 def _utc(value: datetime | None, field: str) -> datetime | None:
@@ -86,13 +94,18 @@ async def get_market_history(
     now: Now,
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card, family or alias")],
     pricing: Pricing = Pricing.on_demand,
+    term: Annotated[
+        str | None, Query(max_length=16, description="Reservation term of pricing=reserved (1d, 7d, 1mo, 3mo, 1y, 3y)")
+    ] = None,
     interval: Literal["1h", "1d", "1w"] = "1d",
     start: datetime | None = None,
     end: datetime | None = None,
     include_reference: bool = True,
     format: Literal["json", "csv"] = "json",
 ) -> Any:
-    """Bucketed statistics over time, exact from the change-only history (see tracker.market.statistics)."""
+    """Bucketed statistics over time, exact from the change-only history (see tracker.market.statistics);
+    a reserved history is of one `term`, never a blend of terms."""
+    reserved_term = _term(pricing.value, term)
     end_at = _utc(end, "end") or now
     start_at = _utc(start, "start") or end_at - timedelta(days=30)
     if start_at >= end_at:
@@ -109,6 +122,7 @@ async def get_market_history(
             now,
             gpu_ids=ids,
             pricing=pricing.value,
+            reserved_term=reserved_term,
             interval=interval,
             start=start_at,
             end=end_at,
@@ -136,6 +150,7 @@ async def get_market_history(
             "gpu": gpu,
             "gpu_ids": ids,
             "pricing": pricing.value,
+            "reserved_term": reserved_term,
             "interval": interval,
             "start": start_at,
             "end": end_at,
@@ -144,9 +159,43 @@ async def get_market_history(
 
     # Explicit bounds are keyed as written: the answer echoes them, offset included.
     bounds = (start.isoformat() if start else None, end.isoformat() if end else None)
-    key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, format)
+    what = (pricing.value, reserved_term)
+    key = ("market-history", gpu, tuple(ids), *what, interval, *bounds, include_reference, format)
     body = await market_answer(request, key, compute, now)
     if format == "csv":
-        name = f"{gpu}-{pricing.value}-{interval}.csv".replace(" ", "_")
+        name = f"{gpu}-{pricing.value}{'-' + reserved_term if reserved_term else ''}-{interval}.csv".replace(" ", "_")
         return Response(body, media_type="text/csv", headers={"content-disposition": f'attachment; filename="{name}"'})
     return json_response(body)
+
+
+@router.get("/market/terms", response_model=MarketTerms)
+async def get_market_terms(
+    request: Request,
+    now: Now,
+    live: Live,
+    gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card, family or alias")],
+    days: Annotated[int | None, Query(ge=1, le=365, description="Also each term's daily distribution")] = None,
+    include_reference: bool = True,
+    aggregated: Literal["include", "exclude", "dedupe"] = "include",
+) -> Any:
+    """The term structure per card: on-demand, spot and each reservation term (1 day to 3 years) as separate
+    distributions of $/GPU-hour (offers, min, p25, median, p75, providers), now and, with `days`, per day."""
+    engine, settings = request.app.state.engine, request.app.state.settings
+    ids = gpu_ids_for(gpu)
+
+    def compute(session: Session) -> dict[str, Any]:
+        answer = market_terms(
+            engine,
+            session,
+            settings,
+            now,
+            gpu_ids=ids,
+            days=days,
+            include_reference=include_reference,
+            aggregated=aggregated,
+            live=live,
+        )
+        return {"gpu": gpu, "gpu_ids": ids} | answer
+
+    key = ("market-terms", gpu, tuple(ids), days, include_reference, aggregated)
+    return json_response(await market_answer(request, key, compute, now))

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 from sqlalchemy.orm import Session
 
 from api.cached import json_response, market_answer
@@ -24,6 +24,7 @@ from tracker.market.offers import gpu_ids_for
 from tracker.market.rank import RankFilters, RankOptions
 from tracker.market.responses import RankAnswer, RankHistory
 from tracker.market.service import rank_history, rank_offers
+from tracker.market.statistics import TermError, commitment
 
 router = APIRouter(prefix="/v1", tags=["rank"])
 
@@ -44,8 +45,26 @@ class RankBody(JobInput, OfferFilters):
 class RankHistoryBody(JobInput):
     gpu: str | None = Field(None, max_length=100, description="Card, family or alias; default: the job's top cards.")
     pricing: Pricing = Pricing.on_demand
+    term: str | None = Field(
+        None,
+        max_length=16,
+        validate_default=True,
+        description="The reservation term of pricing=reserved (1d, 7d, 1mo, 3mo, 1y, 3y): terms are never blended.",
+    )
     statistic: Literal["min", "p25", "median"] = "median"
     days: int = Field(90, ge=1, le=3650)
+
+    @field_validator("term")
+    @classmethod
+    def _one_term(cls, term: str | None, info: ValidationInfo) -> str | None:
+        pricing = info.data.get("pricing")
+        if pricing is None:  # pricing itself was invalid: its own error says so
+            return term
+        try:
+            return commitment(Pricing(pricing).value, term)
+        except TermError as exc:
+            raise ValueError(str(exc)) from None
+
     include_reference: bool = True
     gpu_only: bool = Field(False, description="cost_per_run is GPU time alone, not the whole run.")
 
@@ -101,6 +120,7 @@ async def post_rank_history(body: RankHistoryBody, request: Request, now: Now) -
             prepared,
             gpu_ids=ids,
             pricing=body.pricing.value,
+            reserved_term=body.term,
             statistic=body.statistic,
             start=now - timedelta(days=body.days),
             end=now,

@@ -47,13 +47,13 @@ from providers.contract import (
     ScrapeResult,
 )
 from providers.http import request
-from providers.parsing import to_decimal
+from providers.parsing import reservation_term, to_decimal
 
 URL = "https://www.atlantic.net/cloud-hosting/gpu-cloud-hosting/"
 CATEGORY = "accelerated compute"
 HOURS_PER_MONTH = Decimal(730)
 _UNIT_HOURS = {"HUR": Decimal(1), "MON": HOURS_PER_MONTH}
-_TERMS = {"on-demand": None, "1-year": "1y", "3-year": "3y"}
+_TERMS = {"on-demand": None} | {w: reservation_term(w) for w in ("1-year", "3-year")}  # "1y", "3y"
 _COUNT = re.compile(r"^\s*(\d+)\s*x\b", re.IGNORECASE)
 _NUMBER = re.compile(r"(\d+(?:\.\d+)?)")
 

@@ -68,6 +68,7 @@ from providers.http import (
     iter_body,
     transient_errors,
 )
+from providers.parsing import reservation_term
 
 URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonEC2/current/{region}/index.csv"
 REGIONS: tuple[str, ...] = (
@@ -86,7 +87,7 @@ CONCURRENCY = 3
 MAX_PREAMBLE_ROWS = 10
 # A real row is 1–2 KB: a body with no line end, or a quote never closed, must not collect the file in memory.
 MAX_ROW_BYTES = 2**20
-RESERVED_TERMS = {"1yr": "1y", "3yr": "3y"}
+RESERVED_TERMS = {w: reservation_term(w) for w in ("1yr", "3yr")}  # "1y", "3y": the one spelling of terms
 
 REQUIRED = (
     "Instance Type",

@@ -222,6 +222,7 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
             "gpu": "H100 SXM",
             "gpu_ids": ["H100-SXM-80GB"],
             "pricing": "on_demand",
+            "reserved_term": None,
             "interval": "1h",
             "start": now - timedelta(days=1),
             "end": now,

@@ -52,7 +52,7 @@ BASE_BODIES: dict[tuple[str, str], list[dict[str, Any]]] = {
     ("post", "/v1/rank"): [JOB, CONFIG_JOB],
     ("post", "/v1/rank/history"): [JOB | {"gpu": "H100", "days": 7}, CONFIG_JOB | {"gpu": "H100", "days": 7}],
 }
-BASE_QUERY: dict[str, dict[str, str]] = {"/v1/market/history": {"gpu": "H100"}}
+BASE_QUERY: dict[str, dict[str, str]] = {"/v1/market/history": {"gpu": "H100"}, "/v1/market/terms": {"gpu": "H100"}}
 
 
 @dataclass(frozen=True)

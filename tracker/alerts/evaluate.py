@@ -96,13 +96,13 @@ def evaluate_rule(
 
 def _touched(session: Session, rules: list[AlertRule], providers: set[str]) -> list[AlertRule]:
     """Rules a run of `providers` can change: the rule names the provider, or the provider lists its subject."""
-    stmt = select(Offer.gpu_id, Offer.pricing).where(Offer.provider.in_(providers)).distinct()
-    pairs = {(gpu, pricing) for gpu, pricing in session.execute(stmt)}
+    stmt = select(Offer.gpu_id, Offer.pricing, Offer.reserved_term).where(Offer.provider.in_(providers)).distinct()
+    pairs = {(gpu, pricing, term) for gpu, pricing, term in session.execute(stmt)}
     out = []
     for rule in rules:
         named = bool(rule.providers) and bool(providers & set(rule.providers or []))
         admitted = not rule.providers or named
-        lists_subject = any((g, rule.pricing) in pairs for g in rule.gpu_ids)
+        lists_subject = any((g, rule.pricing, rule.reserved_term) in pairs for g in rule.gpu_ids)
         if named or (admitted and lists_subject):
             out.append(rule)
     return out

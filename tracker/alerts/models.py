@@ -71,6 +71,9 @@ class RuleCreate(BaseModel):
     name: str | None = Field(None, max_length=200)
     gpu: str = Field(..., min_length=1, max_length=100, description="Card id, family or alias")
     pricing: Literal["on_demand", "spot", "reserved"] = "on_demand"
+    reserved_term: str | None = Field(
+        None, max_length=16, description="The reservation term of a reserved rule (1d, 7d, 1mo, 3mo, 1y, 3y): required"
+    )
     metric: Metric = "min"
     condition: Literal["below", "above"]
     threshold: Decimal = Field(..., gt=0, lt=Decimal("1e8"))
@@ -149,6 +152,7 @@ class RuleRead(BaseModel):
     gpu: str
     gpu_ids: list[str]
     pricing: str
+    reserved_term: str | None = None
     providers: list[str] | None
     regions: list[str] | None
     min_offers: int

@@ -47,6 +47,7 @@ FINISHED_RUN = ("ok", *FAILED_RUN)
 class RuleSubject(Protocol):
     gpu_ids: list[str]
     pricing: str
+    reserved_term: str | None
     providers: list[str] | None
     regions: list[str] | None
     min_offers: int
@@ -139,6 +140,8 @@ def _subject(stmt: Any, rule: RuleSubject) -> Any:
     # An alert watches the prices a buyer is asked: trades, rented rates and floors are no subject of it
     # (tracker.market.price_kinds).
     stmt = stmt.where(Offer.gpu_id.in_(rule.gpu_ids), Offer.pricing == rule.pricing, orderable_asking(Offer))
+    if rule.pricing == "reserved":  # one term only (rules.create_rule requires it): never a blend of terms
+        stmt = stmt.where(Offer.reserved_term == rule.reserved_term)
     if rule.providers:
         stmt = stmt.where(Offer.provider.in_(rule.providers))
     if rule.regions:

@@ -67,6 +67,7 @@ def build_payload(
                 "gpu": rule.gpu_query,
                 "gpu_ids": list(rule.gpu_ids),
                 "pricing": rule.pricing,
+                "reserved_term": rule.reserved_term,
                 "providers": rule.providers,
                 "regions": rule.regions,
                 "filters": filters_text(rule) or None,  # offer filters in words: "available, ≥ 8 GPUs"
@@ -95,7 +96,8 @@ def message_text(payload: dict[str, Any]) -> tuple[str, str]:
     )
     title = f"[{d['status'].upper()}] {r['name']}"
     lines = [
-        f"{r['metric']} of {r['gpu']} ({r['pricing']}{', ' + r['filters'] if r.get('filters') else ''}): "
+        f"{r['metric']} of {r['gpu']} ({r['pricing']}{' ' + r['reserved_term'] if r.get('reserved_term') else ''}"
+        f"{', ' + r['filters'] if r.get('filters') else ''}): "
         f"{d['value'] or 'n/a'} {unit}",
         f"fires {r['condition']} {r['threshold']}, recovers at {r['recovery_threshold']}",
         f"{d['offers']} fresh offers from {', '.join(d['providers']) or 'no provider'}",

@@ -36,6 +36,7 @@ from tracker.catalog.gpus import GpuNameError, get_catalog
 from tracker.clock import EARLIEST, LATEST, in_service_range
 from tracker.config import Settings
 from tracker.market.quality import CLOUDS
+from tracker.market.statistics import TermError, commitment
 from tracker.money import parse_amount, to_money
 from tracker.storage.alert_tables import AlertChannel, AlertRule
 
@@ -116,6 +117,7 @@ class RuleInput:
     condition: str
     threshold: Any
     pricing: str = "on_demand"
+    reserved_term: str | None = None
     metric: str = "min"
     recovery_threshold: Any = None
     for_: str | int | float | None = 0
@@ -138,6 +140,11 @@ class RuleInput:
     enabled: bool = True
     silenced_until: datetime | None = None
     allow_immediate: bool = False
+
+
+def subject_pricing(rule: Any) -> str:
+    """The pricing a rule watches in words: "on_demand", or "reserved 1y" with its term."""
+    return f"{rule.pricing} {rule.reserved_term}" if rule.reserved_term else str(rule.pricing)
 
 
 def _thresholds(condition: str, threshold: Decimal, recovery: Decimal) -> None:
@@ -289,7 +296,8 @@ def _min_offers(value: Any) -> int:
 
 
 def _subject(inp: RuleInput) -> tuple[str, list[Any], str, RuleInput]:
-    """The card query, its cards, the pricing type, and `inp` with its metric's current name."""
+    """The card query, its cards, the pricing type, and `inp` with its metric's current name and its
+    reservation term in the one spelling (required for reserved, refused otherwise)."""
     gpu_query = (inp.gpu or "").strip()
     _printable(gpu_query, "gpu")
     if not gpu_query or len(gpu_query) > 100:
@@ -306,7 +314,11 @@ def _subject(inp: RuleInput) -> tuple[str, list[Any], str, RuleInput]:
         raise RuleError(
             f"pricing must be one of {', '.join(p.value for p in Pricing)}, got {inp.pricing!r}", "pricing"
         ) from None
-    inp = replace(inp, metric=METRIC_ALIASES.get(inp.metric, inp.metric))
+    try:
+        term = commitment(pricing, inp.reserved_term, "reserved_term")
+    except TermError as exc:
+        raise RuleError(str(exc), exc.field) from None
+    inp = replace(inp, metric=METRIC_ALIASES.get(inp.metric, inp.metric), reserved_term=term)
     if inp.metric not in METRICS:
         raise RuleError(f"metric must be one of {', '.join(METRICS)}, got {inp.metric!r}", "metric")
     if inp.price_statistic not in PRICE_STATISTICS:
@@ -355,7 +367,7 @@ def _refuse_immediate(rule: AlertRule, obs: Any, inp: RuleInput) -> None:
     if current is not None and breached(rule.condition, current, rule.threshold) and not inp.allow_immediate:
         now_text = f"is {obs.value} now" if obs.value is not None else f"has no matching offer now ({obs.unmatched})"
         raise RuleError(
-            f"the {rule.metric} of {rule.gpu_query} ({rule.pricing}) {now_text}, already {rule.condition} "
+            f"the {rule.metric} of {rule.gpu_query} ({subject_pricing(rule)}) {now_text}, already {rule.condition} "
             f"{rule.threshold}: this rule would fire at once. Choose another threshold, or set allow_immediate "
             "to keep it",
             "threshold",
@@ -385,7 +397,8 @@ def create_rule(
     job, job_gpus = _cost_job(inp, cards[0].id, cost_model)
     silenced_until = check_silence(inp.silenced_until)
     channels = _channels(inp.channels, settings, resolver, now)
-    default_name = f"{gpu_query} {pricing} {inp.metric} {inp.condition} {threshold.normalize():f}"
+    watched = f"{pricing} {inp.reserved_term}" if inp.reserved_term else pricing
+    default_name = f"{gpu_query} {watched} {inp.metric} {inp.condition} {threshold.normalize():f}"
     name = _name((inp.name or "").strip() or default_name)
 
     rule = AlertRule(
@@ -393,6 +406,7 @@ def create_rule(
         gpu_query=gpu_query,
         gpu_ids=[c.id for c in cards],
         pricing=pricing,
+        reserved_term=inp.reserved_term,
         providers=providers,
         regions=regions,
         min_offers=min_offers,
@@ -517,6 +531,7 @@ def rule_dict(rule: AlertRule, *, reveal: bool = False) -> dict[str, Any]:
         "gpu": rule.gpu_query,
         "gpu_ids": list(rule.gpu_ids),
         "pricing": rule.pricing,
+        "reserved_term": rule.reserved_term,
         "providers": rule.providers,
         "regions": rule.regions,
         "min_offers": rule.min_offers,

@@ -82,6 +82,7 @@ def add(
     recovery: str | None = typer.Option(None, "--recovery", help="Resolve only past this (hysteresis)."),
     metric: str = typer.Option("min", "--metric", help="min | p25 | median | cost_per_run | usd_per_mtok"),
     pricing: str = typer.Option("on_demand", "--pricing", help="on_demand | spot | reserved"),
+    term: str | None = typer.Option(None, "--term", help="The reservation term of --pricing reserved: 1d ... 3y."),
     for_: str = typer.Option("0", "--for", help="Pending period before firing, e.g. 15m."),
     repeat: str | None = typer.Option(None, "--repeat", help="Remind while firing, e.g. 4h."),
     min_offers: int = typer.Option(1, "--min-offers", help="Fewer fresh offers than this is no_data."),
@@ -109,6 +110,7 @@ def add(
         condition="below" if below is not None else "above",
         threshold=below if below is not None else above,
         pricing=pricing,
+        reserved_term=term,
         metric=metric,
         recovery_threshold=recovery,
         for_=for_,
@@ -193,9 +195,16 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
     )
 
 
+def subject_pricing_text(r: dict[str, Any]) -> str:
+    """ "on_demand", or "reserved 1y": a reserved rule watches one term."""
+    return f"{r['pricing']} {r['reserved_term']}" if r.get("reserved_term") else str(r["pricing"])
+
+
 def rule_filters(r: dict[str, Any]) -> str:
     """What a rule watches, in the words of `alerts add`'s flags: the card and every filter it sets."""
     parts = [f"--gpu {r['gpu']}", f"--pricing {r['pricing']}"]
+    if r.get("reserved_term"):
+        parts.append(f"--term {r['reserved_term']}")
     for key, flag in (("providers", "--provider"), ("regions", "--region")):
         parts += [f"{flag} {v}" for v in r.get(key) or []]
     for key, flag in (
@@ -240,7 +249,7 @@ def show(
         return
     console.print(f"[bold]{row['name']}[/] (#{row['id']}): {row['state']} since {row['state_since']:%Y-%m-%d %H:%M}")
     console.print(
-        f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({row['pricing']}) {row['condition']} "
+        f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({subject_pricing_text(row)}) {row['condition']} "
         f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}"
     )
     console.print(f"  filters: {escape(rule_filters(row))}")

@@ -290,21 +290,26 @@ def history(
     days: int = typer.Option(30, "--days", min=1, max=3650),
     interval: str = typer.Option("1d", "--interval", help="1h | 1d | 1w"),
     pricing: str = typer.Option("on_demand", "--pricing"),
+    term: str | None = typer.Option(None, "--term", help="Reservation term of --pricing reserved: 1d, 7d, 1mo ... 3y."),
     no_reference: bool = typer.Option(False, "--no-reference"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history."""
+    """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history (reserved: one term)."""
     from tracker.catalog.gpus import GpuNameError
     from tracker.cli.context import require_prices, runtime
     from tracker.clock import utcnow
     from tracker.market.offers import gpu_ids_for
     from tracker.market.service import market_history
-    from tracker.market.statistics import INTERVALS
+    from tracker.market.statistics import INTERVALS, TermError, commitment
     from tracker.storage.engine import session_scope
 
     if interval not in INTERVALS:
         fail(f"--interval must be one of {', '.join(INTERVALS)}")
     (kind,) = _pricing([pricing]) or ["on_demand"]
+    try:
+        reserved_term = commitment(kind, term, "--term")
+    except TermError as exc:
+        fail(str(exc))
     try:
         ids = gpu_ids_for(gpu)
     except GpuNameError as exc:
@@ -318,6 +323,7 @@ def history(
             now,
             gpu_ids=ids,
             pricing=kind,
+            reserved_term=reserved_term,
             interval=interval,
             start=now - timedelta(days=days),
             end=now,
@@ -330,7 +336,8 @@ def history(
         return
     from rich.table import Table
 
-    table = Table(title=f"{gpu} ({', '.join(ids)}) {kind} $/GPU-hour, {interval} buckets")
+    what = f"{kind} {reserved_term}" if reserved_term else kind
+    table = Table(title=f"{gpu} ({', '.join(ids)}) {what} $/GPU-hour, {interval} buckets")
     for col in ("bucket", "min", "p25", "median", "p75", "max", "offers", "providers"):
         table.add_column(col, justify="left" if col == "bucket" else "right")
     for r in rows:

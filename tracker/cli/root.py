@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "cheapest": ("market", "commands", False),
     "history": ("market", "commands", False),
     "index": ("index", "commands", False),
+    "terms": ("terms", "commands", False),
     "availability": ("availability", "commands", False),
     "plan": ("plan", "commands", False),
     "alerts": ("alerts", "alerts_app", True),

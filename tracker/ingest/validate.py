@@ -1,8 +1,9 @@
 """Validate: per-offer checks, conversion to USD and GPU name resolution, before anything is stored.
 
-An offer that fails a check (duplicate key, non-positive count or price, a reservation without its term,
-a currency without a recent rate, a price above the sanity ceiling) is set aside with the reason; a GPU
-name the catalog cannot resolve is set aside and counted by name. Nothing here reads or writes the
+An offer that fails a check (duplicate key, non-positive count or price, a reservation without its term or
+with one that is not a commitment, a currency without a recent rate, a price above the sanity ceiling) is
+set aside with the reason; a GPU name the catalog cannot resolve is set aside and counted by name. A term
+is stored in the one spelling of `providers.parsing.reservation_term`. Nothing here reads or writes the
 database: the exchange rates come in as a `RateBook`.
 """
 
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from decimal import Decimal
 
-from providers.contract import Pricing, ScrapedOffer, ScrapeResult, offer_problem
+from providers.contract import Pricing, ProviderError, ScrapedOffer, ScrapeResult, offer_problem
+from providers.parsing import reservation_term
 from tracker.catalog.gpus import GpuCatalog, GpuNameError, GpuSpec
 from tracker.catalog.variants import Resolved, resolve_offer_gpu
 from tracker.config import Settings
@@ -75,6 +77,16 @@ def validate_batch(
                 "(a reservation needs its term, and only a reservation has one)"
             )
             continue
+        if offer.reserved_term:
+            # The one vocabulary of terms (providers.parsing.reservation_term): an adapter or an import that
+            # wrote "12mo", "1-year" or "1 yr" stores "1y", so one commitment is one group everywhere.
+            try:
+                term = reservation_term(offer.reserved_term, f"{offer.key}.reserved_term")
+            except ProviderError as exc:
+                out.invalid.append(f"{offer.key[:80]}: {exc}")
+                continue
+            if term != offer.reserved_term:
+                offer = replace(offer, reserved_term=term)
         if catalog.is_slice_name(offer.gpu_name):
             sliced = as_slice(offer, catalog, provider)
             if isinstance(sliced, str):

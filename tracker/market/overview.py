@@ -9,8 +9,8 @@ different cards). On top of the live statistics of `tracker.market.service.marke
 * `change_7d` / `change_30d`: the live median minus the daily median of the UTC day 7 (30) days before
   today, with the percentage. A day with no offers gives null, never an interpolated guess.
 
-Reserved rows come one per term (`reserved_term`); their sparkline and change are those of every
-reserved price of the card (the history is kept per pricing type, not per term). `aggregated` chooses
+Reserved rows come one per term (`reserved_term`); their sparkline and change are those of that term's
+prices only (tracker.market.statistics.history: terms are never blended). `aggregated` chooses
 how resales count (tracker.market.aggregated); the live statistics honour it, the sparkline counts
 every listed offer. `sheets` gives every rate sheet's age, and each row names its `stale_sheets`
 (tracker.market.freshness.sheet_ages), so the dashboard can say which reference prices are old.
@@ -100,6 +100,7 @@ def market_overview(
                 session,
                 gpu_ids=[card["gpu"]],
                 pricing=card["pricing"],
+                reserved_term=card["reserved_term"],
                 interval="1d",
                 start=start,
                 end=now,

@@ -1,5 +1,5 @@
 """The market's answers as schemas: what `/v1/offers`, `/v1/market`, `/v1/market/history`,
-`/v1/market/overview`, `/v1/availability`, `/v1/rank` and `/v1/rank/history` return.
+`/v1/market/overview`, `/v1/market/terms`, `/v1/availability`, `/v1/rank` and `/v1/rank/history` return.
 
 They document the JSON the dashboard and every client read (`/docs`), and schemathesis checks each answer
 against them (tests/api/test_schemathesis.py). The answers themselves are built as plain dicts by the
@@ -27,6 +27,7 @@ __all__ = [
     "MarketHistory",
     "MarketOverview",
     "MarketSnapshot",
+    "MarketTerms",
     "Number",
     "OfferRow",
     "OffersPage",
@@ -35,6 +36,10 @@ __all__ = [
     "RankRow",
     "Row",
     "SheetAge",
+    "TermCard",
+    "TermDay",
+    "TermPoint",
+    "TermSeries",
 ]
 
 # A Decimal or float written as a JSON number (tracker.money rounds the money ones).
@@ -123,10 +128,58 @@ class MarketHistory(BaseModel):
     gpu: str
     gpu_ids: list[str]
     pricing: str
+    reserved_term: str | None = None
     interval: str
     start: datetime
     end: datetime
     buckets: list[HistoryBucket]
+
+
+class TermPoint(BaseModel):
+    """One commitment's distribution now: on_demand, spot, or reserved for `term`."""
+
+    pricing: str
+    term: str | None
+    label: str
+    commitment_hours: Number | None  # 0 on demand, None for spot
+    offers: int
+    providers: int
+    min: Number | None
+    p25: Number | None
+    median: Number | None
+    p75: Number | None
+
+
+class TermDay(BaseModel):
+    day: datetime
+    offers: int  # distinct offers listed at some time of the day
+    providers: int
+    min: Number
+    p25: Number
+    median: Number
+    p75: Number
+
+
+class TermSeries(BaseModel):
+    pricing: str
+    term: str | None
+    label: str
+    days: list[TermDay]
+
+
+class TermCard(BaseModel):
+    gpu: str
+    terms: list[TermPoint]
+    history: list[TermSeries] | None = None
+
+
+class MarketTerms(BaseModel):
+    gpu: str
+    gpu_ids: list[str]
+    as_of: datetime
+    data_version: int
+    days: int | None
+    cards: list[TermCard]
 
 
 class OverviewCard(MarketCard):
@@ -217,6 +270,7 @@ class RankHistory(BaseModel):
     job: dict[str, Any]
     statistic: str
     pricing: str
+    reserved_term: str | None = None
     series: list[RankSeries]
 
 

@@ -22,6 +22,7 @@ from tracker.estimate.serving import PreparedServing
 from tracker.inference_apis import api_alternatives
 from tracker.market import freshness
 from tracker.market import statistics as market
+from tracker.market import terms as term_structure
 from tracker.market.live import LiveOffers, fresh_mask, live_table
 from tracker.market.rank import RankFilters, RankOptions, rank
 
@@ -87,11 +88,13 @@ def market_history(
     start: datetime,
     end: datetime,
     include_reference: bool = True,
+    reserved_term: str | None = None,
 ) -> list[dict[str, Any]]:
     return market.history(
         session,
         gpu_ids=gpu_ids,
         pricing=pricing,
+        reserved_term=reserved_term,
         interval=interval,
         start=start,
         end=end,
@@ -99,6 +102,41 @@ def market_history(
         settings=settings,
         include_reference=include_reference,
     )
+
+
+def market_terms(
+    engine: Engine,
+    session: Session,
+    settings: Settings,
+    now: datetime,
+    *,
+    gpu_ids: Sequence[str],
+    days: int | None = None,
+    include_reference: bool = True,
+    aggregated: str = "include",
+    live: LiveOffers | None = None,
+) -> dict[str, Any]:
+    """The term structure of each card id that has live offers (tracker.market.terms); with `days`, each
+    term's daily distribution over the last `days` days too."""
+    snapshot = market_snapshot(
+        engine,
+        session,
+        settings,
+        now,
+        gpu_ids=gpu_ids,
+        include_reference=include_reference,
+        aggregated=aggregated,
+        live=live,
+    )
+    listed = [g for g in gpu_ids if any(c["gpu"] == g for c in snapshot["cards"])]
+    cards = term_structure.curve(snapshot["cards"], listed)
+    if days is not None:
+        start = now - timedelta(days=days)
+        for card in cards:
+            card["history"] = term_structure.history(
+                session, settings, now, card["gpu"], start=start, include_reference=include_reference
+            )
+    return {"as_of": now, "data_version": snapshot["data_version"], "days": days, "cards": cards}
 
 
 def rank_offers(
@@ -167,10 +205,13 @@ def rank_history(
     include_reference: bool = True,
     plan: RunPlan | None = None,
     gpu_only: bool = False,
+    reserved_term: str | None = None,
 ) -> dict[str, Any]:
     """Cost per run per card per day, from a daily market statistic of $/GPU-hour. With `plan` (and not
     `gpu_only`) the cost is the whole run's under the default cost terms of `pricing` (a statistic over
-    providers has no one provider's terms: tracker.costs.terms.DEFAULTS); `gpu_cost_per_run` is GPU time."""
+    providers has no one provider's terms: tracker.costs.terms.DEFAULTS); `gpu_cost_per_run` is GPU time.
+    A reserved history is of one `reserved_term` (market.commitment: never a blend of terms)."""
+    term = market.commitment(pricing, reserved_term)
     series = []
     for gpu_id in gpu_ids:
         machine = cheapest_machine(prepared, gpu_id)
@@ -182,6 +223,7 @@ def rank_history(
             session,
             gpu_ids=[gpu_id],
             pricing=pricing,
+            reserved_term=term,
             interval="1d",
             start=start,
             end=end,
@@ -221,8 +263,9 @@ def rank_history(
         "job": prepared.job.describe(),
         "statistic": statistic,
         "pricing": pricing,
+        "reserved_term": term,
         "series": series,
     }
 
 
-__all__ = ["cheapest_machine", "market_history", "market_snapshot", "rank_history", "rank_offers"]
+__all__ = ["cheapest_machine", "market_history", "market_snapshot", "market_terms", "rank_history", "rank_offers"]

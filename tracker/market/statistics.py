@@ -31,6 +31,8 @@ import numpy as np
 from sqlalchemy import Float, cast, or_, select
 from sqlalchemy.orm import Session
 
+from providers.contract import ProviderError
+from providers.parsing import reservation_term
 from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated as resales
@@ -142,6 +144,30 @@ def snapshot(
     return out
 
 
+class TermError(ValueError):
+    """A reservation term missing, unreadable, or given with a pricing type that has none; names `field`."""
+
+    def __init__(self, message: str, field: str = "term") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def commitment(pricing: str, term: str | None, field: str = "term") -> str | None:
+    """The term a statistic of `pricing` is for, in the one spelling offers use (providers.parsing.reservation_term:
+    "12mo" and "1-year" are "1y"). A reserved price needs its term: a distribution over every term would mix a
+    1-day rate with a 3-year one. On-demand and spot have none."""
+    if pricing != "reserved":
+        if term:
+            raise TermError(f"{field} is only for reserved prices, not {pricing}", field)
+        return None
+    if not term:
+        raise TermError(f"a reserved price needs its {field} (1d, 7d, 1mo, 3mo, 1y, 3y), never a blend", field)
+    try:
+        return reservation_term(term, field)
+    except ProviderError:
+        raise TermError(f"{field} must be a commitment like 1d, 7d, 1mo, 3mo, 1y or 3y, got {term!r}", field) from None
+
+
 def _floor(t: datetime, step: timedelta, origin: datetime) -> datetime:
     return origin + ((t - origin) // step) * step
 
@@ -203,12 +229,14 @@ def _interval_rows(
     session: Session,
     gpu_ids: Sequence[str],
     pricing: str,
+    term: str | None,
     first: datetime,
     end: datetime,
     include_reference: bool,
     price_kinds: Sequence[str] | None = None,
 ) -> Sequence[Any]:
-    """(offer, from, to, $/GPU-h, last seen, provider) of every price row overlapping [first, end)."""
+    """(offer, from, to, $/GPU-h, last seen, provider) of every price row overlapping [first, end), of one
+    pricing type and (reserved) one term."""
     stmt = (
         select(
             OfferPrice.offer_id,
@@ -228,6 +256,12 @@ def _interval_rows(
             or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > first),
         )
     )
+    if term is not None:
+        # The term is read from the offer, not copied onto each price row: the query joins offers anyway
+        # (provider, last seen), so the filter costs nothing and needs no backfill, and it is exact because
+        # every adapter puts the term in the offer key (a 1-year and a 3-year price of one machine are two
+        # offers), so an offer's term never changes under its history.
+        stmt = stmt.where(Offer.reserved_term == term)
     if not include_reference and (refs := reference_providers()):
         stmt = stmt.where(Offer.provider.not_in(refs))
     return session.execute(stmt).all()  # plain ints, floats and strings: no ORM entities, no datetimes
@@ -244,10 +278,12 @@ def history(
     now: datetime,
     settings: Settings,
     include_reference: bool = True,
+    reserved_term: str | None = None,
     price_kinds: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Bucketed statistics over [start, end), computed exactly from the change-only history (orderable asking
-    prices unless `price_kinds` asks for others).
+    """Bucketed statistics over [start, end), computed exactly from the change-only history, for one pricing
+    type and, when reserved, one term (`commitment`: required, so terms are never blended; TermError otherwise),
+    of orderable asking prices unless `price_kinds` asks for others.
 
     Instants are whole microseconds since the epoch (int64) throughout, so every weight is exact.
     """
@@ -257,7 +293,8 @@ def history(
         origin -= timedelta(days=origin.weekday())
     first = _floor(start, step, origin)
     end = min(end, now)
-    rows = _interval_rows(session, gpu_ids, pricing, first, end, include_reference, price_kinds)
+    term = commitment(pricing, reserved_term)
+    rows = _interval_rows(session, gpu_ids, pricing, term, first, end, include_reference, price_kinds)
     if not rows:
         return []
     offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)
@@ -332,4 +369,4 @@ def _bucket_rows(
     ]
 
 
-__all__ = ["INTERVALS", "MarketStat", "history", "snapshot", "weighted_quantiles"]
+__all__ = ["INTERVALS", "MarketStat", "TermError", "commitment", "history", "snapshot", "weighted_quantiles"]

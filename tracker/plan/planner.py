@@ -104,6 +104,7 @@ class _Option:
     cost_f: float
     power_kw: float | None
     fields: dict[str, Any] = field(default_factory=dict)
+    reserved_term: str | None = None  # the commitment of a reserved offer: its price is that term's only
 
     @property
     def gpus_at_peak(self) -> int:
@@ -217,6 +218,7 @@ class _Planner:
                 float(billed[pos]),
                 float(cost[pos]),
                 kw,
+                reserved_term=_maybe(self.frame["reserved_term"][row]) if reserved[pos] else None,
             )
 
         ev.best = option(int(order[0]))

@@ -116,21 +116,31 @@ def history_placements(
     return [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
 
 
+# A placement's price series: (card, pricing type, reservation term or None).
+PriceKey = tuple[str, str, str | None]
+
+
+def _key(gid: str, o: Any) -> PriceKey:
+    return (gid, o.pricing, o.reserved_term)
+
+
 def history_prices(
     session: Session, settings: Settings, now: datetime, evaluated: list[Evaluation], days: int, statistic: str
-) -> dict[tuple[str, str], dict[datetime, Decimal]]:
-    """The daily statistic of each (card, pricing) the placements use: the only database reads of a history."""
+) -> dict[PriceKey, dict[datetime, Decimal]]:
+    """The daily statistic of each (card, pricing, term) the placements use: the only database reads of a
+    history. A reserved placement is repriced at its own term's prices: a 3-year placement at 3-year rates."""
     start, end = now - timedelta(days=days), now
-    prices: dict[tuple[str, str], dict[datetime, Decimal]] = {}
+    prices: dict[PriceKey, dict[datetime, Decimal]] = {}
     for ev in evaluated:
         for gid, o in ev.by_card.items():
-            key = (gid, o.pricing)
+            key = _key(gid, o)
             if key not in prices:
                 include_reference = ev.workload.constraints.include_reference
                 buckets = statistics.history(
                     session,
                     gpu_ids=[gid],
                     pricing=o.pricing,
+                    reserved_term=o.reserved_term,
                     interval="1d",
                     start=start,
                     end=end,
@@ -143,7 +153,7 @@ def history_prices(
 
 
 def _day_point(
-    day: datetime, evaluated: list[Evaluation], prices: dict[tuple[str, str], dict[datetime, Decimal]]
+    day: datetime, evaluated: list[Evaluation], prices: dict[PriceKey, dict[datetime, Decimal]]
 ) -> dict[str, Any]:
     per_workload: list[dict[str, Any]] = []
     by_card_total: dict[str, Decimal] = {}
@@ -152,7 +162,7 @@ def _day_point(
     for ev in evaluated:
         costs = {}
         for gid, o in ev.by_card.items():
-            price = prices[(gid, o.pricing)].get(day)
+            price = prices[_key(gid, o)].get(day)
             if price is not None:
                 # Billed GPU-hours of today's placement on this card × that day's $/GPU-hour.
                 costs[gid] = money.cost(price, o.billed_node_hours * o.combo.gpus)
@@ -183,7 +193,7 @@ def history_points(
     now: datetime,
     mix: WorkloadMix,
     evaluated: list[Evaluation],
-    prices: dict[tuple[str, str], dict[datetime, Decimal]],
+    prices: dict[PriceKey, dict[datetime, Decimal]],
     days: int,
     statistic: str,
 ) -> dict[str, Any]:
@@ -218,6 +228,7 @@ def history_points(
 
 __all__ = [
     "STATISTICS",
+    "PriceKey",
     "history_placements",
     "history_points",
     "history_prices",

@@ -40,6 +40,8 @@ class AlertRule(Base):
     gpu_query: Mapped[str] = mapped_column(String(100))
     gpu_ids: Mapped[list[str]] = mapped_column(JSON)
     pricing: Mapped[str] = mapped_column(String(16))
+    # The one reservation term of a reserved rule ("1y"): a 1-day and a 3-year price are never one statistic.
+    reserved_term: Mapped[str | None] = mapped_column(String(16))
     providers: Mapped[list[str] | None] = mapped_column(JSON)
     regions: Mapped[list[str] | None] = mapped_column(JSON)
     min_offers: Mapped[int] = mapped_column(Integer, default=1)

@@ -6,6 +6,7 @@ import {
 } from "./charts.js";
 import { clear, el, showError } from "./dom.js";
 import { PRICING, PRICING_COLOR, PRICING_LABEL, seconds } from "./format.js";
+import * as terms from "./terms.js";
 
 // Range → bucket size: hourly up to a month keeps daily swings visible, daily to a year, weekly for all.
 const RANGES = {
@@ -24,6 +25,9 @@ const section = document.getElementById("view-history");
 const select = document.getElementById("history-gpu");
 const rangeBox = document.getElementById("history-range");
 const pricingBox = document.getElementById("history-pricing");
+const termSelect = document.getElementById("history-term");
+// A reserved history is of one term (a 1-day and a 3-year price are never one line).
+const TERMS = ["1d", "7d", "1mo", "3mo", "1y", "3y"];
 const reference = document.getElementById("history-reference");
 const external = document.getElementById("history-external");
 const chartBox = document.getElementById("history-chart");
@@ -38,6 +42,8 @@ function init() {
     pricingBox.append(el("label", { class: "check" },
       el("input", { type: "checkbox", value: p, checked: p !== "reserved", onchange: load }), PRICING_LABEL[p]));
   }
+  termSelect.append(...TERMS.map((t) => el("option", { value: t, selected: t === "1y" }, t)));
+  termSelect.addEventListener("change", load);
   for (const name of Object.keys(RANGES)) {
     rangeBox.append(el("button", { type: "button", dataset: { range: name }, onclick: () => setRange(name) }, name));
   }
@@ -99,7 +105,11 @@ async function load() {
   document.getElementById("history-title").textContent = `${name}: $/GPU-hour, ${state.range}`;
   section.dataset.state = "loading";
   markDemo("history", demoCards.has(state.gpu));
-  const params = (p) => ({ gpu: state.gpu, pricing: p, interval, start, end, include_reference: reference.checked });
+  const term = termSelect.value;
+  const params = (p) => ({
+    gpu: state.gpu, pricing: p, ...(p === "reserved" ? { term } : {}), interval, start, end, include_reference: reference.checked,
+  });
+  terms.show(state.gpu, name, reference.checked).catch((error) => console.error(error));
   let results;
   let extra;
   try {
@@ -118,9 +128,11 @@ async function load() {
   if (token !== loadToken) return; // a newer request replaced this one
   const csv = document.getElementById("history-csv");
   clear(csv).append("Download CSV: ", ...pricing.map((p) =>
-    el("a", { href: `/v1/market/history${query({ ...params(p), format: "csv" })}`, download: "" }, PRICING_LABEL[p])));
+    el("a", { href: `/v1/market/history${query({ ...params(p), format: "csv" })}`, download: "" }, pricingName(p, term))));
   draw(pricing, results, interval, extra, { start: seconds(start), end: seconds(end) });
 }
+
+const pricingName = (p, term) => (p === "reserved" ? `${PRICING_LABEL[p]} ${term}` : PRICING_LABEL[p]);
 
 // An external series' median per bucket of ours (the mean of its points in the bucket), on our time axis.
 function externalColumn(points, times, stepS) {
@@ -172,7 +184,7 @@ function draw(pricing, results, interval, extra, window) {
     };
     const base = data.length;
     data.push(column("p75"), column("median"), column("p25"), column("min"));
-    const label = PRICING_LABEL[p];
+    const label = pricingName(p, termSelect.value);
     series.push(
       { label: `${label} p75`, stroke: `${color}66`, width: 1, value: usdValue, points: { show: false } },
       { label: `${label} median`, stroke: color, width: 2, value: usdValue, points: pointsFor(data[base + 1]) },

@@ -44,7 +44,9 @@ def test_an_unknown_provider_names_the_near_ones(cli, priced, args):
     assert len(line) < 200  # the near names, not all fifty
 
 
-@pytest.mark.parametrize("args", [("offers",), ("cheapest", *JOB), ("availability", "H100"), ("history", "H100")])
+@pytest.mark.parametrize(
+    "args", [("offers",), ("cheapest", *JOB), ("availability", "H100"), ("history", "H100"), ("terms", "H100")]
+)
 def test_an_empty_database_says_to_scrape(cli, args):
     LIVE.clear()
     line = _one_line_error(cli(*args), code=1)

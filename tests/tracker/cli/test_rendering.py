@@ -25,6 +25,8 @@ COMMANDS = [
     ("plan", str(ROOT / "examples" / "mixed-fleet.yaml")),
     ("availability", "H100"),
     ("history", "H100"),
+    ("terms", "H100"),
+    ("terms", "H100", "--days", "7"),
     ("gpus",),
     ("doctor", "vastai", "--replay", str(bundled_cassette("vastai"))),
     ("scrape", "--demo", "seeweb", "vastai", "spheron", "--dry-run"),

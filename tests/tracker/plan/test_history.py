@@ -49,3 +49,30 @@ def test_each_day_reprices_the_placements_and_picks_that_days_cheapest_card(engi
     assert points[DAY0]["choices"][0]["gpu"] == "RTX4090-24GB"
     assert points[DAY1]["choices"][0]["gpu"] == "A100-SXM-80GB"
     assert result["summary"] == {"days_with_saving": 0, "days_compared": 2, "min_saving": 0, "max_saving": 0}
+
+
+def test_a_reserved_placement_is_repriced_at_its_own_terms_prices(engine, settings, clock):
+    """Today's cheapest placement is a 3-year reservation at $2.00/GPU-h; two 1-month ones list at $3.00.
+    The plan over time prices that placement at 3-year prices: a blend of the terms (median $3.00) would
+    price the 3-year commitment as if it were a monthly one."""
+    from providers.contract import Pricing
+    from tracker.plan.service import plan_live
+
+    offers = batch(
+        offer("y3", "2.00", pricing=Pricing.reserved, reserved_term="3y"),
+        offer("m1", "3.00", pricing=Pricing.reserved, reserved_term="1mo"),
+        offer("m1b", "3.00", pricing=Pricing.reserved, reserved_term="1mo"),
+    )
+    for h in range(25):
+        clock.now = DAY0 + timedelta(hours=h)
+        do_ingest(engine, settings, clock, offers, provider="aws")
+    workload = SMALL | {"constraints": {"pricing": ["reserved"]}}
+    mix = validate_mix({"workloads": [workload]})
+    at = DAY1 + timedelta(minutes=1)
+    with session_scope(engine) as session:
+        live = plan_live(engine, session, settings, at, mix, options_for(mix))
+        result = plan_history(engine, session, settings, at, mix, options_for(mix), days=1)
+    (placed,) = live["workloads"]
+    assert placed["choice"]["reserved_term"] == "3y"
+    day0 = next(p for p in result["points"] if p["day"] == DAY0)
+    assert day0["monthly_cost"] == placed["choice"]["monthly_cost"]  # $2.00 × its billed hours, not $3.00
