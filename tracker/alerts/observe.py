@@ -26,7 +26,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select, true
+from sqlalchemy import ColumnElement, and_, case, func, select, true
 from sqlalchemy.orm import Session
 
 from providers.registry import all_providers
@@ -101,18 +101,6 @@ def failing_providers(session: Session, providers: set[str]) -> dict[str, str]:
     return {p: f"{status}: {error or 'no reason recorded'}" for p, status, error in rows if status in FAILED_RUN}
 
 
-def live_condition(now: datetime, settings: Settings) -> ColumnElement[bool]:
-    """SQL for "this offer is live at `now`": each provider's own freshness window, grouped by window
-    so the condition stays a handful of terms however many providers there are."""
-    by_window: dict[timedelta, list[str]] = {}
-    for name, w in freshness.windows(all_providers(), settings).items():
-        by_window.setdefault(w, []).append(name)
-    terms = [and_(Offer.provider.in_(names), Offer.last_seen >= now - w) for w, names in by_window.items()]
-    unknown = freshness.window("", settings)  # offers of a provider no longer in the registry
-    terms.append(and_(Offer.provider.not_in(list(all_providers())), Offer.last_seen >= now - unknown))
-    return or_(*terms)
-
-
 def offer_filters(rule: RuleSubject) -> list[ColumnElement[bool]]:
     """The rule's offer filters as SQL conditions (none: every offer of the subject counts)."""
     conditions = quality.conditions(rule)
@@ -176,7 +164,7 @@ def observe(
     stmt = _subject(
         select(Offer.provider, Offer.price_per_gpu_hour, matches.label("matches")),
         rule,
-    ).where(Offer.delisted_at.is_(None), live_condition(now, settings))
+    ).where(Offer.delisted_at.is_(None), freshness.live_condition(now, settings))
     listed = session.execute(stmt).all()
     # Health is judged on every live offer of the subject: a failing provider's listing is suspect
     # whether or not its offers pass the filters.

@@ -30,7 +30,7 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 @commands.command("cheapest")
 @with_job
-@with_filters()
+@with_filters(exclude=["live"])  # a ranking counts live offers only
 def cheapest(
     ctx: typer.Context,
     job: JobInput,
