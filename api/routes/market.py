@@ -90,6 +90,10 @@ async def get_market_history(
     start: datetime | None = None,
     end: datetime | None = None,
     include_reference: bool = True,
+    aggregated: Annotated[
+        Literal["include", "exclude", "dedupe"],
+        Query(description="Offers resold by aggregators: count them, leave them out, or count each machine once"),
+    ] = "include",
     format: Literal["json", "csv"] = "json",
 ) -> Any:
     """Bucketed statistics over time, exact from the change-only history (see tracker.market.statistics)."""
@@ -113,6 +117,7 @@ async def get_market_history(
             start=start_at,
             end=end_at,
             include_reference=include_reference,
+            aggregated=aggregated,
         )
         if format == "csv":
             out = io.StringIO()
@@ -144,7 +149,7 @@ async def get_market_history(
 
     # Explicit bounds are keyed as written: the answer echoes them, offset included.
     bounds = (start.isoformat() if start else None, end.isoformat() if end else None)
-    key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, format)
+    key = ("market-history", gpu, tuple(ids), pricing.value, interval, *bounds, include_reference, aggregated, format)
     body = await market_answer(request, key, compute, now)
     if format == "csv":
         name = f"{gpu}-{pricing.value}-{interval}.csv".replace(" ", "_")

@@ -291,12 +291,16 @@ def history(
     interval: str = typer.Option("1d", "--interval", help="1h | 1d | 1w"),
     pricing: str = typer.Option("on_demand", "--pricing"),
     no_reference: bool = typer.Option(False, "--no-reference"),
+    aggregated: str = typer.Option(
+        "include", "--aggregated", help="Offers resold by aggregators: include, exclude, or dedupe (each machine once)."
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history."""
     from tracker.catalog.gpus import GpuNameError
     from tracker.cli.context import require_prices, runtime
     from tracker.clock import utcnow
+    from tracker.market.aggregated import MODES
     from tracker.market.offers import gpu_ids_for
     from tracker.market.service import market_history
     from tracker.market.statistics import INTERVALS
@@ -304,6 +308,8 @@ def history(
 
     if interval not in INTERVALS:
         fail(f"--interval must be one of {', '.join(INTERVALS)}")
+    if aggregated not in MODES:
+        fail(f"--aggregated must be one of {', '.join(MODES)}, got {aggregated!r}")
     (kind,) = _pricing([pricing]) or ["on_demand"]
     try:
         ids = gpu_ids_for(gpu)
@@ -322,6 +328,7 @@ def history(
             start=now - timedelta(days=days),
             end=now,
             include_reference=not no_reference,
+            aggregated=aggregated,
         )
         if not rows:
             require_prices(session, json_out=json_out)

@@ -87,6 +87,7 @@ def market_history(
     start: datetime,
     end: datetime,
     include_reference: bool = True,
+    aggregated: str = "include",
 ) -> list[dict[str, Any]]:
     return market.history(
         session,
@@ -98,6 +99,7 @@ def market_history(
         now=now,
         settings=settings,
         include_reference=include_reference,
+        aggregated=aggregated,
     )
 
 
