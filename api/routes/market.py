@@ -101,6 +101,10 @@ async def get_market_history(
     start: datetime | None = None,
     end: datetime | None = None,
     include_reference: bool = True,
+    aggregated: Annotated[
+        Literal["include", "exclude", "dedupe"],
+        Query(description="Offers resold by aggregators: count them, leave them out, or count each machine once"),
+    ] = "include",
     format: Literal["json", "csv"] = "json",
 ) -> Any:
     """Bucketed statistics over time, exact from the change-only history (see tracker.market.statistics);
@@ -127,6 +131,7 @@ async def get_market_history(
             start=start_at,
             end=end_at,
             include_reference=include_reference,
+            aggregated=aggregated,
         )
         if format == "csv":
             out = io.StringIO()
@@ -160,7 +165,7 @@ async def get_market_history(
     # Explicit bounds are keyed as written: the answer echoes them, offset included.
     bounds = (start.isoformat() if start else None, end.isoformat() if end else None)
     what = (pricing.value, reserved_term)
-    key = ("market-history", gpu, tuple(ids), *what, interval, *bounds, include_reference, format)
+    key = ("market-history", gpu, tuple(ids), *what, interval, *bounds, include_reference, aggregated, format)
     body = await market_answer(request, key, compute, now)
     if format == "csv":
         name = f"{gpu}-{pricing.value}{'-' + reserved_term if reserved_term else ''}-{interval}.csv".replace(" ", "_")

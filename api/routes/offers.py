@@ -1,7 +1,8 @@
 """GET /v1/offers: current offers with filters, sort and pagination.
 
-Pages are served from encoded answers memoised per data version (api.cached); offer rows do not
-depend on the time, so a page is computed once per ingest and parameters.
+Pages are served from encoded answers memoised per data version (api.cached). Each row says whether the
+offer is live now (the freshness rule, tracker.market.freshness), and `live=` filters on it, so a page
+depends on the time too: it is keyed by the minute and the freshness settings, as the market's answers are.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
+from sqlalchemy.orm import Session
 
-from api.cached import cached_body, json_response
+from api.cached import json_response, market_answer
+from api.deps import Now
 from api.filters import offer_filters
 from tracker.market.filters import OfferFilters
-from tracker.market.offers import SORTS, OfferListing, current_offers, gpu_ids_for, offer_row
+from tracker.market.offers import SORTS, OfferListing, current_offers, gpu_ids_for, listed_rows
 from tracker.market.responses import OffersPage
-from tracker.storage.engine import session_scope
 
 router = APIRouter(prefix="/v1", tags=["offers"])
 
@@ -23,6 +25,7 @@ router = APIRouter(prefix="/v1", tags=["offers"])
 @router.get("/offers", response_model=OffersPage)
 async def list_offers(
     request: Request,
+    now: Now,
     filters: Annotated[OfferFilters, Depends(offer_filters())],
     gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
     sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
@@ -31,12 +34,11 @@ async def list_offers(
 ) -> Any:
     listing = OfferListing(**dict(filters), gpu=gpu, sort=sort, limit=limit, offset=offset)
     gpu_ids = tuple(gpu_ids_for(gpu)) if gpu else ()  # unknown names are a 404 with suggestions, never cached
-    engine = request.app.state.engine
+    settings = request.app.state.settings
 
-    def compute() -> dict[str, Any]:
-        with session_scope(engine) as session:
-            rows = [offer_row(o) for o in current_offers(session, listing)]
+    def compute(session: Session) -> dict[str, Any]:
+        rows = listed_rows(current_offers(session, listing, now=now, settings=settings), now, settings)
         return {"offers": rows, "count": len(rows), "limit": limit, "offset": offset}
 
     key = ("offers", gpu_ids, filters.model_dump_json(), sort, limit, offset)
-    return json_response(await cached_body(request, key, compute))
+    return json_response(await market_answer(request, key, compute, now))

@@ -21,7 +21,7 @@ from tracker.estimate import JobInput, PreparedJob, prepare
 from tracker.estimate.serving import PreparedServing, prepare_serving
 from tracker.market.filters import OfferFilters
 from tracker.market.offers import gpu_ids_for
-from tracker.market.rank import RankFilters, RankOptions
+from tracker.market.rank import RANKS_LIVE, RankFilters, RankOptions
 from tracker.market.responses import RankAnswer, RankHistory
 from tracker.market.service import rank_history, rank_offers
 from tracker.market.statistics import TermError, commitment
@@ -40,6 +40,7 @@ class RankBody(JobInput, OfferFilters):
     best_per_card: bool = Field(False, description="Only the best offer of each card.")
     limit: int = Field(50, ge=1, le=1000)
     gpu_only: bool = Field(False, description="cost_per_run is GPU time alone (no disk, transfer, interruptions).")
+    live: Literal[True] | None = Field(None, description=RANKS_LIVE)
 
 
 class RankHistoryBody(JobInput):

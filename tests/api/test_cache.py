@@ -27,7 +27,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, make_job, prepare
 from tracker.market.live import fresh_mask
-from tracker.market.offers import OfferListing, current_offers, offer_row
+from tracker.market.offers import OfferListing, current_offers, listed_rows
 from tracker.market.rank import RankFilters, RankOptions, _mark_within_band, _row, filter_mask, rank
 from tracker.market.service import market_history, market_snapshot, rank_history, rank_offers
 from tracker.storage.engine import session_scope
@@ -118,8 +118,8 @@ def test_ingest_and_the_minute_invalidate(
     assert len(calls) == 2
     clock.advance(minutes=1)
     getattr(client, method)(path, **kwargs)
-    # Offer pages do not depend on the time; everything else is recomputed once a minute.
-    assert len(calls) == (2 if path == "/v1/offers" else 3)
+    # Everything is recomputed once a minute (offer pages too: each row says whether it is live now).
+    assert len(calls) == 3
 
 
 def test_answers_reflect_the_new_prices_after_ingest(engine, settings, client, clock):
@@ -174,7 +174,7 @@ def test_bytes_equal_the_uncached_implementation(engine, settings, client, clock
             pricing=["on_demand", "spot"],
         )
         filters = OfferListing(gpu="A100", regions=["us"], sort="price_per_hour", limit=2, offset=1)
-        rows = [offer_row(o) for o in current_offers(s, filters)]
+        rows = listed_rows(current_offers(s, filters), now, settings)
         prepared = prepare(make_job("llama-3.1-70b", "lora", tokens="8M"), "seed")
         plan = plan_for(JobInput(**JOB_70B), prepared.job)  # the whole run's cost, as the API ranks (tracker.costs)
         ranked = rank_offers(

@@ -47,6 +47,7 @@ RULE_FILTERS = (
     "datacenter_only",
     "min_reliability",
     "cloud",
+    "aggregated",
 )
 
 
@@ -89,6 +90,9 @@ class RuleCreate(BaseModel):
     datacenter_only: bool = Field(False, description=_FILTER["datacenter_only"].description)
     min_reliability: Decimal | None = Field(None, ge=0, le=1, description=_FILTER["min_reliability"].description)
     cloud: Literal["secure", "community"] | None = None
+    aggregated: Literal["include", "exclude", "dedupe"] = Field(
+        "include", description=_FILTER["aggregated"].description
+    )
     price_statistic: Literal["min", "p25", "median"] = "min"
     job: dict[str, Any] | None = None
     job_gpus: Decimal = Field(Decimal(1), gt=0, le=64)
@@ -162,6 +166,7 @@ class RuleRead(BaseModel):
     datacenter_only: bool
     min_reliability: Number | None
     cloud: str | None
+    aggregated: str
     metric: str
     price_statistic: str | None
     job: dict[str, Any] | None

@@ -15,6 +15,10 @@ breaches an `above` one (tracker.alerts.states). It is given only when the data 
 subject's offers are live and none passes the filters, or none is listed at all by providers whose
 latest scrape succeeded within their freshness window (a rented Vast.ai machine leaves the listing).
 Otherwise — a provider stale, failing, or never seen — it is no_data, as for any rule.
+
+Resales count as the rule's `aggregated` says, by the rule the market and rankings apply
+(`tracker.market.aggregated.mask`), last, among the live offers that pass the filters: with `dedupe` a
+machine its owner lists directly counts once, at the owner's price.
 """
 
 from __future__ import annotations
@@ -26,12 +30,14 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, and_, case, func, or_, select, true
+import numpy as np
+from sqlalchemy import ColumnElement, and_, case, func, select, true
 from sqlalchemy.orm import Session
 
 from providers.registry import all_providers
 from tracker.alerts.job_cost import COST_METRICS, CostError, CostModel
 from tracker.config import Settings
+from tracker.market import aggregated as resales
 from tracker.market import freshness, quality
 from tracker.market.offers import region_condition
 from tracker.market.price_kinds import orderable_asking
@@ -62,6 +68,7 @@ class RuleSubject(Protocol):
     datacenter_only: bool
     min_reliability: Decimal | None
     cloud: str | None
+    aggregated: str
 
 
 @dataclass
@@ -101,18 +108,6 @@ def failing_providers(session: Session, providers: set[str]) -> dict[str, str]:
         select(ScrapeRun.provider, ScrapeRun.status, ScrapeRun.error).where(ScrapeRun.id.in_(latest))
     ).all()
     return {p: f"{status}: {error or 'no reason recorded'}" for p, status, error in rows if status in FAILED_RUN}
-
-
-def live_condition(now: datetime, settings: Settings) -> ColumnElement[bool]:
-    """SQL for "this offer is live at `now`": each provider's own freshness window, grouped by window
-    so the condition stays a handful of terms however many providers there are."""
-    by_window: dict[timedelta, list[str]] = {}
-    for name, w in freshness.windows(all_providers(), settings).items():
-        by_window.setdefault(w, []).append(name)
-    terms = [and_(Offer.provider.in_(names), Offer.last_seen >= now - w) for w, names in by_window.items()]
-    unknown = freshness.window("", settings)  # offers of a provider no longer in the registry
-    terms.append(and_(Offer.provider.not_in(list(all_providers())), Offer.last_seen >= now - unknown))
-    return or_(*terms)
 
 
 def offer_filters(rule: RuleSubject) -> list[ColumnElement[bool]]:
@@ -179,15 +174,28 @@ def observe(
 ) -> Observation:
     filters = offer_filters(rule)
     matches = case((and_(*filters), True), else_=False) if filters else true()
+    labels = resales.columns()
     stmt = _subject(
-        select(Offer.provider, Offer.price_per_gpu_hour, matches.label("matches")),
+        select(
+            Offer.provider,
+            Offer.price_per_gpu_hour,
+            matches.label("matches"),
+            Offer.id,
+            labels["via"],
+            labels["upstream"],
+            Offer.gpu_id,
+            Offer.gpu_count,
+            Offer.pricing,
+            Offer.reserved_term,
+        ),
         rule,
-    ).where(Offer.delisted_at.is_(None), live_condition(now, settings))
+    ).where(Offer.delisted_at.is_(None), freshness.live_condition(now, settings))
     listed = session.execute(stmt).all()
     # Health is judged on every live offer of the subject: a failing provider's listing is suspect
     # whether or not its offers pass the filters.
-    failing = failing_providers(session, set(rule.providers or []) | {p for p, _, _ in listed})
-    rows = [(p, price) for p, price, m in listed if m]
+    failing = failing_providers(session, set(rule.providers or []) | {r[0] for r in listed})
+    counted = _resales_counted(listed, rule.aggregated)
+    rows = [(r[0], r[1]) for r, keep in zip(listed, counted, strict=True) if keep]
     contributing = sorted({p for p, _ in rows})
     if failing:
         detail = "; ".join(f"{p} {why}" for p, why in sorted(failing.items()))
@@ -227,6 +235,31 @@ def observe(
     except CostError as exc:
         return Observation(None, len(rows), contributing, price=price, no_data=f"cost estimate failed: {exc}")
     return Observation(to_money(value), len(rows), contributing, price=price)
+
+
+def _resales_counted(listed: Sequence[Any], mode: str) -> list[bool]:
+    """Which of the live offers (rows of `observe`'s query) count: those passing the filters, less the
+    resales `mode` drops among them (`resales.mask`, the market's rule)."""
+    matched = np.fromiter((bool(r[2]) for r in listed), dtype=bool, count=len(listed))
+    if mode == "include" or not len(listed):
+        return [bool(m) for m in matched]
+
+    def column(i: int, dtype: Any = object) -> Any:
+        return np.array([r[i] for r in listed], dtype=dtype)
+
+    table = {
+        "provider": column(0),
+        "price_per_gpu_hour_f": np.array([float(r[1]) for r in listed], dtype=np.float64),
+        "id": column(3, np.int64),
+        "via": column(4),
+        "upstream": column(5),
+        "gpu_id": column(6),
+        "gpu_count_f": np.array([float(r[7]) for r in listed], dtype=np.float64),
+        "pricing": column(8),
+        "reserved_term": column(9),
+    }
+    kept: list[bool] = resales.mask(table, matched, mode).tolist()
+    return kept
 
 
 def _windows_text(rule: RuleSubject, settings: Settings) -> str:

@@ -35,6 +35,7 @@ from tracker.alerts.states import CONDITIONS, NO_OFFER, breached
 from tracker.catalog.gpus import GpuNameError, get_catalog
 from tracker.clock import EARLIEST, LATEST, in_service_range
 from tracker.config import Settings
+from tracker.market import aggregated as resales
 from tracker.market.quality import CLOUDS
 from tracker.market.statistics import TermError, commitment
 from tracker.money import parse_amount, to_money
@@ -132,6 +133,7 @@ class RuleInput:
     datacenter_only: bool = False
     min_reliability: Any = None
     cloud: str | None = None
+    aggregated: str = "include"  # resales, as tracker.market.aggregated counts them
     price_statistic: str = "min"
     job: dict[str, Any] | None = None
     job_gpus: Any = 1
@@ -230,6 +232,10 @@ def _offer_filters(inp: RuleInput) -> dict[str, Any]:
     # Rounded to what the columns hold first, so the stored filter is the one validated.
     min_gpus = _number(_rounded(inp.min_gpus, "0.001"), "min_gpus", Decimal(0), Decimal(1024), low_open=True)
     reliability = _number(_rounded(inp.min_reliability, "0.0001"), "min_reliability", Decimal(0), Decimal(1))
+    try:
+        resales.check(inp.aggregated)
+    except ValueError as exc:
+        raise RuleError(str(exc), "aggregated") from None
     return {
         "available_only": _flag(inp.available_only, "available_only"),
         "min_gpus": min_gpus,
@@ -237,6 +243,7 @@ def _offer_filters(inp: RuleInput) -> dict[str, Any]:
         "datacenter_only": _flag(inp.datacenter_only, "datacenter_only"),
         "min_reliability": reliability,
         "cloud": cloud,
+        "aggregated": inp.aggregated,
     }
 
 
@@ -541,6 +548,7 @@ def rule_dict(rule: AlertRule, *, reveal: bool = False) -> dict[str, Any]:
         "datacenter_only": rule.datacenter_only,
         "min_reliability": rule.min_reliability,
         "cloud": rule.cloud,
+        "aggregated": rule.aggregated,
         "metric": rule.metric,
         "price_statistic": rule.price_statistic if rule.metric in COST_METRICS else None,
         "job": rule.job,

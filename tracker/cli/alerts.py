@@ -217,6 +217,8 @@ def rule_filters(r: dict[str, Any]) -> str:
     for key, flag in (("min_gpus", "--min-gpus"), ("min_reliability", "--min-reliability"), ("cloud", "--cloud")):
         if r.get(key) is not None:
             parts.append(f"{flag} {r[key]}")
+    if r.get("aggregated", "include") != "include":
+        parts.append(f"--aggregated {r['aggregated']}")
     if (r.get("min_offers") or 1) != 1:
         parts.append(f"--min-offers {r['min_offers']}")
     if r.get("job"):

@@ -27,8 +27,9 @@ __all__ = ["with_filters"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# `--no-reference` has always been how a command line leaves the reference sheets out.
-_BOOL_DECLS = {"include_reference": "--include-reference/--no-reference"}
+# `--no-reference` has always been how a command line leaves the reference sheets out. A yes/no/either
+# filter (`live`: unset keeps every offer) is a pair of flags, neither given meaning either.
+_BOOL_DECLS = {"include_reference": "--include-reference/--no-reference", "live": "--live/--stale"}
 
 
 def _flag(name: str) -> str:
@@ -47,6 +48,10 @@ def _parameter(name: str) -> inspect.Parameter:
         kind = bool
         decls = [_BOOL_DECLS.get(name, _flag(name))]
         option = typer.Option(info.default, *decls, help=info.description)
+    elif info.annotation == bool | None:
+        kind = bool | None
+        decl = _BOOL_DECLS.get(name, f"{_flag(name)}/--no-{_flag(name)[2:]}")
+        option = typer.Option(None, decl, help=info.description)
     elif _is_list(info.annotation):
         kind = list[str]
         option = typer.Option(None, _flag(name), help=f"{info.description} (repeatable)")

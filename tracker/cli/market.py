@@ -30,7 +30,7 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 @commands.command("cheapest")
 @with_job
-@with_filters()
+@with_filters(exclude=["live"])  # a ranking counts live offers only
 def cheapest(
     ctx: typer.Context,
     job: JobInput,
@@ -292,12 +292,16 @@ def history(
     pricing: str = typer.Option("on_demand", "--pricing"),
     term: str | None = typer.Option(None, "--term", help="Reservation term of --pricing reserved: 1d, 7d, 1mo ... 3y."),
     no_reference: bool = typer.Option(False, "--no-reference"),
+    aggregated: str = typer.Option(
+        "include", "--aggregated", help="Offers resold by aggregators: include, exclude, or dedupe (each machine once)."
+    ),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Min / p25 / median / p75 of $/GPU-hour per bucket, exact from the price history (reserved: one term)."""
     from tracker.catalog.gpus import GpuNameError
     from tracker.cli.context import require_prices, runtime
     from tracker.clock import utcnow
+    from tracker.market.aggregated import MODES
     from tracker.market.offers import gpu_ids_for
     from tracker.market.service import market_history
     from tracker.market.statistics import INTERVALS, TermError, commitment
@@ -305,6 +309,8 @@ def history(
 
     if interval not in INTERVALS:
         fail(f"--interval must be one of {', '.join(INTERVALS)}")
+    if aggregated not in MODES:
+        fail(f"--aggregated must be one of {', '.join(MODES)}, got {aggregated!r}")
     (kind,) = _pricing([pricing]) or ["on_demand"]
     try:
         reserved_term = commitment(kind, term, "--term")
@@ -328,6 +334,7 @@ def history(
             start=now - timedelta(days=days),
             end=now,
             include_reference=not no_reference,
+            aggregated=aggregated,
         )
         if not rows:
             require_prices(session, json_out=json_out)

@@ -11,9 +11,10 @@ from tracker.catalog.gpus import GpuNameError
 from tracker.cli.context import check_providers, require_prices, runtime
 from tracker.cli.filter_options import with_filters
 from tracker.cli.output import capped_note, console, emit_json, fail, gpu_count, show_table
+from tracker.clock import utcnow
 from tracker.market.fabric import label as fabric_label
 from tracker.market.filters import OfferFilters
-from tracker.market.offers import OfferListing, current_offers, offer_row
+from tracker.market.offers import OfferListing, current_offers, listed_rows
 from tracker.storage.engine import session_scope
 
 commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMANDS
@@ -29,14 +30,15 @@ def offers(
     json_out: bool = typer.Option(False, "--json"),
     wide: bool = typer.Option(False, "--wide", help="Every column, past the terminal's width if need be."),
 ) -> None:
-    """Current offers, cheapest per GPU-hour first."""
+    """Current offers, cheapest per GPU-hour first; those past their freshness window marked (stale)."""
     check_providers(filters.providers)
     listing = OfferListing(**dict(filters), gpu=gpu, limit=limit + 1)  # one row past: was the list capped?
     rt = runtime(ctx)
+    now = utcnow()
     try:
         with session_scope(rt.engine) as session:
-            found = current_offers(session, listing)
-            rows = [offer_row(o) for o in found[:limit]]
+            found = current_offers(session, listing, now=now, settings=rt.settings)
+            rows = listed_rows(found[:limit], now, rt.settings)
             if not rows:
                 require_prices(session, json_out=json_out)
     except GpuNameError as exc:
@@ -66,6 +68,9 @@ def _print(rows: list[dict[str, Any]], gpu: str | None, *, more: bool, wide: boo
             + (" [dim](demo)[/]" if r["demo"] and not all_demo else "")
             # An aggregator's resale says whose machine it is; its own listing needs no "via" itself.
             + (f" [dim]via {r['via']}[/]" if r.get("via") and r["via"] != r["provider"] else "")
+            # Past its freshness window: listed, but no market statistic or ranking counts it. Said on the
+            # few that are, in the column no width drops, rather than a yes on every row.
+            + (" [yellow](stale)[/]" if r.get("live") is False else "")
         )
         table.add_row(
             label,

@@ -72,7 +72,7 @@ def availability(
     """One row per (provider, card) with matching offers in the window or ever available, sorted."""
     start = now - timedelta(days=days)
     start_us, now_us = epoch_us_of(start), epoch_us_of(now)
-    conditions = [Offer.gpu_id.in_(gpu_ids), *(filters or OfferFilters()).conditions()]
+    conditions = [Offer.gpu_id.in_(gpu_ids), *(filters or OfferFilters()).conditions(now=now, settings=settings)]
 
     def matching(stmt: Any) -> Any:
         return stmt.where(*conditions)

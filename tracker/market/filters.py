@@ -9,9 +9,12 @@ string or a command line (`provider` for `providers`, `--verified` for `verified
 
 `conditions()` is the filter as SQL conditions on `offers` (the offer list, availability history, alert
 observations filter in the database); `mask()` is the same filter over the live table
-(`tracker.market.live`), for the ranking. Availability and quality mean what `tracker.market.quality`
-says, aggregator resales what `tracker.market.aggregated` says, price kinds what `tracker.market.price_kinds`
-says: without `price_kinds`, only orderable asking prices count, in every surface.
+(`tracker.market.live`), for the ranking. `live` (only offers live now, or only those no longer live) is
+the freshness rule of `tracker.market.freshness`: it needs the instant and the settings, which
+`conditions` takes, and the fresh offers, which `mask` takes (a ranking passes the ones it ranks).
+Availability and quality mean what `tracker.market.quality` says, aggregator resales what
+`tracker.market.aggregated` says, price kinds what `tracker.market.price_kinds` says: without
+`price_kinds`, only orderable asking prices count, in every surface.
 
 The region filter takes a provider's own region code (exactly, or as a prefix: "us-east" matches
 "us-east-2"), a country ("de"), an area ("eu", "apac", "americas", "mea") or a metro ("paris"): one rule,
@@ -22,6 +25,7 @@ ingest keeps. A code prefix is a LIKE pattern, escaped (`autoescape`), so `_` an
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
@@ -32,8 +36,9 @@ from sqlalchemy import ColumnElement, and_, exists, or_
 from providers.contract import PriceKind, Pricing
 from providers.registry import reference_providers
 from tracker.catalog.locations import get_locations
+from tracker.config import Settings
 from tracker.market import aggregated as resales
-from tracker.market import fabric, price_kinds, quality
+from tracker.market import fabric, freshness, price_kinds, quality
 from tracker.storage.tables import Offer, RegionLocation
 
 if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to import
@@ -99,6 +104,13 @@ class OfferFilters(BaseModel):
     aggregated: resales.Mode = Field(
         "include", description="Offers resold by aggregators: count them, leave them out, or each machine once."
     )
+    live: bool | None = Field(
+        None,
+        description=(
+            "Only offers live now by the freshness rule the market and rankings use (true), or only listed "
+            "offers no longer live (false)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _gpu_range(self) -> OfferFilters:
@@ -114,9 +126,14 @@ class OfferFilters(BaseModel):
         """The price kinds asked for; None: the default (orderable asking prices, tracker.market.price_kinds)."""
         return sorted({PriceKind(k).value for k in self.price_kinds}) if self.price_kinds else None
 
-    def conditions(self) -> list[ColumnElement[bool]]:
-        """The filters as SQL conditions on `offers` (all must hold)."""
+    def conditions(self, *, now: datetime | None = None, settings: Settings | None = None) -> list[ColumnElement[bool]]:
+        """The filters as SQL conditions on `offers` (all must hold); `live` is judged at `now` under `settings`."""
         out: list[ColumnElement[bool]] = []
+        if self.live is not None:
+            if now is None or settings is None:
+                raise ValueError("the live filter needs the instant and the settings it is judged at")
+            fresh = freshness.live_condition(now, settings)
+            out.append(fresh if self.live else ~fresh)
         if self.providers:
             out.append(Offer.provider.in_(self.providers))
         if self.pricing:
@@ -140,10 +157,22 @@ class OfferFilters(BaseModel):
             out.extend(resales.conditions(self.aggregated))
         return out
 
-    def mask(self, table: OfferTable, keep: Mask, default_pricing: Sequence[str] | None = None) -> Mask:
+    def mask(
+        self,
+        table: OfferTable,
+        keep: Mask,
+        default_pricing: Sequence[str] | None = None,
+        *,
+        fresh: Mask | None = None,
+    ) -> Mask:
         """The filters over the live table: True where an offer in `keep` passes. Without a pricing filter,
-        only `default_pricing` counts (a ranking leaves reserved commitments out unless asked)."""
+        only `default_pricing` counts (a ranking leaves reserved commitments out unless asked); `live` is
+        judged by `fresh` (`tracker.market.live.fresh_mask`)."""
         mask = keep.copy()
+        if self.live is not None:
+            if fresh is None:
+                raise ValueError("the live filter needs the fresh offers it is judged by")
+            mask &= fresh if self.live else ~fresh
         if self.providers:
             mask &= _member(table["provider"], self.providers)
         wanted = self.pricing_values() or default_pricing

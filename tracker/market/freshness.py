@@ -8,7 +8,9 @@ missed or failed scrapes before a price stops counting; the floor keeps a fast m
 flickering out of the market on one slow cycle. A daily rate sheet is therefore live for three days
 after it was read, and a marketplace scraped every ten minutes for six hours.
 
-Everything that asks "is this live?" goes through `window`, so the answers cannot drift apart.
+Everything that asks "is this live?" goes through `window`, so the answers cannot drift apart: in
+Python `is_fresh`, over the live table `tracker.market.live.fresh_mask`, and in SQL `live_condition`
+(the offer list's `live` flag and filter, alert observations).
 
 A rate sheet has a second age: the day its prices were read off the provider's page (`as_of`).
 Re-reading an unchanged file every day keeps its offers live, but not its prices young: a sheet whose
@@ -26,14 +28,18 @@ from datetime import date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from sqlalchemy import ColumnElement, and_, or_
+
 from providers.contract import ProviderKind
 from providers.registry import all_providers
 from tracker.config import Settings
+from tracker.storage.tables import Offer
 
 __all__ = [
     "UNKNOWN_PROVIDER_INTERVAL",
     "SheetAge",
     "is_fresh",
+    "live_condition",
     "scrape_interval",
     "sheet_ages",
     "sheet_dates",
@@ -71,6 +77,18 @@ def windows(providers: Iterable[str], settings: Settings) -> dict[str, timedelta
 
 def is_fresh(provider: str, last_seen: datetime, now: datetime, settings: Settings) -> bool:
     return now - last_seen <= window(provider, settings)
+
+
+def live_condition(now: datetime, settings: Settings) -> ColumnElement[bool]:
+    """`is_fresh` as SQL on `offers`: each provider's own window, grouped by window so the condition stays
+    a handful of terms however many providers there are."""
+    by_window: dict[timedelta, list[str]] = {}
+    for name, w in windows(all_providers(), settings).items():
+        by_window.setdefault(w, []).append(name)
+    terms = [and_(Offer.provider.in_(names), Offer.last_seen >= now - w) for w, names in by_window.items()]
+    unknown = window("", settings)  # offers of a provider no longer in the registry
+    terms.append(and_(Offer.provider.not_in(list(all_providers())), Offer.last_seen >= now - unknown))
+    return or_(*terms)
 
 
 def signature(settings: Settings) -> tuple[object, ...]:

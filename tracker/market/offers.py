@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 from providers.contract import ProviderKind
 from providers.registry import all_providers
 from tracker.catalog.gpus import get_catalog
-from tracker.market import fabric
+from tracker.config import Settings
+from tracker.market import fabric, freshness
 from tracker.market.filters import OfferFilters, region_condition, region_matches
 from tracker.storage.tables import Offer, OfferPrice
 
@@ -27,6 +28,7 @@ __all__ = [
     "current_offers",
     "current_offers_stmt",
     "gpu_ids_for",
+    "listed_rows",
     "native_price",
     "offer_row",
     "price_at",
@@ -57,10 +59,13 @@ def gpu_ids_for(query: str) -> list[str]:
     return [g.id for g in get_catalog().resolve(query)]
 
 
-def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
-    """Listed offers passing `filters`; an `OfferListing` also picks its card, order and page."""
+def current_offers_stmt(
+    filters: OfferFilters, *, now: datetime | None = None, settings: Settings | None = None
+) -> Select[Offer]:
+    """Listed offers passing `filters`; an `OfferListing` also picks its card, order and page. The `live`
+    filter is judged at `now` under `settings`."""
     listing = filters if isinstance(filters, OfferListing) else OfferListing.model_validate(filters.model_dump())
-    stmt = select(Offer).where(Offer.delisted_at.is_(None), *listing.conditions())
+    stmt = select(Offer).where(Offer.delisted_at.is_(None), *listing.conditions(now=now, settings=settings))
     if listing.gpu:
         stmt = stmt.where(Offer.gpu_id.in_(gpu_ids_for(listing.gpu)))
     stmt = stmt.order_by(*SORTS[listing.sort])
@@ -71,12 +76,20 @@ def current_offers_stmt(filters: OfferFilters) -> Select[Offer]:
     return stmt
 
 
-def current_offers(session: Session, filters: OfferFilters) -> list[Offer]:
-    return list(session.scalars(current_offers_stmt(filters)))
+def current_offers(
+    session: Session, filters: OfferFilters, *, now: datetime | None = None, settings: Settings | None = None
+) -> list[Offer]:
+    return list(session.scalars(current_offers_stmt(filters, now=now, settings=settings)))
 
 
-def offer_row(offer: Offer) -> dict[str, Any]:
-    """The public shape of an offer (CLI --json and the API)."""
+def listed_rows(offers: list[Offer], now: datetime, settings: Settings) -> list[dict[str, Any]]:
+    """The offer list's rows: each offer's public shape and whether it is live at `now` — the freshness
+    rule the market and rankings count by, so a listed price that no ranking would use says so."""
+    return [offer_row(o, live=freshness.is_fresh(o.provider, o.last_seen, now, settings)) for o in offers]
+
+
+def offer_row(offer: Offer, *, live: bool | None = None) -> dict[str, Any]:
+    """The public shape of an offer (CLI --json and the API); `live` as `listed_rows` judges it."""
     provider_cls = all_providers().get(offer.provider)
     kind = provider_cls.kind.value if provider_cls else "unknown"
     return {
@@ -113,6 +126,7 @@ def offer_row(offer: Offer) -> dict[str, Any]:
         **native_price(offer),
         "first_seen": offer.first_seen,
         "last_seen": offer.last_seen,
+        "live": live,
     }
 
 

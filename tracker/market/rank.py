@@ -33,6 +33,8 @@ from tracker.market.live import epoch_us, factorize
 from tracker.market.table import OfferTable
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
+# A ranking prices live offers only (it is handed the fresh ones): "only stale offers" is no ranking.
+RANKS_LIVE = "Rankings count live offers only: true, or unset."
 
 
 class RankFilters(OfferFilters):
@@ -40,6 +42,7 @@ class RankFilters(OfferFilters):
 
     gpu_ids: list[str] | None = None
     max_hours: float | None = Field(None, gt=0)
+    live: Literal[True] | None = Field(None, description=RANKS_LIVE)
 
 
 @dataclass
@@ -67,7 +70,7 @@ def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
     if f.gpu_ids:  # before the filters: resales are deduplicated among the offers kept
         allowed = set(f.gpu_ids)
         keep = fresh & np.fromiter((g in allowed for g in table["gpu_id"]), dtype=bool, count=len(table))
-    return f.mask(table, keep, default_pricing=("on_demand", "spot"))
+    return f.mask(table, keep, default_pricing=("on_demand", "spot"), fresh=fresh)
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).

@@ -72,6 +72,7 @@ class OfferRow(Row):
     currency: str
     first_seen: datetime
     last_seen: datetime
+    live: bool  # live now by the freshness rule the market and rankings count by (tracker.market.freshness)
 
 
 class OffersPage(BaseModel):

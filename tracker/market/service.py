@@ -89,6 +89,7 @@ def market_history(
     end: datetime,
     include_reference: bool = True,
     reserved_term: str | None = None,
+    aggregated: str = "include",
 ) -> list[dict[str, Any]]:
     return market.history(
         session,
@@ -101,6 +102,7 @@ def market_history(
         now=now,
         settings=settings,
         include_reference=include_reference,
+        aggregated=aggregated,
     )
 
 

@@ -17,6 +17,10 @@ so an offer counts in a bucket exactly while it was listed, and a price that hel
 day weighs 1/24 of one that held all day. An open interval (the live price) is taken to hold until
 the offer was last seen plus its provider's freshness window (tracker.market.freshness), never
 beyond "now": a provider that stopped answering does not keep its old prices alive in the history.
+
+Over time, `aggregated` is the same rule (`tracker.market.aggregated.mask`), applied bucket by bucket to
+the offers listed in that bucket: a resale is dropped in the buckets where its owner's direct offer (or a
+cheaper resale of it, by its lowest price in the bucket) is there too, and stands in for it elsewhere.
 """
 
 from __future__ import annotations
@@ -225,6 +229,10 @@ def _without_outages(
     return tuple(columns[k] for k in ("lo", "hi", "price", "offer", "provider"))
 
 
+# What the aggregated rule needs of each offer (tracker.market.aggregated.mask reads these names).
+_MACHINE = ("via", "upstream", "gpu_id", "gpu_count_f", "pricing", "reserved_term")
+
+
 def _interval_rows(
     session: Session,
     gpu_ids: Sequence[str],
@@ -235,8 +243,9 @@ def _interval_rows(
     include_reference: bool,
     price_kinds: Sequence[str] | None = None,
 ) -> Sequence[Any]:
-    """(offer, from, to, $/GPU-h, last seen, provider) of every price row overlapping [first, end), of one
-    pricing type and (reserved) one term."""
+    """(offer, from, to, $/GPU-h, last seen, provider, *_MACHINE) of every price row overlapping [first, end),
+    of one pricing type and (reserved) one term."""
+    labels = resales.columns()
     stmt = (
         select(
             OfferPrice.offer_id,
@@ -245,6 +254,12 @@ def _interval_rows(
             cast(OfferPrice.price_per_gpu_hour, Float),
             epoch_us(Offer.last_seen),
             Offer.provider,
+            labels["via"],
+            labels["upstream"],
+            Offer.gpu_id,
+            cast(Offer.gpu_count, Float),
+            Offer.pricing,
+            Offer.reserved_term,
         )
         .join(Offer, Offer.id == OfferPrice.offer_id)
         .where(
@@ -280,10 +295,12 @@ def history(
     include_reference: bool = True,
     reserved_term: str | None = None,
     price_kinds: Sequence[str] | None = None,
+    aggregated: str = "include",
 ) -> list[dict[str, Any]]:
     """Bucketed statistics over [start, end), computed exactly from the change-only history, for one pricing
     type and, when reserved, one term (`commitment`: required, so terms are never blended; TermError otherwise),
-    of orderable asking prices unless `price_kinds` asks for others.
+    of orderable asking prices unless `price_kinds` asks for others; resales counted as `aggregated` says
+    (module docstring).
 
     Instants are whole microseconds since the epoch (int64) throughout, so every weight is exact.
     """
@@ -294,14 +311,17 @@ def history(
     first = _floor(start, step, origin)
     end = min(end, now)
     term = commitment(pricing, reserved_term)
+    resales.check(aggregated)
     rows = _interval_rows(session, gpu_ids, pricing, term, first, end, include_reference, price_kinds)
     if not rows:
         return []
-    offer_col, from_col, to_col, price_col, seen_col, provider_col = zip(*rows, strict=True)
+    offer_col, from_col, to_col, price_col, seen_col, provider_col, *machine_cols = zip(*rows, strict=True)
     lo = np.array(from_col, dtype=np.int64)
     to = np.array(to_col, dtype=np.float64)  # NULL (open) → NaN; microseconds < 2**53 are exact
     price = np.array(price_col, dtype=np.float64)
-    _, offer_code = np.unique(np.array(offer_col, dtype=np.int64), return_inverse=True)
+    offer_ids, first_row, offer_code = np.unique(
+        np.array(offer_col, dtype=np.int64), return_index=True, return_inverse=True
+    )
     names, provider_code = np.unique(np.array(provider_col, dtype=object), return_inverse=True)
     offer_code, provider_code = offer_code.ravel(), provider_code.ravel()
     window = np.array([freshness.window(n, settings) // _US for n in names.tolist()], dtype=np.int64)
@@ -322,8 +342,40 @@ def history(
     if pieces is None:
         return []
     idx, bucket, weight = pieces
+    if aggregated != "include":
+        offers = {
+            name: np.array(col, dtype=object)[first_row] for name, col in zip(_MACHINE, machine_cols, strict=True)
+        }
+        offers["provider"] = np.array(provider_col, dtype=object)[first_row]
+        offers["gpu_count_f"] = offers["gpu_count_f"].astype(np.float64)
+        offers["id"] = offer_ids
+        kept = _resales_kept(offers, offer_code[idx], bucket, price[idx], aggregated)
+        idx, bucket, weight = idx[kept], bucket[kept], weight[kept]
+        if not len(idx):
+            return []
 
     return _bucket_rows(idx, bucket, weight, price, offer_code, provider_code, first, step)
+
+
+def _resales_kept(
+    offers: dict[str, np.ndarray], offer: np.ndarray, bucket: np.ndarray, price: np.ndarray, mode: str
+) -> np.ndarray:
+    """Which pieces (offer, bucket, price) the aggregated rule keeps, judged in each bucket among the offers
+    listed in it, an offer priced at its lowest there (`resales.mask`, the rule the market applies now)."""
+    pairs, piece_pair = np.unique(bucket * len(offers["id"]) + offer, return_inverse=True)
+    piece_pair = piece_pair.ravel()
+    pair_offer, pair_bucket = pairs % len(offers["id"]), pairs // len(offers["id"])
+    low = np.full(len(pairs), np.inf)
+    np.minimum.at(low, piece_pair, price)
+    table = {name: column[pair_offer] for name, column in offers.items()} | {"price_per_gpu_hour_f": low}
+    if mode == "exclude":  # offer by offer: no bucket needs the others
+        keep = resales.mask(table, np.ones(len(pairs), dtype=bool), mode)
+    else:
+        keep = np.zeros(len(pairs), dtype=bool)
+        for b in np.unique(pair_bucket).tolist():
+            keep |= resales.mask(table, pair_bucket == b, mode)
+    kept: np.ndarray = keep[piece_pair]
+    return kept
 
 
 def _bucket_rows(

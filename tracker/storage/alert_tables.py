@@ -53,6 +53,8 @@ class AlertRule(Base):
     datacenter_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     min_reliability: Mapped[Decimal | None] = mapped_column(Numeric(5, 4))
     cloud: Mapped[str | None] = mapped_column(String(16))  # secure | community
+    # Resales: include | exclude | dedupe, as tracker.market.aggregated says (every listing, as before, by default).
+    aggregated: Mapped[str] = mapped_column(String(8), default="include", server_default="include")
     # Metric: min | p25 | median of $/GPU-hour, or cost_per_run | usd_per_mtok of `job`.
     metric: Mapped[str] = mapped_column(String(16))
     price_statistic: Mapped[str] = mapped_column(String(8), default="min")  # the price a cost metric uses

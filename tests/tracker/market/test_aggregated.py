@@ -134,3 +134,76 @@ def test_labels_reach_offers_stored_before_them(engine, settings, clock):
     with session_scope(engine) as s:
         (row,) = [offer_row(o) for o in current_offers(s, OfferFilters())]
     assert (row["via"], row["upstream"]) == ("shadeform", "hyperstack")
+
+
+@pytest.mark.parametrize(
+    ("mode", "offers", "low", "median"),
+    [("include", 6, "2.5", "2.9"), ("exclude", 2, "2.5", "2.5"), ("dedupe", 3, "2.5", "2.8")],
+)
+def test_history_counts_resales_as_the_market_does(engine, settings, clock, mode, offers, low, median):
+    """The history's bucket holds the offers the snapshot counts at that hour, under each mode."""
+    from datetime import timedelta
+
+    from tracker.market.service import market_history
+
+    _market(engine, settings, clock)
+    now = NOW + timedelta(minutes=30)
+    with session_scope(engine) as s:
+        (bucket,) = market_history(
+            s,
+            settings,
+            now,
+            gpu_ids=["H100-SXM-80GB"],
+            pricing="on_demand",
+            interval="1h",
+            start=NOW,
+            end=now,
+            aggregated=mode,
+        )
+        (card,) = market_snapshot(engine, s, settings, now, aggregated=mode)["cards"]
+    assert (bucket["offers"], bucket["min"], bucket["median"]) == (offers, Decimal(low), Decimal(median))
+    assert (card["offers"], card["min"], card["median"]) == (bucket["offers"], bucket["min"], bucket["median"])
+
+
+def test_history_dedupes_bucket_by_bucket(engine, settings, clock):
+    """Lambda delists its own H100 an hour in: from then on the cheaper resale of it stands in."""
+    from datetime import timedelta
+
+    from tracker.market.service import market_history
+
+    _market(engine, settings, clock)
+    clock.advance(hours=1)
+    do_ingest(engine, settings, clock, batch(offer("other", "9.00", gpu="A100-SXM4-80GB")), provider="lambdalabs")
+    now = NOW + timedelta(hours=1, minutes=30)
+    with session_scope(engine) as s:
+        rows = market_history(
+            s,
+            settings,
+            now,
+            gpu_ids=["H100-SXM-80GB"],
+            pricing="on_demand",
+            interval="1h",
+            start=NOW,
+            end=now,
+            aggregated="dedupe",
+        )
+    first, second = rows
+    assert (first["offers"], first["max"]) == (3, Decimal("3"))  # Lambda's own $3.00
+    assert (second["offers"], second["max"]) == (3, Decimal("3.2"))  # Prime Intellect's $3.20 resale of it
+
+
+def test_history_api_and_cli_take_aggregated(engine, settings, clock, cli):
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    _market(engine, settings, clock)
+    clock.advance(minutes=30)
+    with TestClient(create_app(settings, engine, clock=clock), raise_server_exceptions=False) as c:
+        params = {"gpu": "H100 SXM", "interval": "1h", "start": NOW.isoformat(), "aggregated": "exclude"}
+        (bucket,) = c.get("/v1/market/history", params=params).json()["buckets"]
+        assert bucket["offers"] == 2
+        bad = c.get("/v1/market/history", params={**params, "aggregated": "twice"})
+        assert bad.status_code == 422 and "aggregated" in bad.text
+    wrong = cli("history", "H100 SXM", "--aggregated", "twice")
+    assert wrong.exit_code != 0 and "--aggregated" in wrong.output and len(wrong.output.strip().splitlines()) == 1
