@@ -60,14 +60,23 @@ if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to
     Mask: TypeAlias = npt.NDArray[np.bool_]
 
 
-def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
-    # A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price for the
-    # same run as on-demand, so it competes only when asked for (pricing=["reserved"]).
+# A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price for the
+# same run as on-demand, so it competes only when asked for (pricing=["reserved"]). A run counts spot too
+# (its whole cost prices the expected interruptions); traffic is on-demand (tracker.market.serving_rows).
+RUN_PRICING = ("on_demand", "spot")
+
+
+def default_pricing(serving: bool) -> tuple[str, ...]:
+    """The pricing types a ranking (and the plan, which ranks the same way) counts when none is asked for."""
+    return serving_rows.SERVING_PRICING if serving else RUN_PRICING
+
+
+def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters, *, serving: bool = False) -> Mask:
     keep = fresh
     if f.gpu_ids:  # before the filters: resales are deduplicated among the offers kept
         allowed = set(f.gpu_ids)
         keep = fresh & np.fromiter((g in allowed for g in table["gpu_id"]), dtype=bool, count=len(table))
-    return f.mask(table, keep, default_pricing=("on_demand", "spot"))
+    return f.mask(table, keep, default_pricing=default_pricing(serving))
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).
@@ -181,10 +190,8 @@ def rank(
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
     estimates across calls (same job, assumptions and frame)."""
     serving = isinstance(prepared, PreparedServing)
-    if serving and not filters.pricing:  # traffic: on-demand by default (tracker.market.serving_rows)
-        filters = filters.model_copy(update={"pricing": list(serving_rows.SERVING_PRICING)})
     sort_by: SortKey = "usd_per_mtok" if serving and options.sort_by in serving_rows.RUN_KEYS else options.sort_by
-    idx = np.flatnonzero(filter_mask(frame, fresh, filters))
+    idx = np.flatnonzero(filter_mask(frame, fresh, filters, serving=serving))
     considered = len(idx)
     if not considered:
         return {"considered": 0, "fitting": 0, "rows": []}
@@ -333,15 +340,30 @@ def _order(
     provider says is unavailable is no choice today: it ranks after every available or unknown one, and says so
     in its row), then the sort key, price and id (unique, so the order is total); NaN sorts last. With
     `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing."""
-    tier = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
+    tier = order_tiers(frame, idx, fits)
     if not options.best_per_card and not options.one_per_listing:  # only the first `limit` are returned
         kept = _candidates(kept, tier, key, options.limit)
-    ids = frame["id"][idx]
-    order: np.ndarray = kept[np.lexsort((ids[kept], price_h[kept], key[kept], tier[kept]))]
+    order = order_by(frame, idx, kept, tier, key, price_h)
     if options.best_per_card:
         order = order[_firsts(cards[order])]
     if options.one_per_listing:
         order = order[_firsts(listing_codes(frame, idx)[order])]
+    return order
+
+
+def order_tiers(frame: OfferTable, idx: np.ndarray, fits: np.ndarray) -> np.ndarray:
+    """Each offer's tier, lower first: fitting before not, then not known to be sold out before sold out."""
+    tier: np.ndarray = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
+    return tier
+
+
+def order_by(
+    frame: OfferTable, idx: np.ndarray, kept: np.ndarray, tier: np.ndarray, key: np.ndarray, price_h: np.ndarray
+) -> np.ndarray:
+    """`kept` (positions in `idx`) in the ranking's order: tier, the sort key, $/hour, then the offer id
+    (unique, so the order is total). The plan orders its placements by this too (tracker.plan.planner)."""
+    ids = frame["id"][idx]
+    order: np.ndarray = kept[np.lexsort((ids[kept], price_h[kept], key[kept], tier[kept]))]
     return order
 
 
