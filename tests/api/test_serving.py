@@ -241,4 +241,18 @@ def test_rank_an_8_gpu_node_within_15_percent_of_one_card_at_a_load_that_fills_i
 def test_rank_a_card_that_cannot_run_the_job_says_why(client, machines) -> None:
     body = SERVING_70B | {"gpu": "A100", "include_unfit": True, "sort_by": "usd_per_mtok"}
     rows = client.post("/v1/rank", json=body).json()["rows"]
-    assert rows and all(not r["fits"] and "fp8" in r["reason"] for r in rows)
+    assert rows and all(not r["fits"] and "fp8 unsupported" in r["reason"] for r in rows)
+    # It says why, and shows no throughput, latency or price beside `fits: false`.
+    for key in ("tokens_per_second", "ttft_s", "usd_per_mtok", "usd_per_mtok_output", "monthly_cost"):
+        assert all(r[key] is None for r in rows), key
+
+
+def test_cli_lists_a_card_that_cannot_run_the_job_with_its_reason_and_no_speed(cli, machines) -> None:
+    args = ("--kind", "inference", "--model", "llama-3.1-8b", "--precision", "fp8", "--gpu", "A100-SXM-80GB")
+    out = cli("cheapest", *args, "--show-unfit", "--json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)
+    assert rows and all(r["tokens_per_second"] is None and r["usd_per_mtok"] is None for r in rows)
+    table = cli("cheapest", *args, "--show-unfit", "--wide")
+    assert table.exit_code == 0, table.output
+    assert "fp8 unsupported" in table.stdout and "1,724" not in table.stdout
