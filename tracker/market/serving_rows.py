@@ -1,11 +1,12 @@
 """What a ranking of offers for an inference job says that a fine-tuning ranking does not.
 
-A serving row prices traffic, not a run: `usd_per_mtok` (output, and the prefill share over input
-tokens), `monthly_cost` and `gpus_needed` for the stated monthly load, and the layout the offer is
-served with (replicas × tensor parallel, users per replica, GPUs used and idle). It never carries
-`hours` or `cost_per_run`: those belong to a run. A card that cannot run the job says why in `reason`
-("precision fp8 unsupported: ...", or the memory it lacks) and carries no throughput, latency or price. Serving defaults to on-demand prices (spot only when
-named: a serving replica that is interrupted drops its users, which a price per token does not show).
+A serving row prices traffic, not a run: `usd_per_mtok` (output, and the prefill share over input tokens),
+`monthly_cost` and `gpus_needed` for the stated monthly load, and the layout the offer is served with
+(replicas × tensor parallel, users per replica, GPUs used and idle). It never carries `hours` or
+`cost_per_run`: those belong to a run. A card that cannot run the job says why in `reason` ("precision fp8
+unsupported: ...", or the memory it lacks) and carries no throughput, latency or price. Serving defaults to
+on-demand prices (spot only when named: a serving replica that is interrupted drops its users, which a price
+per token does not show).
 """
 
 from __future__ import annotations
