@@ -12,7 +12,7 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from api.cached import cached_body, json_response
 from api.filters import offer_filters
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import RANKING_ONLY, OfferFilters
 from tracker.market.offers import SORTS, OfferListing, current_offers, gpu_ids_for, offer_row
 from tracker.market.responses import OffersPage
 from tracker.storage.engine import session_scope
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1", tags=["offers"])
 @router.get("/offers", response_model=OffersPage)
 async def list_offers(
     request: Request,
-    filters: Annotated[OfferFilters, Depends(offer_filters())],
+    filters: Annotated[OfferFilters, Depends(offer_filters(exclude=RANKING_ONLY))],
     gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
     sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,

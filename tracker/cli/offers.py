@@ -12,7 +12,7 @@ from tracker.cli.context import check_providers, require_prices, runtime
 from tracker.cli.filter_options import with_filters
 from tracker.cli.output import capped_note, console, emit_json, fail, gpu_count, show_table
 from tracker.market.fabric import label as fabric_label
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import RANKING_ONLY, OfferFilters
 from tracker.market.offers import OfferListing, current_offers, offer_row
 from tracker.storage.engine import session_scope
 
@@ -20,7 +20,7 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 
 @commands.command("offers")
-@with_filters()
+@with_filters(exclude=RANKING_ONLY)
 def offers(
     ctx: typer.Context,
     filters: OfferFilters,

@@ -9,7 +9,10 @@ string or a command line (`provider` for `providers`, `--verified` for `verified
 
 `conditions()` is the filter as SQL conditions on `offers` (the offer list, availability history, alert
 observations filter in the database); `mask()` is the same filter over the live table
-(`tracker.market.live`), for the ranking. Availability and quality mean what `tracker.market.quality`
+(`tracker.market.live`), for the ranking. `include_stale` is a ranking's: the rate sheets whose prices are
+past their age (`tracker.market.freshness.stale_sheets`, which the ranking and the plan pass to `mask`)
+are left out unless asked; the offer list and availability show every sheet (the market labels the stale
+ones), so their shells leave the option out. Availability and quality mean what `tracker.market.quality`
 says, aggregator resales what `tracker.market.aggregated` says.
 
 The region filter takes a provider's own region code (exactly, or as a prefix: "us-east" matches
@@ -20,7 +23,7 @@ ingest keeps. A code prefix is a LIKE pattern, escaped (`autoescape`), so `_` an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
@@ -42,7 +45,7 @@ if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to
 
     Mask: TypeAlias = npt.NDArray[np.bool_]
 
-__all__ = ["FLAGS", "NAME", "Name", "OfferFilters", "region_condition", "region_mask", "region_matches"]
+__all__ = ["FLAGS", "NAME", "RANKING_ONLY", "Name", "OfferFilters", "region_condition", "region_mask", "region_matches"]
 
 # Provider names and normalised regions ("us-texas", "eu-ro-1"): lower-case words joined by - or _.
 NAME = r"^[a-z0-9][a-z0-9_-]{0,127}$"
@@ -57,6 +60,10 @@ FLAGS: dict[str, str] = {
     "verified_only": "verified",
     "datacenter_only": "datacenter",
 }
+
+
+# Filters only a ranking (and the plan) applies: the offer list and availability leave them out.
+RANKING_ONLY = ("include_stale",)
 
 
 class OfferFilters(BaseModel):
@@ -89,6 +96,13 @@ class OfferFilters(BaseModel):
     min_nodes: int | None = Field(None, ge=1, le=fabric.MAX_NODES, description=fabric.MIN_NODES_HELP)
     aggregated: resales.Mode = Field(
         "include", description="Offers resold by aggregators: count them, leave them out, or each machine once."
+    )
+    include_stale: bool = Field(
+        False,
+        description=(
+            "Rank rate sheets whose prices were read more than TRACKER_SHEET_MAX_AGE_DAYS days ago too (their "
+            "rows say stale_sheet)."
+        ),
     )
 
     @model_validator(mode="after")
@@ -126,12 +140,21 @@ class OfferFilters(BaseModel):
             out.extend(resales.conditions(self.aggregated))
         return out
 
-    def mask(self, table: OfferTable, keep: Mask, default_pricing: Sequence[str] | None = None) -> Mask:
+    def mask(
+        self,
+        table: OfferTable,
+        keep: Mask,
+        default_pricing: Sequence[str] | None = None,
+        stale: Collection[str] = (),
+    ) -> Mask:
         """The filters over the live table: True where an offer in `keep` passes. Without a pricing filter,
-        only `default_pricing` counts (a ranking leaves reserved commitments out unless asked)."""
+        only `default_pricing` counts (a ranking leaves reserved commitments out unless asked); the rate
+        sheets in `stale` count only with `include_stale`."""
         mask = keep.copy()
         if self.providers:
             mask &= _member(table["provider"], self.providers)
+        if stale and not self.include_stale:
+            mask &= ~_member(table["provider"], sorted(stale))
         wanted = self.pricing_values() or default_pricing
         if wanted:
             mask &= _member(table["pricing"], wanted)

@@ -14,7 +14,7 @@ by its upstream and card) with `listings` and `other_regions` counting the rest 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -71,12 +71,16 @@ def default_pricing(serving: bool) -> tuple[str, ...]:
     return serving_rows.SERVING_PRICING if serving else RUN_PRICING
 
 
-def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters, *, serving: bool = False) -> Mask:
+def filter_mask(
+    table: OfferTable, fresh: Mask, f: RankFilters, *, serving: bool = False, stale: Collection[str] = ()
+) -> Mask:
+    """The offers a ranking counts: live, passing `f`, under the default pricing, and no rate sheet in
+    `stale` (tracker.market.freshness.stale_sheets) unless `f.include_stale`."""
     keep = fresh
     if f.gpu_ids:  # before the filters: resales are deduplicated among the offers kept
         allowed = set(f.gpu_ids)
         keep = fresh & np.fromiter((g in allowed for g in table["gpu_id"]), dtype=bool, count=len(table))
-    return f.mask(table, keep, default_pricing=default_pricing(serving))
+    return f.mask(table, keep, default_pricing=default_pricing(serving), stale=stale)
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).
@@ -185,13 +189,15 @@ def rank(
     estimates: dict[ComboKey, tuple[Any, ...]] | None = None,
     plan: RunPlan | None = None,
     terms: TermColumns | None = None,
+    stale: Collection[str] = (),
 ) -> dict[str, Any]:
     """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
-    estimates across calls (same job, assumptions and frame)."""
+    estimates across calls (same job, assumptions and frame). `stale`: the rate sheets past their age,
+    left out unless `filters.include_stale`; a row of one says `stale_sheet`."""
     serving = isinstance(prepared, PreparedServing)
     sort_by: SortKey = "usd_per_mtok" if serving and options.sort_by in serving_rows.RUN_KEYS else options.sort_by
-    idx = np.flatnonzero(filter_mask(frame, fresh, filters, serving=serving))
+    idx = np.flatnonzero(filter_mask(frame, fresh, filters, serving=serving, stale=stale))
     considered = len(idx)
     if not considered:
         return {"considered": 0, "fitting": 0, "rows": []}
@@ -234,6 +240,8 @@ def rank(
     columns["age_s"] = ((epoch_us(now) - frame["last_seen_us"][rows]) / 1e6).tolist()
     names = list(columns)
     out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
+    for r in out:  # a dated published price past its age says so in its own row
+        r["stale_sheet"] = r["provider"] in stale
     if options.one_per_listing:
         _fold_counts(out, frame, idx, top, kept)
     if plan is not None and terms is not None:

@@ -124,7 +124,8 @@ def rank_offers(
     a = prepared.assumptions
     held, estimates = table.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
     shared = estimates if held is a or held == a else None
-    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms)
+    stale = freshness.stale_sheets(now, settings)
+    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms, stale=stale)
     extras = {"plan": plan.describe() if plan is not None else None, "gpu_only": plan is None or options.gpu_only}
     if isinstance(prepared, PreparedServing):  # serving: calling an API per token is the alternative to renting
         extras["api_alternatives"] = serving_alternatives(prepared, result["rows"], now)

@@ -131,6 +131,9 @@ class Constraints(BaseModel):
     min_gpus: int | None = Field(None, gt=0, le=1024, description="Fewest GPUs per node.")
     max_gpus: int | None = Field(None, gt=0, le=1024, description="Most GPUs per node.")
     include_reference: bool = Field(True, description="Count static published rate sheets as offers.")
+    include_stale: bool = Field(
+        False, description="Count rate sheets past TRACKER_SHEET_MAX_AGE_DAYS too (left out, as in the ranking)."
+    )
     interconnect: Interconnect | None = Field(None, description=INTERCONNECT_HELP)
     min_nodes: int | None = Field(None, ge=1, le=MAX_NODES, description=MIN_NODES_HELP)
 

@@ -43,7 +43,7 @@ any change the cap no longer needs. The answer says which algorithm ran and what
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -153,6 +153,7 @@ def _filters(w: Workload) -> RankFilters:
         min_gpus=None if c.min_gpus is None else Decimal(c.min_gpus),
         max_gpus=None if c.max_gpus is None else Decimal(c.max_gpus),
         include_reference=c.include_reference,
+        include_stale=c.include_stale,
         available_only=c.available_now,
         interconnect=c.interconnect,
         min_nodes=c.min_nodes,
@@ -181,8 +182,10 @@ class _Planner:
         options: PlanOptions,
         serving: ServingEstimator | None,
         terms: TermColumns | None,
+        stale: Collection[str] = (),
     ) -> None:
         self.frame, self.options, self.serving, self.terms = frame, options, serving, terms
+        self.stale = frozenset(stale)
         self.base = fresh & _whole_nodes(frame) if len(frame) else np.zeros(0, dtype=bool)
         self.catalog = get_catalog()
 
@@ -198,7 +201,11 @@ class _Planner:
         except EstimateError as exc:
             ev.status, ev.reason = "invalid", exc.message
             return ev
-        idx = np.flatnonzero(filter_mask(self.frame, self.base, _filters(w))) if len(self.frame) else np.zeros(0, int)
+        serving = w.kind not in TRAINING_KINDS
+        if len(self.frame):
+            idx = np.flatnonzero(filter_mask(self.frame, self.base, _filters(w), serving=serving, stale=self.stale))
+        else:
+            idx = np.zeros(0, int)
         ev.considered = len(idx)
         if not len(idx):
             ev.status, ev.reason = "infeasible", f"no live offer passes the constraints ({_describe(w)})"
@@ -448,7 +455,9 @@ def _int(x: float) -> int | float:
     return int(x) if x == int(x) else x
 
 
-def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -> dict[str, Any]:
+def _option_json(
+    frame: OfferTable, o: _Option, now: datetime, training: bool, stale: Collection[str] = ()
+) -> dict[str, Any]:
     c, row = o.combo, o.row
     card = get_catalog().get(c.gpu_id)
     gpu_hours = o.billed_node_hours * c.gpus
@@ -457,6 +466,7 @@ def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -
         "offer_id": int(frame["id"][row]),
         "provider": str(frame["provider"][row]),
         "reference": bool(frame["reference"][row]),
+        "stale_sheet": str(frame["provider"][row]) in stale,
         "demo": bool(frame["demo"][row]),
         "gpu": c.gpu_id,
         "gpu_name": card.name,
@@ -554,12 +564,14 @@ def plan(
     options: PlanOptions | None = None,
     serving: ServingEstimator | None = None,
     terms: TermColumns | None = None,
+    stale: Collection[str] = (),
 ) -> dict[str, Any]:
     """The plan for `mix` on the live offers (`fresh` marks them) of `frame`, as plain JSON-ready data.
     `terms`: the frame's cost terms (tracker.market.service.cost_terms), so training is priced as whole
-    runs like the ranking; None prices GPU time alone."""
+    runs like the ranking; None prices GPU time alone. `stale`: the rate sheets past their age
+    (tracker.market.freshness.stale_sheets), left out as the ranking leaves them unless a workload asks."""
     opts = options or PlanOptions(mix.power_budget_kw, mix.overhead_factor)
-    planner = _Planner(frame, fresh, opts, serving, terms)
+    planner = _Planner(frame, fresh, opts, serving, terms, stale)
     evaluated = [planner.evaluate(w) for w in mix.workloads]
     return _answer(frame, planner, evaluated, opts, now)
 
@@ -571,9 +583,10 @@ def evaluate(
     options: PlanOptions,
     serving: ServingEstimator | None = None,
     terms: TermColumns | None = None,
+    stale: Collection[str] = (),
 ) -> list[_Evaluated]:
     """Each workload priced on the live offers (for the plan over time, which reprices the same placements)."""
-    planner = _Planner(frame, fresh, options, serving, terms)
+    planner = _Planner(frame, fresh, options, serving, terms, stale)
     return [planner.evaluate(w) for w in mix.workloads]
 
 
@@ -587,7 +600,7 @@ def _answer(
     chosen: dict[str, _Option] = power.pop("_picks")
 
     def as_json(ev: _Evaluated, o: _Option) -> dict[str, Any]:
-        return _option_json(frame, o, now, ev.workload.kind in TRAINING_KINDS)
+        return _option_json(frame, o, now, ev.workload.kind in TRAINING_KINDS, planner.stale)
 
     workloads: list[dict[str, Any]] = []
     fleet_picks = []

@@ -24,7 +24,7 @@ from tracker.costs import TermColumns
 from tracker.estimate import EstimateError
 from tracker.estimate.serving.job import SECONDS_PER_MONTH
 from tracker.inference_apis import api_alternatives
-from tracker.market import statistics
+from tracker.market import freshness, statistics
 from tracker.market.live import LiveOffers, fresh_mask
 from tracker.market.service import live_market
 from tracker.market.table import OfferTable
@@ -62,8 +62,8 @@ def plan_on_frame(
 ) -> dict[str, Any]:
     """The plan on a live frame and its cost terms already read (`tracker.market.service.live_market`): CPU
     only, so a caller can release its connection first."""
-    fresh = fresh_mask(frame, now, settings)
-    result = plan(frame, fresh, mix, now, options=options, serving=serving_estimator(), terms=terms)
+    fresh, stale = fresh_mask(frame, now, settings), freshness.stale_sheets(now, settings)
+    result = plan(frame, fresh, mix, now, options=options, serving=serving_estimator(), terms=terms, stale=stale)
     with_api_alternatives(result, mix, now)
     return result
 
@@ -122,8 +122,9 @@ def history_placements(
     """Today's feasible placements of each workload, chosen as the plan chooses them (CPU only: no database)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
-    fresh = fresh_mask(frame, now, settings)
-    return [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator(), terms) if ev.status == "ok"]
+    fresh, stale = fresh_mask(frame, now, settings), freshness.stale_sheets(now, settings)
+    evaluated = evaluate(frame, fresh, mix, options, serving_estimator(), terms, stale)
+    return [ev for ev in evaluated if ev.status == "ok"]
 
 
 def history_prices(
