@@ -281,3 +281,8 @@ def test_cli_include_stale_brings_a_stale_sheet_back_and_labels_it(cli, referenc
     table = cli(*args, "--include-stale")
     assert table.exit_code == 0, table.output
     assert "reference (ref) (stale)" in table.stdout
+
+
+def test_a_stale_sheet_named_as_the_provider_is_asked_for(client, reference_sheet) -> None:
+    rows = client.post("/v1/rank", json=SERVING_8B | {"providers": ["reference"]}).json()["rows"]
+    assert rows and all(r["provider"] == "reference" and r["stale_sheet"] for r in rows)

@@ -11,7 +11,7 @@ string or a command line (`provider` for `providers`, `--verified` for `verified
 observations filter in the database); `mask()` is the same filter over the live table
 (`tracker.market.live`), for the ranking. `include_stale` is a ranking's: the rate sheets whose prices are
 past their age (`tracker.market.freshness.stale_sheets`, which the ranking and the plan pass to `mask`)
-are left out unless asked; the offer list and availability show every sheet (the market labels the stale
+are left out unless asked (`include_stale`, or the sheet named in `providers`); the offer list and availability show every sheet (the market labels the stale
 ones), so their shells leave the option out. Availability and quality mean what `tracker.market.quality`
 says, aggregator resales what `tracker.market.aggregated` says.
 
@@ -101,7 +101,7 @@ class OfferFilters(BaseModel):
         False,
         description=(
             "Rank rate sheets whose prices were read more than TRACKER_SHEET_MAX_AGE_DAYS days ago too (their "
-            "rows say stale_sheet)."
+            "rows say stale_sheet); a sheet named in provider counts without it."
         ),
     )
 
@@ -153,8 +153,10 @@ class OfferFilters(BaseModel):
         mask = keep.copy()
         if self.providers:
             mask &= _member(table["provider"], self.providers)
-        if stale and not self.include_stale:
-            mask &= ~_member(table["provider"], sorted(stale))
+        # A stale sheet named in `providers` is asked for by name: it counts as with include_stale.
+        left_out = set() if self.include_stale else set(stale) - set(self.providers or ())
+        if left_out:
+            mask &= ~_member(table["provider"], sorted(left_out))
         wanted = self.pricing_values() or default_pricing
         if wanted:
             mask &= _member(table["pricing"], wanted)
