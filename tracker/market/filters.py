@@ -11,9 +11,10 @@ string or a command line (`provider` for `providers`, `--verified` for `verified
 observations filter in the database); `mask()` is the same filter over the live table
 (`tracker.market.live`), for the ranking. `include_stale` is a ranking's: the rate sheets whose prices are
 past their age (`tracker.market.freshness.stale_sheets`, which the ranking and the plan pass to `mask`)
-are left out unless asked (`include_stale`, or the sheet named in `providers`); the offer list and availability show every sheet (the market labels the stale
-ones), so their shells leave the option out. Availability and quality mean what `tracker.market.quality`
-says, aggregator resales what `tracker.market.aggregated` says.
+are left out unless asked (`include_stale`, or the sheet named in `providers`); the offer list and
+availability show every sheet (the market labels the stale ones), so their shells leave the option out
+(`RANKING_ONLY`). Availability and quality mean what `tracker.market.quality` says, aggregator resales
+what `tracker.market.aggregated` says.
 
 The region filter takes a provider's own region code (exactly, or as a prefix: "us-east" matches
 "us-east-2"), a country ("de"), an area ("eu", "apac", "americas", "mea") or a metro ("paris"): one rule,
