@@ -17,7 +17,7 @@ from api.cached import json_response, market_answer
 from api.deps import Now
 from api.filters import offer_filters
 from tracker.market.availability import availability
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import RANKING_ONLY, OfferFilters
 from tracker.market.offers import gpu_ids_for
 from tracker.market.responses import AvailabilityAnswer
 
@@ -28,7 +28,7 @@ router = APIRouter(prefix="/v1", tags=["availability"])
 async def get_availability(
     request: Request,
     now: Now,
-    filters: Annotated[OfferFilters, Depends(offer_filters())],
+    filters: Annotated[OfferFilters, Depends(offer_filters(exclude=RANKING_ONLY))],
     gpu: Annotated[str, Query(min_length=1, max_length=100, description="Card id, family or alias")],
     days: Annotated[int, Query(ge=1, le=365, description="Window: the last this many days")] = 7,
 ) -> Any:

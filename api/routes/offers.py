@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from api.cached import json_response, market_answer
 from api.deps import Now
 from api.filters import offer_filters
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import RANKING_ONLY, OfferFilters
 from tracker.market.offers import SORTS, OfferListing, current_offers, gpu_ids_for, listed_rows
 from tracker.market.responses import OffersPage
 
@@ -26,7 +26,7 @@ router = APIRouter(prefix="/v1", tags=["offers"])
 async def list_offers(
     request: Request,
     now: Now,
-    filters: Annotated[OfferFilters, Depends(offer_filters())],
+    filters: Annotated[OfferFilters, Depends(offer_filters(exclude=RANKING_ONLY))],
     gpu: Annotated[str | None, Query(description="Card id, family or alias", max_length=100)] = None,
     sort: Annotated[str, Query(pattern="^(" + "|".join(SORTS) + ")$")] = "price_per_gpu_hour",
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,

@@ -20,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from api.cached import cached_body, json_response, minute, with_field
 from api.deps import Live, Now
 from api.validation import FieldError
+from tracker.costs import TermColumns
 from tracker.market import freshness
 from tracker.market.live import LiveOffers
+from tracker.market.service import live_market
 from tracker.market.table import OfferTable
 from tracker.plan.mix import (
     DEFAULT_OVERHEAD,
@@ -104,11 +106,11 @@ def _plan_slot(request: Request) -> Iterator[None]:
         slots.release()
 
 
-def _read_frame(request: Request, live: LiveOffers) -> OfferTable:
-    """The live frame, read on a connection released before any planning starts."""
+def _read_frame(request: Request, live: LiveOffers) -> tuple[OfferTable, TermColumns]:
+    """The live frame and its offers' cost terms, read on a connection released before any planning starts."""
     engine = request.app.state.engine
     with session_scope(engine) as session:
-        return live.frame(engine, session)[1]
+        return live_market(engine, session, live)
 
 
 @router.post("/plan", response_model=PlanAnswer)
@@ -120,7 +122,7 @@ async def post_plan(body: PlanBody, request: Request, now: Now, live: Live) -> A
         options = options_for(mix, body.power_budget_kw, body.overhead_factor)
 
         def compute() -> dict[str, Any]:
-            result = plan_on_frame(_read_frame(request, live), settings, now, mix, options)
+            result = plan_on_frame(*_read_frame(request, live), settings, now, mix, options)
             del result["as_of"]  # the request's own, added below
             return result
 
@@ -138,7 +140,8 @@ async def post_plan_history(body: PlanHistoryBody, request: Request, now: Now, l
         options = options_for(mix, body.power_budget_kw, body.overhead_factor)
 
         def compute() -> dict[str, Any]:
-            evaluated = history_placements(_read_frame(request, live), settings, now, mix, options, body.statistic)
+            frame, terms = _read_frame(request, live)
+            evaluated = history_placements(frame, terms, settings, now, mix, options, body.statistic)
             with session_scope(engine) as session:  # the daily prices: read, released, then combined
                 prices = history_prices(session, settings, now, evaluated, body.days, body.statistic)
             result = history_points(now, mix, evaluated, prices, body.days, body.statistic)

@@ -68,3 +68,30 @@ def test_serving_form_explains_bad_input(browser, server) -> None:
     _wait_serving(browser, "error")
     assert "no-such-model-xyz" in browser.find_element("id", "serving-error").text
     console_errors(browser, allowed=("/v1/rank - Failed to load resource", "/v1/alerts - Failed to load resource"))
+
+
+def test_serving_form_prices_its_monthly_load_with_a_pricing_column(browser, server) -> None:
+    # "Output tokens / month" is the load the rows are priced at: each fitting row has its month's cost,
+    # and the Pricing column says the price is on-demand (the serving default; spot only when asked).
+    from tests.factories.browser import SHOTS
+
+    browser.set_window_size(1600, 1000)  # wide enough for the optional columns
+    open_view(browser, server, "job", "job", state="ready-form")
+    _wait_serving(browser, "ready-form")
+    _fill(browser, "serving-model", "llama-3.1-8b")
+    _fill(browser, "serving-load", "10B")
+    browser.find_element("id", "serving-submit").click()
+    _wait_serving(browser, "ready")
+    heads = [h.text for h in browser.find_elements("css selector", "#serving-table thead th")]
+    assert "Pricing" in heads and "$ / month" in heads, heads
+    pricing, month = heads.index("Pricing"), heads.index("$ / month")
+    rows = [
+        [td.text for td in r.find_elements("css selector", "td")]
+        for r in browser.find_elements("css selector", "#serving-table tbody tr")
+        if "unfit" not in (r.get_attribute("class") or "").split()
+    ]
+    assert rows and all(cells[pricing] == "on-demand" for cells in rows)
+    assert all(cells[month].startswith("$") for cells in rows)  # "—" without a monthly load
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(SHOTS / "serving-monthly-load.png"))
+    assert console_errors(browser) == []

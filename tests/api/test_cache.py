@@ -309,6 +309,8 @@ def _previous_rank(frame, fresh, prepared, filters, options, now) -> dict[str, A
     top = ranked.head(options.limit).astype(object)
     top = top.where(top.notna(), None)
     rows = [_row(r._asdict() | {"last_seen": r.last_seen.to_pydatetime()}) for r in top.itertuples(index=False)]
+    for r in rows:  # added since: no sheet is past its age in this market
+        r["stale_sheet"] = False
     _mark_within_band(rows, options.sort_by)
     return {"considered": len(offers), "fitting": int(joined["fits"].sum()), "rows": rows}
 

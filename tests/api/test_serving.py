@@ -149,7 +149,9 @@ def test_rank_70b_bf16_on_a100_still_loses_to_fp8_hopper(client, machines) -> No
 
 
 def test_rank_8b_one_user_ranks_a_cheap_card_first(client, reference_sheet) -> None:
-    rows = client.post("/v1/rank", json=SERVING_8B | {"sort_by": "usd_per_mtok"}).json()["rows"]
+    # The reference sheet is months old (stale): asked for, as a user comparing published rates would.
+    body = SERVING_8B | {"sort_by": "usd_per_mtok", "include_stale": True}
+    rows = client.post("/v1/rank", json=body).json()["rows"]
     assert rows[0]["gpu"] == "RTX4090-24GB"
     assert rows[0]["usd_per_mtok"] < min(r["usd_per_mtok"] for r in rows if r["gpu"].startswith(("H100", "H200")))
 
@@ -241,4 +243,46 @@ def test_rank_an_8_gpu_node_within_15_percent_of_one_card_at_a_load_that_fills_i
 def test_rank_a_card_that_cannot_run_the_job_says_why(client, machines) -> None:
     body = SERVING_70B | {"gpu": "A100", "include_unfit": True, "sort_by": "usd_per_mtok"}
     rows = client.post("/v1/rank", json=body).json()["rows"]
-    assert rows and all(not r["fits"] and "fp8" in r["reason"] for r in rows)
+    assert rows and all(not r["fits"] and "fp8 unsupported" in r["reason"] for r in rows)
+    # It says why, and shows no throughput, latency or price beside `fits: false`.
+    for key in ("tokens_per_second", "ttft_s", "usd_per_mtok", "usd_per_mtok_output", "monthly_cost"):
+        assert all(r[key] is None for r in rows), key
+
+
+def test_cli_lists_a_card_that_cannot_run_the_job_with_its_reason_and_no_speed(cli, machines) -> None:
+    args = ("--kind", "inference", "--model", "llama-3.1-8b", "--precision", "fp8", "--gpu", "A100-SXM-80GB")
+    out = cli("cheapest", *args, "--show-unfit", "--json")
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.stdout)
+    assert rows and all(r["tokens_per_second"] is None and r["usd_per_mtok"] is None for r in rows)
+    table = cli("cheapest", *args, "--show-unfit", "--wide")
+    assert table.exit_code == 0, table.output
+    assert "fp8 unsupported" in table.stdout and "1,724" not in table.stdout
+
+
+def test_stale_rate_sheets_are_left_out_of_a_serving_ranking_unless_asked(client, reference_sheet, settings) -> None:
+    # The reference sheet's prices were read on its `as_of`, months before today: stale
+    # (tracker.market.freshness.sheet_ages). The ranking leaves it out; include_stale brings it back, labelled.
+    from tracker.market import freshness
+
+    assert "reference" in freshness.stale_sheets(utcnow(), settings)
+    default = client.post("/v1/rank", json=SERVING_8B)
+    assert default.status_code == 200, default.text
+    assert default.json()["rows"] == [] and default.json()["considered"] == 0
+    asked = client.post("/v1/rank", json=SERVING_8B | {"include_stale": True}).json()["rows"]
+    assert asked and all(r["provider"] == "reference" and r["stale_sheet"] for r in asked)
+
+
+def test_cli_include_stale_brings_a_stale_sheet_back_and_labels_it(cli, reference_sheet) -> None:
+    args = ("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", "--concurrency", "1", "--wide")
+    assert "reference" not in cli(*args, "--json").stdout
+    rows = json.loads(cli(*args, "--include-stale", "--json").stdout)
+    assert rows and all(r["stale_sheet"] for r in rows)
+    table = cli(*args, "--include-stale")
+    assert table.exit_code == 0, table.output
+    assert "reference (ref) (stale)" in table.stdout
+
+
+def test_a_stale_sheet_named_as_the_provider_is_asked_for(client, reference_sheet) -> None:
+    rows = client.post("/v1/rank", json=SERVING_8B | {"providers": ["reference"]}).json()["rows"]
+    assert rows and all(r["provider"] == "reference" and r["stale_sheet"] for r in rows)

@@ -10,7 +10,7 @@ import typer
 
 from tracker.cli.filter_options import with_filters
 from tracker.cli.output import console, emit_json, fail, show_table
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import RANKING_ONLY, OfferFilters
 
 # Domain modules are imported inside the command: a command-line call loads only what it runs.
 
@@ -18,7 +18,7 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 
 @commands.command("availability")
-@with_filters()
+@with_filters(exclude=RANKING_ONLY)
 def availability_cmd(
     ctx: typer.Context,
     filters: OfferFilters,

@@ -131,7 +131,7 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
     ):
         table.add_column(col, justify="left" if col in ("provider", "gpu", "layout", "pricing", "region") else "right")
     for i, r in enumerate(rows, 1):
-        label = r["provider"] + (" (ref)" if r["reference"] else "")
+        label = _provider_label(r, demo=False)
         gpu = r["gpu"] + ("" if r["fits"] else f" [red]({r['reason'] or 'does not fit'})[/]")
         table.add_row(
             str(i),
@@ -142,9 +142,9 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
             r["pricing"],
             r["region"] or "-",
             f"{r['price_per_hour']:.2f}",
-            f"{r['tokens_per_second']:,.0f}",
-            str(r["concurrency_per_replica"]),
-            f"{r['ttft_s']:.2f}",
+            "-" if r["tokens_per_second"] is None else f"{r['tokens_per_second']:,.0f}",
+            "-" if r["concurrency_per_replica"] is None else str(r["concurrency_per_replica"]),
+            _amount(r["ttft_s"], 2),
             _amount(r["usd_per_mtok"], 4),
             _amount(r["usd_per_mtok_input"], 4),
             "-" if r["gpus_needed"] is None else f"{r['gpus_needed']:g}",
@@ -228,10 +228,12 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
 
 
 def _provider_label(r: dict[str, Any], *, demo: bool) -> str:
-    """The provider; a resale as its upstream via the aggregator (it is rented through the aggregator)."""
+    """The provider; a resale as its upstream via the aggregator (it is rented through the aggregator); marked
+    where the price is a reference sheet's, where that sheet is past its age (stale), and where it is demo."""
     resale = r.get("via") and (r.get("upstream") or r["provider"]) != r["via"]
     name = f"{r.get('upstream') or r['provider']} via {r['via']}" if resale else r["provider"]
-    return name + (" (ref)" if r["reference"] else "") + (" (demo)" if demo else "")
+    marks = [m for m, on in (("ref", r["reference"]), ("stale", r.get("stale_sheet")), ("demo", demo)) if on]
+    return name + "".join(f" ({m})" for m in marks)
 
 
 def _region_label(r: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from tracker.cli.filter_options import with_filters
 from tracker.cli.output import capped_note, console, emit_json, fail, gpu_count, show_table
 from tracker.clock import utcnow
 from tracker.market.fabric import label as fabric_label
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import RANKING_ONLY, OfferFilters
 from tracker.market.offers import OfferListing, current_offers, listed_rows
 from tracker.storage.engine import session_scope
 
@@ -21,7 +21,7 @@ commands = typer.Typer(add_completion=False)  # listed in tracker.cli.root.COMMA
 
 
 @commands.command("offers")
-@with_filters()
+@with_filters(exclude=RANKING_ONLY)
 def offers(
     ctx: typer.Context,
     filters: OfferFilters,

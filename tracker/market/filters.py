@@ -12,6 +12,10 @@ observations filter in the database); `mask()` is the same filter over the live 
 (`tracker.market.live`), for the ranking. `live` (only offers live now, or only those no longer live) is
 the freshness rule of `tracker.market.freshness`: it needs the instant and the settings, which
 `conditions` takes, and the fresh offers, which `mask` takes (a ranking passes the ones it ranks).
+`include_stale` is a ranking's: the rate sheets whose prices are past their age
+(`tracker.market.freshness.stale_sheets`, which the ranking and the plan pass to `mask`) are left out unless
+asked (`include_stale`, or the sheet named in `providers`); the offer list and availability show every
+sheet (the market labels the stale ones), so their shells leave the option out (`RANKING_ONLY`).
 Availability and quality mean what `tracker.market.quality` says, aggregator resales what
 `tracker.market.aggregated` says, price kinds what `tracker.market.price_kinds` says: without
 `price_kinds`, only orderable asking prices count, in every surface.
@@ -24,7 +28,7 @@ ingest keeps. A code prefix is a LIKE pattern, escaped (`autoescape`), so `_` an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
@@ -48,7 +52,7 @@ if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to
 
     Mask: TypeAlias = npt.NDArray[np.bool_]
 
-__all__ = ["FLAGS", "NAME", "Name", "OfferFilters", "region_condition", "region_mask", "region_matches"]
+__all__ = ["FLAGS", "NAME", "RANKING_ONLY", "Name", "OfferFilters", "region_condition", "region_mask", "region_matches"]
 
 # Provider names and normalised regions ("us-texas", "eu-ro-1"): lower-case words joined by - or _.
 NAME = r"^[a-z0-9][a-z0-9_-]{0,127}$"
@@ -64,6 +68,10 @@ FLAGS: dict[str, str] = {
     "datacenter_only": "datacenter",
     "price_kinds": "price_kind",
 }
+
+
+# Filters only a ranking (and the plan) applies: the offer list and availability leave them out.
+RANKING_ONLY = ("include_stale",)
 
 
 class OfferFilters(BaseModel):
@@ -109,6 +117,13 @@ class OfferFilters(BaseModel):
         description=(
             "Only offers live now by the freshness rule the market and rankings use (true), or only listed "
             "offers no longer live (false)."
+        ),
+    )
+    include_stale: bool = Field(
+        False,
+        description=(
+            "Rank rate sheets whose prices were read more than TRACKER_SHEET_MAX_AGE_DAYS days ago too (their "
+            "rows say stale_sheet); a sheet named in provider counts without it."
         ),
     )
 
@@ -164,10 +179,12 @@ class OfferFilters(BaseModel):
         default_pricing: Sequence[str] | None = None,
         *,
         fresh: Mask | None = None,
+        stale: Collection[str] = (),
     ) -> Mask:
         """The filters over the live table: True where an offer in `keep` passes. Without a pricing filter,
         only `default_pricing` counts (a ranking leaves reserved commitments out unless asked); `live` is
-        judged by `fresh` (`tracker.market.live.fresh_mask`)."""
+        judged by `fresh` (`tracker.market.live.fresh_mask`); the rate sheets in `stale` count only with
+        `include_stale`."""
         mask = keep.copy()
         if self.live is not None:
             if fresh is None:
@@ -175,6 +192,10 @@ class OfferFilters(BaseModel):
             mask &= fresh if self.live else ~fresh
         if self.providers:
             mask &= _member(table["provider"], self.providers)
+        # A stale sheet named in `providers` is asked for by name: it counts as with include_stale.
+        left_out = set() if self.include_stale else set(stale) - set(self.providers or ())
+        if left_out:
+            mask &= ~_member(table["provider"], sorted(left_out))
         wanted = self.pricing_values() or default_pricing
         if wanted:
             mask &= _member(table["pricing"], wanted)

@@ -14,7 +14,7 @@ by its upstream and card) with `listings` and `other_regions` counting the rest 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -63,14 +63,27 @@ if TYPE_CHECKING:  # type-only: numpy.typing costs a command-line call ~10 ms to
     Mask: TypeAlias = npt.NDArray[np.bool_]
 
 
-def filter_mask(table: OfferTable, fresh: Mask, f: RankFilters) -> Mask:
-    # A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price for the
-    # same run as on-demand, so it competes only when asked for (pricing=["reserved"]).
+# A reserved price needs a commitment (a 1- or 3-year term, a capacity block): it is not a price for the
+# same run as on-demand, so it competes only when asked for (pricing=["reserved"]). A run counts spot too
+# (its whole cost prices the expected interruptions); traffic is on-demand (tracker.market.serving_rows).
+RUN_PRICING = ("on_demand", "spot")
+
+
+def default_pricing(serving: bool) -> tuple[str, ...]:
+    """The pricing types a ranking (and the plan, which ranks the same way) counts when none is asked for."""
+    return serving_rows.SERVING_PRICING if serving else RUN_PRICING
+
+
+def filter_mask(
+    table: OfferTable, fresh: Mask, f: RankFilters, *, serving: bool = False, stale: Collection[str] = ()
+) -> Mask:
+    """The offers a ranking counts: live, passing `f`, under the default pricing, and no rate sheet in
+    `stale` (tracker.market.freshness.stale_sheets) unless `f.include_stale`."""
     keep = fresh
     if f.gpu_ids:  # before the filters: resales are deduplicated among the offers kept
         allowed = set(f.gpu_ids)
         keep = fresh & np.fromiter((g in allowed for g in table["gpu_id"]), dtype=bool, count=len(table))
-    return f.mask(table, keep, default_pricing=("on_demand", "spot"), fresh=fresh)
+    return f.mask(table, keep, default_pricing=default_pricing(serving), fresh=fresh, stale=stale)
 
 
 # What one estimate contributes to each offer of its (card, GPU count, slice memory).
@@ -179,15 +192,15 @@ def rank(
     estimates: dict[ComboKey, tuple[Any, ...]] | None = None,
     plan: RunPlan | None = None,
     terms: TermColumns | None = None,
+    stale: Collection[str] = (),
 ) -> dict[str, Any]:
     """Rank the live offers passing `filters` for the job. Works on narrow arrays of the selected offers
     only; dicts are built for the `limit` offers returned. `estimates` optionally caches the per-combo
-    estimates across calls (same job, assumptions and frame)."""
+    estimates across calls (same job, assumptions and frame). `stale`: the rate sheets past their age,
+    left out unless `filters.include_stale`; a row of one says `stale_sheet`."""
     serving = isinstance(prepared, PreparedServing)
-    if serving and not filters.pricing:  # traffic: on-demand by default (tracker.market.serving_rows)
-        filters = filters.model_copy(update={"pricing": list(serving_rows.SERVING_PRICING)})
     sort_by: SortKey = "usd_per_mtok" if serving and options.sort_by in serving_rows.RUN_KEYS else options.sort_by
-    idx = np.flatnonzero(filter_mask(frame, fresh, filters))
+    idx = np.flatnonzero(filter_mask(frame, fresh, filters, serving=serving, stale=stale))
     considered = len(idx)
     if not considered:
         return {"considered": 0, "fitting": 0, "rows": []}
@@ -230,6 +243,8 @@ def rank(
     columns["age_s"] = ((epoch_us(now) - frame["last_seen_us"][rows]) / 1e6).tolist()
     names = list(columns)
     out = [_row(dict(zip(names, values, strict=True))) for values in zip(*columns.values(), strict=True)]
+    for r in out:  # a dated published price past its age says so in its own row
+        r["stale_sheet"] = r["provider"] in stale
     if options.one_per_listing:
         _fold_counts(out, frame, idx, top, kept)
     if plan is not None and terms is not None:
@@ -336,15 +351,30 @@ def _order(
     provider says is unavailable is no choice today: it ranks after every available or unknown one, and says so
     in its row), then the sort key, price and id (unique, so the order is total); NaN sorts last. With
     `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing."""
-    tier = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
+    tier = order_tiers(frame, idx, fits)
     if not options.best_per_card and not options.one_per_listing:  # only the first `limit` are returned
         kept = _candidates(kept, tier, key, options.limit)
-    ids = frame["id"][idx]
-    order: np.ndarray = kept[np.lexsort((ids[kept], price_h[kept], key[kept], tier[kept]))]
+    order = order_by(frame, idx, kept, tier, key, price_h)
     if options.best_per_card:
         order = order[_firsts(cards[order])]
     if options.one_per_listing:
         order = order[_firsts(listing_codes(frame, idx)[order])]
+    return order
+
+
+def order_tiers(frame: OfferTable, idx: np.ndarray, fits: np.ndarray) -> np.ndarray:
+    """Each offer's tier, lower first: fitting before not, then not known to be sold out before sold out."""
+    tier: np.ndarray = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
+    return tier
+
+
+def order_by(
+    frame: OfferTable, idx: np.ndarray, kept: np.ndarray, tier: np.ndarray, key: np.ndarray, price_h: np.ndarray
+) -> np.ndarray:
+    """`kept` (positions in `idx`) in the ranking's order: tier, the sort key, $/hour, then the offer id
+    (unique, so the order is total). The plan orders its placements by this too (tracker.plan.planner)."""
+    ids = frame["id"][idx]
+    order: np.ndarray = kept[np.lexsort((ids[kept], price_h[kept], key[kept], tier[kept]))]
     return order
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
-from tracker.costs import RunPlan, load_stated, resolve, run_cost, term_columns
+from tracker.costs import RunPlan, TermColumns, load_stated, resolve, run_cost, term_columns
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
 from tracker.inference_apis import api_alternatives
@@ -25,6 +25,7 @@ from tracker.market import statistics as market
 from tracker.market import terms as term_structure
 from tracker.market.live import LiveOffers, fresh_mask, live_table
 from tracker.market.rank import RankFilters, RankOptions, rank
+from tracker.market.table import OfferTable
 
 # Multi-GPU machine sizes tried when pricing a job from per-GPU market statistics.
 MACHINE_SIZES = (1, 2, 4, 8)
@@ -158,19 +159,34 @@ def rank_offers(
     table = live_table(live)
     version, frame = table.frame(engine, session)
     fresh = fresh_mask(frame, now, settings, max_age)
-    terms = None
-    if plan is not None:  # every live offer's cost terms, once per data version
-        columns = (frame["id"], frame["provider"], frame["pricing"], frame["reliability_f"])
-        terms = table.memo(engine, version, ("cost-terms",), lambda: term_columns(*columns, load_stated(session)))
+    terms = None if plan is None else cost_terms(engine, session, table, version, frame)
     # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
     a = prepared.assumptions
     held, estimates = table.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
     shared = estimates if held is a or held == a else None
-    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms)
+    stale = freshness.stale_sheets(now, settings)
+    result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms, stale=stale)
     extras = {"plan": plan.describe() if plan is not None else None, "gpu_only": plan is None or options.gpu_only}
     if isinstance(prepared, PreparedServing):  # serving: calling an API per token is the alternative to renting
         extras["api_alternatives"] = serving_alternatives(prepared, result["rows"], now)
     return result | extras | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
+
+
+def cost_terms(engine: Engine, session: Session, table: LiveOffers, version: int, frame: OfferTable) -> TermColumns:
+    """Every live offer's cost terms (tracker.costs.frame), once per data version: what the ranking and the
+    plan price a whole run with."""
+    columns = (frame["id"], frame["provider"], frame["pricing"], frame["reliability_f"])
+    terms: TermColumns = table.memo(
+        engine, version, ("cost-terms",), lambda: term_columns(*columns, load_stated(session))
+    )
+    return terms
+
+
+def live_market(engine: Engine, session: Session, live: LiveOffers | None = None) -> tuple[OfferTable, TermColumns]:
+    """The live frame and its offers' cost terms, read on `session` (a caller may release it after)."""
+    table = live_table(live)
+    version, frame = table.frame(engine, session)
+    return frame, cost_terms(engine, session, table, version, frame)
 
 
 def serving_alternatives(prepared: PreparedServing, rows: Sequence[dict[str, Any]], now: datetime) -> dict[str, Any]:
@@ -270,4 +286,13 @@ def rank_history(
     }
 
 
-__all__ = ["cheapest_machine", "market_history", "market_snapshot", "market_terms", "rank_history", "rank_offers"]
+__all__ = [
+    "cheapest_machine",
+    "cost_terms",
+    "live_market",
+    "market_history",
+    "market_snapshot",
+    "market_terms",
+    "rank_history",
+    "rank_offers",
+]

@@ -1,10 +1,12 @@
 """What a ranking of offers for an inference job says that a fine-tuning ranking does not.
 
-A serving row prices traffic, not a run: `usd_per_mtok` (output, and the prefill share over input
-tokens), `monthly_cost` and `gpus_needed` for the stated monthly load, and the layout the offer is
-served with (replicas × tensor parallel, users per replica, GPUs used and idle). It never carries
-`hours` or `cost_per_run`: those belong to a run. Serving defaults to on-demand prices (spot only when
-named: a serving replica that is interrupted drops its users, which a price per token does not show).
+A serving row prices traffic, not a run: `usd_per_mtok` (output, and the prefill share over input tokens),
+`monthly_cost` and `gpus_needed` for the stated monthly load, and the layout the offer is served with
+(replicas × tensor parallel, users per replica, GPUs used and idle). It never carries `hours` or
+`cost_per_run`: those belong to a run. A card that cannot run the job says why in `reason` ("precision fp8
+unsupported: ...", or the memory it lacks) and carries no throughput, latency or price. Serving defaults to
+on-demand prices (spot only when named: a serving replica that is interrupted drops its users, which a price
+per token does not show).
 """
 
 from __future__ import annotations
@@ -28,6 +30,27 @@ RUN_FIELDS = (
     "cost_per_run_high",
     "gpu_cost_per_run",
     "cost",
+)
+
+
+# What a card that cannot run the job has none of: it says why (`reason`), never a throughput or a price
+# beside `fits: false` (its memory need, `vram_gb`, and the layout tried stay: they are the why).
+UNFIT_NONE = (
+    "tokens_per_second",
+    "tokens_per_second_low",
+    "tokens_per_second_high",
+    "per_user_tokens_per_second",
+    "ttft_s",
+    "concurrency",
+    "concurrency_per_replica",
+    "running_per_replica",
+    "queued_per_replica",
+    "usd_per_mtok",
+    "usd_per_mtok_output",
+    "usd_per_mtok_input",
+    "monthly_cost",
+    "gpus_needed",
+    "offers_needed",
 )
 
 
@@ -87,5 +110,7 @@ def annotate(rows: list[dict[str, Any]], prepared: PreparedServing, memory_gb: S
                 "offers_needed": est.offers_needed,
             }
         )
-        if not est.fits and est.reason:
-            r["reason"] = est.reason  # "precision fp8 needs FP8 tensor cores ...", not a memory figure
+        if not est.fits:
+            if est.reason:
+                r["reason"] = est.reason  # "precision fp8 unsupported: ...", not a memory figure
+            r.update(dict.fromkeys(UNFIT_NONE))  # nothing runs there: no speed, latency or price to show

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from providers.contract import Pricing
 from tracker.estimate import EstimateError, JobInput, parse_tokens
 from tracker.market.fabric import INTERCONNECT_HELP, MAX_NODES, MIN_NODES_HELP, Interconnect
+from tracker.market.rank import default_pricing
 from tracker.plan.serving import validate_serving_job
 
 Kind = Literal["fine-tune", "pretrain", "inference", "batch-inference"]
@@ -119,7 +120,10 @@ class Constraints(BaseModel):
     pricing: list[Pricing] | None = Field(
         None,
         max_length=3,
-        description="Allowed pricing types (default on_demand only: spot only where interruption is tolerated).",
+        description=(
+            "Allowed pricing types (default: the ranking's, on_demand and spot for training, whose expected "
+            "interruptions are priced, on_demand for serving)."
+        ),
     )
     providers: list[str] | None = Field(None, max_length=100, description="Only these providers.")
     regions: list[str] | None = Field(None, max_length=100, description="Only these regions (exact, or a prefix: us).")
@@ -127,6 +131,9 @@ class Constraints(BaseModel):
     min_gpus: int | None = Field(None, gt=0, le=1024, description="Fewest GPUs per node.")
     max_gpus: int | None = Field(None, gt=0, le=1024, description="Most GPUs per node.")
     include_reference: bool = Field(True, description="Count static published rate sheets as offers.")
+    include_stale: bool = Field(
+        False, description="Count rate sheets past TRACKER_SHEET_MAX_AGE_DAYS too (left out, as in the ranking)."
+    )
     interconnect: Interconnect | None = Field(None, description=INTERCONNECT_HELP)
     min_nodes: int | None = Field(None, ge=1, le=MAX_NODES, description=MIN_NODES_HELP)
 
@@ -136,8 +143,10 @@ class Constraints(BaseModel):
             raise ValueError("min_gpus must not exceed max_gpus")
         return self
 
-    def allowed_pricing(self) -> list[str]:
-        return [p.value for p in self.pricing] if self.pricing else [Pricing.on_demand.value]
+    def allowed_pricing(self, *, serving: bool) -> list[str]:
+        """The pricing types named, else the ranking's default (tracker.market.rank.default_pricing): a run
+        counts on-demand and spot (its whole cost prices the interruptions), serving on-demand."""
+        return [p.value for p in self.pricing] if self.pricing else list(default_pricing(serving))
 
 
 class Workload(BaseModel):

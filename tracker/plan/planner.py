@@ -6,19 +6,27 @@ so each such combination is estimated once and the per-offer arithmetic is numpy
 
 A month of a workload on one offer (one node type of one provider):
 
-* training (fine-tune, pretrain): `runs` runs of `hours` each are `runs × hours` node-hours;
+* training (fine-tune, pretrain): `runs` runs of `hours` each are `runs × hours` node-hours, and cost
+  `runs ×` the whole run's cost the ranking orders by (tracker.costs: GPU time with setup and
+  checkpoint writes, the billing increment and minimum, disk, data transfer and, on spot, the expected
+  interruptions; the job's extras from `tracker.costs.plan_for`, each offer's terms from the live
+  terms `tracker.market.service.cost_terms`), so for one run the plan and `cheapest` price alike;
 * batch inference: generated tokens ÷ the node's tokens/s are the node-hours;
 * inference (online serving): the peak demand needs ceil(peak tokens/s ÷ node tokens/s) replicas, held
   all month (a serving fleet is standing capacity);
 * nodes at peak = max(1, ceil(node-hours × peak_to_average ÷ hours in a month));
 * billed node-hours: what is used on on-demand and spot; on reserved pricing the nodes at peak are paid for
-  the whole month, used or not. Monthly cost = billed node-hours × the offer's $/hour.
+  the whole month, used or not. Monthly cost = billed node-hours × the offer's $/hour (a training
+  workload on on-demand or spot: the whole runs' cost above).
 
 A placement is feasible when the job fits the node's memory and meets the workload's deadline per run
 (training) or its per-user tokens/s and time to first token (serving). Constraints are never relaxed:
 a workload with no feasible offer is reported infeasible with the constraint that excluded the last
-offers. The cheapest feasible offer wins (ties: lower $/hour, then lower offer id, so the plan is
-deterministic); the runner-up is the cheapest offer of another card, with why it lost.
+offers. Offers count under the ranking's default pricing (`tracker.market.rank.default_pricing`:
+on-demand and spot for a run, on-demand for serving) unless the workload names its pricing, and are
+ordered as the ranking orders them (`tracker.market.rank.order_by`): an offer the provider says is sold
+out after every other, then the monthly cost, $/hour and offer id (deterministic). The first wins; the
+runner-up is the cheapest offer of another card, with why it lost.
 
 The fleet sums the chosen placements per card: GPUs at peak (peaks are assumed to coincide, the safe
 side for a facility), GPU-hours and cost per month, power. Beside it: for every card type, the same mix
@@ -35,7 +43,7 @@ any change the cap no longer needs. The answer says which algorithm ran and what
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -45,10 +53,11 @@ import numpy as np
 from providers.contract import Pricing
 from tracker import money
 from tracker.catalog.gpus import get_catalog
+from tracker.costs import RunPlan, TermColumns, plan_for, run_cost, vector_totals
 from tracker.estimate import EstimateError, prepare
 from tracker.estimate.serving.model import per_user_rate
 from tracker.market.live import epoch_us
-from tracker.market.rank import RankFilters, filter_mask
+from tracker.market.rank import RankFilters, filter_mask, order_by, order_tiers
 from tracker.market.table import OfferTable
 from tracker.plan.mix import HOURS_PER_MONTH, TRAINING_KINDS, Workload, WorkloadMix
 from tracker.plan.serving import UNAVAILABLE, ServingEstimator
@@ -101,8 +110,10 @@ class _Option:
     price_per_hour: Decimal
     pricing: str
     billed_node_hours: float
-    cost_f: float
+    cost_f: float  # the month's cost in floats: orders the placements and the capped search
     power_kw: float | None
+    cost: Decimal = Decimal(0)  # the month's cost by the money rule
+    cost_per_run: Decimal | None = None  # training: one whole run, as the ranking prices it
     fields: dict[str, Any] = field(default_factory=dict)
     reserved_term: str | None = None  # the commitment of a reserved offer: its price is that term's only
 
@@ -124,6 +135,8 @@ class _Evaluated:
     by_card: dict[str, _Option] = field(default_factory=dict)  # cheapest per card, cheapest card first
     choices: list[_Option] = field(default_factory=list)  # cheapest per (card, GPUs/node), Pareto in (cost, kW)
     demand: dict[str, Any] = field(default_factory=dict)
+    run_plan: RunPlan | None = None  # training: the run's extras (data, checkpoints, setup)
+    runs: float = 0.0  # training: runs a month
 
 
 # A workload's placements as the plan over time reuses them (`tracker.plan.service`).
@@ -136,11 +149,12 @@ def _filters(w: Workload) -> RankFilters:
     # provider named in capitals matches nothing, as it always did, instead of failing the whole plan.
     return RankFilters.model_construct(
         providers=c.providers,
-        pricing=[Pricing(p) for p in c.allowed_pricing()],
+        pricing=[Pricing(p) for p in c.allowed_pricing(serving=w.kind not in TRAINING_KINDS)],
         regions=c.regions,
         min_gpus=None if c.min_gpus is None else Decimal(c.min_gpus),
         max_gpus=None if c.max_gpus is None else Decimal(c.max_gpus),
         include_reference=c.include_reference,
+        include_stale=c.include_stale,
         available_only=c.available_now,
         interconnect=c.interconnect,
         min_nodes=c.min_nodes,
@@ -162,8 +176,17 @@ def _peak_nodes(node_hours: float, peak_to_average: float, hours: float) -> int:
 
 
 class _Planner:
-    def __init__(self, frame: OfferTable, fresh: Array, options: PlanOptions, serving: ServingEstimator | None) -> None:
-        self.frame, self.options, self.serving = frame, options, serving
+    def __init__(
+        self,
+        frame: OfferTable,
+        fresh: Array,
+        options: PlanOptions,
+        serving: ServingEstimator | None,
+        terms: TermColumns | None,
+        stale: Collection[str] = (),
+    ) -> None:
+        self.frame, self.options, self.serving, self.terms = frame, options, serving, terms
+        self.stale = frozenset(stale)
         self.base = fresh & _whole_nodes(frame) if len(frame) else np.zeros(0, dtype=bool)
         self.catalog = get_catalog()
 
@@ -179,7 +202,11 @@ class _Planner:
         except EstimateError as exc:
             ev.status, ev.reason = "invalid", exc.message
             return ev
-        idx = np.flatnonzero(filter_mask(self.frame, self.base, _filters(w))) if len(self.frame) else np.zeros(0, int)
+        serving = w.kind not in TRAINING_KINDS
+        if len(self.frame):
+            idx = np.flatnonzero(filter_mask(self.frame, self.base, _filters(w), serving=serving, stale=self.stale))
+        else:
+            idx = np.zeros(0, int)
         ev.considered = len(idx)
         if not len(idx):
             ev.status, ev.reason = "infeasible", f"no live offer passes the constraints ({_describe(w)})"
@@ -201,25 +228,40 @@ class _Planner:
         reserved = self.frame["pricing"][idx] == "reserved"
         billed = np.where(reserved, peak * self.options.hours_per_month, usage)
         price = self.frame["price_per_hour_f"][idx]
-        cost = np.where(meets, price * billed, np.inf)
+        month = price * billed
+        whole = ev.run_plan is not None and self.terms is not None
+        if whole:  # the whole runs, priced by the ranking's arithmetic (a reserved node bills the month)
+            assert ev.run_plan is not None and self.terms is not None
+            hours_per_run = np.array([c.hours_per_run or math.nan for c in combos])[inverse]
+            cols = {name: values[idx] for name, values in self.terms.values.items()}
+            month = np.where(reserved, month, ev.runs * vector_totals(price, hours_per_run, cols, ev.run_plan))
+        cost = np.where(meets, month, np.inf)
         ok = np.flatnonzero(meets)
-        ids = self.frame["id"][idx]
-        order = ok[np.lexsort((ids[ok], price[ok], cost[ok]))]  # cheapest month, then $/hour, then id
+        order = order_by(self.frame, idx, ok, order_tiers(self.frame, idx, meets), cost, price)
 
         def option(pos: int) -> _Option:
             row = int(idx[pos])
             c = combos[int(inverse[pos])]
             kw = None if c.tdp_w is None else c.nodes_at_peak * c.gpus * c.tdp_w * self.options.overhead_factor / 1000
-            return _Option(
+            price_h = Decimal(self.frame["price_per_hour"][row])
+            o = _Option(
                 row,
                 c,
-                Decimal(self.frame["price_per_hour"][row]),
+                price_h,
                 str(self.frame["pricing"][row]),
                 float(billed[pos]),
                 float(cost[pos]),
                 kw,
                 reserved_term=_maybe(self.frame["reserved_term"][row]) if reserved[pos] else None,
             )
+            o.cost = money.cost(price_h, o.billed_node_hours)
+            if c.hours_per_run is not None:
+                o.cost_per_run = money.cost(price_h, c.hours_per_run)
+                if whole and not reserved[pos]:
+                    assert ev.run_plan is not None and self.terms is not None
+                    o.cost_per_run = run_cost(price_h, c.hours_per_run, self.terms.terms_at(row), ev.run_plan).total
+                    o.cost = money.to_money(o.cost_per_run * Decimal(repr(float(ev.runs))))
+            return o
 
         ev.best = option(int(order[0]))
         # The cheapest offer of each card, and of each (card, GPUs per node): first in `order` per group.
@@ -236,13 +278,15 @@ class _Planner:
         v, c, hours = w.volume, w.constraints, self.options.hours_per_month
         if w.kind in TRAINING_KINDS:
             job = w.job_input()
-            prepared = prepare(job.spec(), job.assumptions)
+            spec = job.spec()
+            prepared = prepare(spec, job.assumptions)
             runs = (
                 v.runs_per_month
                 if v.runs_per_month is not None
                 else float(v.training_tokens_per_month or 0) / (prepared.job.tokens)
             )
             ev.demand = {"runs_per_month": runs, "tokens_per_run": prepared.job.tokens}
+            ev.run_plan, ev.runs = plan_for(job, spec), float(runs)
 
             def train(gpu_id: str, gpus: int) -> _Combo:
                 card = self.catalog.get(gpu_id)
@@ -327,7 +371,7 @@ class _Planner:
 
 def _describe(w: Workload) -> str:
     c = w.constraints
-    parts = [f"pricing {', '.join(c.allowed_pricing())}"]
+    parts = [f"pricing {', '.join(c.allowed_pricing(serving=w.kind not in TRAINING_KINDS))}"]
     if c.providers:
         parts.append(f"providers {', '.join(c.providers)}")
     if c.regions:
@@ -421,7 +465,9 @@ def _int(x: float) -> int | float:
     return int(x) if x == int(x) else x
 
 
-def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -> dict[str, Any]:
+def _option_json(
+    frame: OfferTable, o: _Option, now: datetime, training: bool, stale: Collection[str] = ()
+) -> dict[str, Any]:
     c, row = o.combo, o.row
     card = get_catalog().get(c.gpu_id)
     gpu_hours = o.billed_node_hours * c.gpus
@@ -430,6 +476,7 @@ def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -
         "offer_id": int(frame["id"][row]),
         "provider": str(frame["provider"][row]),
         "reference": bool(frame["reference"][row]),
+        "stale_sheet": str(frame["provider"][row]) in stale,
         "demo": bool(frame["demo"][row]),
         "gpu": c.gpu_id,
         "gpu_name": card.name,
@@ -443,14 +490,14 @@ def _option_json(frame: OfferTable, o: _Option, now: datetime, training: bool) -
         "price_per_gpu_hour": money.to_money(o.price_per_hour / c.gpus),
         "tokens_per_second": round(c.tokens_per_second, 1),
         "hours_per_run": None if c.hours_per_run is None else round(c.hours_per_run, 4),
-        "cost_per_run": money.cost(o.price_per_hour, c.hours_per_run) if training and c.hours_per_run else None,
+        "cost_per_run": o.cost_per_run if training else None,
         "per_user_tokens_per_second": None if c.per_user_tps is None else per_user_rate(c.per_user_tps),
         "ttft_s": None if c.ttft_s is None else round(c.ttft_s, 4),
         "nodes_at_peak": c.nodes_at_peak,
         "gpus_at_peak": o.gpus_at_peak,
         "node_hours_per_month": round(o.billed_node_hours, 4),
         "gpu_hours_per_month": round(gpu_hours, 4),
-        "monthly_cost": money.cost(o.price_per_hour, o.billed_node_hours),
+        "monthly_cost": o.cost,
         "usd_per_mtok": money.per_million_tokens(o.price_per_hour, c.tokens_per_second)
         if c.tokens_per_second > 0
         else None,
@@ -526,19 +573,30 @@ def plan(
     *,
     options: PlanOptions | None = None,
     serving: ServingEstimator | None = None,
+    terms: TermColumns | None = None,
+    stale: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The plan for `mix` on the live offers (`fresh` marks them) of `frame`, as plain JSON-ready data."""
+    """The plan for `mix` on the live offers (`fresh` marks them) of `frame`, as plain JSON-ready data.
+    `terms`: the frame's cost terms (tracker.market.service.cost_terms), so training is priced as whole
+    runs like the ranking; None prices GPU time alone. `stale`: the rate sheets past their age
+    (tracker.market.freshness.stale_sheets), left out as the ranking leaves them unless a workload asks."""
     opts = options or PlanOptions(mix.power_budget_kw, mix.overhead_factor)
-    planner = _Planner(frame, fresh, opts, serving)
+    planner = _Planner(frame, fresh, opts, serving, terms, stale)
     evaluated = [planner.evaluate(w) for w in mix.workloads]
     return _answer(frame, planner, evaluated, opts, now)
 
 
 def evaluate(
-    frame: OfferTable, fresh: Array, mix: WorkloadMix, options: PlanOptions, serving: ServingEstimator | None = None
+    frame: OfferTable,
+    fresh: Array,
+    mix: WorkloadMix,
+    options: PlanOptions,
+    serving: ServingEstimator | None = None,
+    terms: TermColumns | None = None,
+    stale: Collection[str] = (),
 ) -> list[_Evaluated]:
     """Each workload priced on the live offers (for the plan over time, which reprices the same placements)."""
-    planner = _Planner(frame, fresh, options, serving)
+    planner = _Planner(frame, fresh, options, serving, terms, stale)
     return [planner.evaluate(w) for w in mix.workloads]
 
 
@@ -552,7 +610,7 @@ def _answer(
     chosen: dict[str, _Option] = power.pop("_picks")
 
     def as_json(ev: _Evaluated, o: _Option) -> dict[str, Any]:
-        return _option_json(frame, o, now, ev.workload.kind in TRAINING_KINDS)
+        return _option_json(frame, o, now, ev.workload.kind in TRAINING_KINDS, planner.stale)
 
     workloads: list[dict[str, Any]] = []
     fleet_picks = []
@@ -633,8 +691,10 @@ _BY_CARD = (
     "tokens_per_second_per_kw",
 )
 _METHOD = (
-    "Each workload on the feasible live offer with the lowest monthly cost (billed node-hours × $/hour; "
-    "reserved offers bill their peak nodes for the whole month); GPUs at peak summed per card; power = "
+    "Each workload on the feasible live offer with the lowest monthly cost, in the ranking's order (sold-out "
+    "offers last): training is runs × the whole run's cost as `cheapest` prices it (billing increments, "
+    "disk, transfer, spot interruptions); serving is billed node-hours × $/hour; reserved offers bill their "
+    "peak nodes for the whole month; GPUs at peak summed per card; power = "
     "GPUs at peak × catalog TDP × overhead factor."
 )
 
@@ -697,7 +757,7 @@ def _power_section(placed: list[_Evaluated], picks: dict[str, _Option], opts: Pl
 
 
 def _exact_cost(o: _Option) -> Decimal:
-    return money.cost(o.price_per_hour, o.billed_node_hours)
+    return o.cost
 
 
 def _sum_kw(options: Any) -> float | None:

@@ -20,11 +20,13 @@ from sqlalchemy.orm import Session
 
 from tracker import money
 from tracker.config import Settings
+from tracker.costs import TermColumns
 from tracker.estimate import EstimateError
 from tracker.estimate.serving.job import SECONDS_PER_MONTH
 from tracker.inference_apis import api_alternatives
-from tracker.market import statistics
-from tracker.market.live import LiveOffers, fresh_mask, live_table
+from tracker.market import freshness, statistics
+from tracker.market.live import LiveOffers, fresh_mask
+from tracker.market.service import live_market
 from tracker.market.table import OfferTable
 from tracker.plan.mix import SERVING_KINDS, TRAINING_KINDS, WorkloadMix
 from tracker.plan.planner import Evaluation, PlanOptions, evaluate, plan
@@ -51,15 +53,17 @@ def plan_live(
     *,
     live: LiveOffers | None = None,
 ) -> dict[str, Any]:
-    _, frame = live_table(live).frame(engine, session)
-    return plan_on_frame(frame, settings, now, mix, options)
+    frame, terms = live_market(engine, session, live)
+    return plan_on_frame(frame, terms, settings, now, mix, options)
 
 
 def plan_on_frame(
-    frame: OfferTable, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
+    frame: OfferTable, terms: TermColumns, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions
 ) -> dict[str, Any]:
-    """The plan on a live frame already read: CPU only, so a caller can release its connection first."""
-    result = plan(frame, fresh_mask(frame, now, settings), mix, now, options=options, serving=serving_estimator())
+    """The plan on a live frame and its cost terms already read (`tracker.market.service.live_market`): CPU
+    only, so a caller can release its connection first."""
+    fresh, stale = fresh_mask(frame, now, settings), freshness.stale_sheets(now, settings)
+    result = plan(frame, fresh, mix, now, options=options, serving=serving_estimator(), terms=terms, stale=stale)
     with_api_alternatives(result, mix, now)
     return result
 
@@ -100,20 +104,27 @@ def plan_history(
     live: LiveOffers | None = None,
 ) -> dict[str, Any]:
     """Per day: the mixed fleet's monthly cost, each workload's card, and the best single-card fleet."""
-    _, frame = live_table(live).frame(engine, session)
-    evaluated = history_placements(frame, settings, now, mix, options, statistic)
+    frame, terms = live_market(engine, session, live)
+    evaluated = history_placements(frame, terms, settings, now, mix, options, statistic)
     prices = history_prices(session, settings, now, evaluated, days, statistic)
     return history_points(now, mix, evaluated, prices, days, statistic)
 
 
 def history_placements(
-    frame: OfferTable, settings: Settings, now: datetime, mix: WorkloadMix, options: PlanOptions, statistic: str
+    frame: OfferTable,
+    terms: TermColumns,
+    settings: Settings,
+    now: datetime,
+    mix: WorkloadMix,
+    options: PlanOptions,
+    statistic: str,
 ) -> list[Evaluation]:
-    """Today's feasible placements of each workload (CPU only: no database)."""
+    """Today's feasible placements of each workload, chosen as the plan chooses them (CPU only: no database)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic must be one of {', '.join(STATISTICS)}")
-    fresh = fresh_mask(frame, now, settings)
-    return [ev for ev in evaluate(frame, fresh, mix, options, serving_estimator()) if ev.status == "ok"]
+    fresh, stale = fresh_mask(frame, now, settings), freshness.stale_sheets(now, settings)
+    evaluated = evaluate(frame, fresh, mix, options, serving_estimator(), terms, stale)
+    return [ev for ev in evaluated if ev.status == "ok"]
 
 
 # A placement's price series: (card, pricing type, reservation term or None).

@@ -76,7 +76,8 @@ function render(result) {
     { label: "#", cell: (r) => String(result.rows.indexOf(r) + 1), num: true },
     { label: "GPUs × card", cell: (r) => `${gpus(r.gpus)} ${r.gpu}` },
     { label: "$ / Mtok out", cell: (r) => el("strong", {}, usd(r.usd_per_mtok, 3)), num: true },
-    { label: "Output tok/s", cell: (r) => Math.round(r.tokens_per_second).toLocaleString("en-US"), num: true },
+    // A card that cannot run the job has no speed: its row says why under "Fits".
+    { label: "Output tok/s", cell: (r) => (r.tokens_per_second == null ? "—" : Math.round(r.tokens_per_second).toLocaleString("en-US")), num: true },
     { label: "Layout", cell: (r) => r.layout || "", opt: true },
     { label: "$ / month", cell: (r) => (r.monthly_cost == null ? "—" : usd(r.monthly_cost, 0)), num: true, opt: true },
     { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },

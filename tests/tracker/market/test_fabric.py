@@ -152,7 +152,8 @@ def test_plan_constraints_carry_the_requirement():
     fields = Workload.model_fields
     assert "constraints" in fields
     c = Constraints(interconnect="infiniband", min_nodes=2)
-    w = Workload.model_construct(constraints=c)  # type: ignore[call-arg]  # only the constraints matter here
+    # Only the constraints and the kind (which sets the default pricing) matter here.
+    w = Workload.model_construct(kind="fine-tune", constraints=c)  # type: ignore[call-arg]
     f = _filters(w)
     assert (f.interconnect, f.min_nodes) == ("infiniband", 2)
 

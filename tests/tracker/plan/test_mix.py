@@ -29,7 +29,7 @@ def test_the_issues_minimal_form_works_as_written():
     assert (small.name, small.kind, small.volume.runs_per_month) == ("small-finetune", "fine-tune", 20)
     assert small.job_input().spec().tokens == 22_500_000
     assert big.kind == "inference" and big.volume.tokens_per_month == 5e9
-    assert big.job["precision"] == "fp8" and big.constraints.allowed_pricing() == ["on_demand"]
+    assert big.job["precision"] == "fp8" and big.constraints.allowed_pricing(serving=True) == ["on_demand"]
 
 
 def test_json_is_read_too_and_gives_the_same_mix():

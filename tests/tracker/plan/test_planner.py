@@ -1,7 +1,8 @@
 """The planner on hand-built markets: the assignment, its cost, the fleet, one card type, a power cap.
 
-Costs are computed here by hand from the estimate's hours per run (the one figure the planner takes from
-the estimate model): runs × hours × $/hour, rounded once by the money rule.
+Costs are computed here from the estimate's hours per run (the one figure the planner takes from the
+estimate model): a training month is runs × the whole run's cost (tracker.costs.run_cost under the
+market's provider's terms, as the ranking prices it), rounded once by the money rule.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from tests.factories.offers import batch, do_ingest, offer
 from tests.factories.plans import BIG, SMALL, hours_per_run
 from tracker import money
 from tracker.catalog.gpus import get_catalog
+from tracker.costs import plan_for, resolve, run_cost
+from tracker.estimate import JobInput
 from tracker.market.live import LiveOffers
 from tracker.plan import planner as planner_module
 from tracker.plan.mix import HOURS_PER_MONTH, validate_mix
@@ -39,8 +42,17 @@ def _plan(engine, settings, clock, workloads, power_budget_kw=None, overhead=Non
         return plan_live(engine, session, settings, clock(), mix, options, live=live)
 
 
+def _run(workload: dict, gpu: str, price: str | None = None) -> Decimal:
+    """One whole run of the workload on one `gpu` of the test market (provider vastai, on-demand)."""
+    job = JobInput(**workload["job"])
+    hours = hours_per_run(workload["job"], gpu)
+    return run_cost(
+        Decimal(price or PRICES[gpu]), hours, resolve("vastai", "on_demand"), plan_for(job, job.spec())
+    ).total
+
+
 def _cost(workload: dict, gpu: str) -> Decimal:
-    return money.cost(Decimal(PRICES[gpu]), workload["volume"]["runs_per_month"] * hours_per_run(workload["job"], gpu))
+    return money.to_money(_run(workload, gpu) * Decimal(repr(float(workload["volume"]["runs_per_month"]))))
 
 
 def _kw(gpu: str, gpus: int = 1, overhead: float = 1.3) -> float:
@@ -57,7 +69,7 @@ def test_two_workloads_three_offers_exact_assignment_and_cost(engine, settings, 
     assert (big["status"], big["choice"]["gpu"]) == ("ok", "A100-SXM-80GB")
     assert small["choice"]["monthly_cost"] == _cost(SMALL, "RTX4090-24GB")
     assert big["choice"]["monthly_cost"] == _cost(BIG, "A100-SXM-80GB")
-    assert small["choice"]["cost_per_run"] == money.cost(Decimal("0.30"), hours_per_run(SMALL["job"], "RTX4090-24GB"))
+    assert small["choice"]["cost_per_run"] == _run(SMALL, "RTX4090-24GB")
     # The 70B does not fit a 24 GB card: two of the three offers fit it.
     assert big["offers"] == {"considered": 3, "fitting": 2, "feasible": 2}
     # Runner-up: the cheapest offer of another card, with the difference in the explanation.
@@ -155,7 +167,7 @@ def test_reserved_offers_bill_their_peak_nodes_all_month(engine, settings, clock
     choice = _plan(engine, settings, clock, [w])["workloads"][0]["choice"]
     assert choice["nodes_at_peak"] == 1 and choice["node_hours_per_month"] == HOURS_PER_MONTH
     assert choice["monthly_cost"] == money.cost(Decimal("0.50"), HOURS_PER_MONTH)
-    # Spot and reserved are opt-in: the default (on-demand) finds nothing here and says so.
+    # Reserved is opt-in: the default (the ranking's, on-demand and spot) finds nothing here and says so.
     default = _plan(engine, settings, clock, [SMALL])["workloads"][0]
     assert default["status"] == "infeasible" and "pricing on_demand" in default["reason"]
 
@@ -167,7 +179,8 @@ def test_peak_to_average_sizes_the_nodes(engine, settings, clock):
     w = {**SMALL, "volume": {"runs_per_month": runs, "peak_to_average": 2}}
     choice = _plan(engine, settings, clock, [w])["workloads"][0]["choice"]
     assert choice["nodes_at_peak"] == math.ceil(runs * hours * 2 / HOURS_PER_MONTH)
-    assert choice["monthly_cost"] == money.cost(Decimal("0.30"), runs * hours)  # on-demand: used hours only
+    # On-demand: the runs used, each a whole run (never the peak nodes held all month).
+    assert choice["monthly_cost"] == money.to_money(runs * _run(SMALL, "RTX4090-24GB"))
 
 
 def test_serving_workloads_without_the_serving_estimate_are_unsupported(engine, settings, clock, monkeypatch):
