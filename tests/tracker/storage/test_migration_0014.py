@@ -7,11 +7,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from sqlalchemy import insert, text
+from sqlalchemy import MetaData, insert, text
 
 from tests.tracker.storage.test_migrations import blank_engine  # noqa: F401  (the fixture)
 from tracker.storage import migrations as migrate
-from tracker.storage.alert_tables import AlertRule
 
 SEEN = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
@@ -63,7 +62,7 @@ def _rule(name: str, gpu: str, pricing: str) -> dict[str, object]:
 
 
 def test_reserved_rules_get_their_one_term_or_are_disabled(blank_engine):  # noqa: F811
-    migrate.upgrade(blank_engine, "0012")
+    migrate.upgrade(blank_engine, "0013")
     offers = [
         _offer("a-1y", "A100-SXM-80GB", "reserved", "1y"),
         _offer("h-1y", "H100-SXM-80GB", "reserved", "1y"),
@@ -76,15 +75,18 @@ def test_reserved_rules_get_their_one_term_or_are_disabled(blank_engine):  # noq
         _rule("none", "B200-180GB", "reserved"),
         _rule("od", "H100-SXM-80GB", "on_demand"),
     ]
-    tables = AlertRule.metadata.tables  # offers and alert_rules, as 0012 left them (no reserved_term given)
+    # The tables as 0013 left them, read from the database: the models describe the head schema, whose later
+    # columns (and their Python-side defaults) do not exist yet at this revision.
+    tables = MetaData()
+    tables.reflect(blank_engine, only=["offers", "alert_rules"])
     with blank_engine.begin() as conn:
-        conn.execute(insert(tables["offers"]), offers)
-        conn.execute(insert(tables["alert_rules"]), rules)
+        conn.execute(insert(tables.tables["offers"]), offers)
+        conn.execute(insert(tables.tables["alert_rules"]), rules)
     migrate.upgrade(blank_engine)
     with blank_engine.connect() as conn:
         rows = conn.execute(text("SELECT name, reserved_term, enabled FROM alert_rules")).all()
     got = {n: (t, bool(e)) for n, t, e in rows}
     assert got == {"one-term": ("1y", True), "blend": (None, False), "none": (None, False), "od": (None, True)}
-    migrate.downgrade(blank_engine, "0012")
+    migrate.downgrade(blank_engine, "0013")
     migrate.upgrade(blank_engine)
     migrate.check(blank_engine)
