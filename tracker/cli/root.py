@@ -56,10 +56,22 @@ def load_command(name: str) -> Any:
     command = typer.main.get_command(getattr(module, attribute))
     if is_group:
         command.name = name
-        return command
-    # A module's Typer holds several commands: pick this one (a single-command Typer is the command).
-    sub = getattr(command, "commands", None)
-    return sub[name] if sub is not None else command
+    else:
+        # A module's Typer holds several commands: pick this one (a single-command Typer is the command).
+        sub = getattr(command, "commands", None)
+        command = sub[name] if sub is not None else command
+    _one_paragraph_short_help(command)
+    return command
+
+
+def _one_paragraph_short_help(command: Any) -> None:
+    """The command list shows each docstring's first paragraph; in Typer's rich mode its single line breaks
+    are kept, so a docstring wrapped at the source's width breaks mid-sentence in the terminal's table.
+    The first paragraph, joined into one line, lets rich wrap it at the terminal's width instead."""
+    if getattr(command, "short_help", None) or not command.help:
+        return
+    first = command.help.strip().split("\n\n", 1)[0]
+    command.short_help = " ".join(first.split())
 
 
 class _LazyGroup(TyperGroup):

@@ -47,3 +47,13 @@ def test_cheapest_imports_no_web_framework_scheduler_or_pandas(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == []  # no live offers yet: an empty ranking
     assert json.loads(done.stderr.strip().splitlines()[-1]) == []
+
+
+def test_the_command_list_shows_each_first_paragraph_as_one_line():
+    """Typer's rich help keeps a docstring's single line breaks in the command table, which broke
+    `cheapest`'s description mid-sentence at any width; every command's short help is one line of prose."""
+    for name in cli_app.COMMANDS:
+        command = cli_app.load_command(name)
+        first = (command.help or "").strip().split("\n\n", 1)[0]
+        assert command.short_help == " ".join(first.split()), name
+        assert "\n" not in command.short_help, name
