@@ -67,3 +67,26 @@ def test_serving_rule_refuses_fp8_on_ampere_and_a_job_that_does_not_fit(engine, 
             engine, settings, clock(), metric="usd_per_mtok", threshold="1", job=JOB | {"rank": 8}, cost_model=model
         )
     assert exc.value.field == "job.rank"
+
+
+def test_a_spot_serving_rule_prices_the_uptime_the_ranking_does() -> None:
+    """A spot rule's $/Mtok counts the hours a replica is down after interruptions (tracker.costs.serving),
+    under the default spot terms a card's statistic is priced with; on-demand is the estimate's own figure."""
+    from decimal import Decimal
+
+    from tracker.costs import resolve
+    from tracker.costs.serving import offer_uptime
+
+    model = default_cost_model()
+    card = get_catalog().get("H100-SXM-80GB")
+    est = prepare_serving(make_serving_job("llama-3.1-8b", precision="fp8", concurrency=32)).on(
+        card, 1, price_per_gpu_hour="2.50"
+    )
+    assert est.usd_per_mtok is not None
+    on_demand = model.value("usd_per_mtok", JOB, "H100-SXM-80GB", Decimal(1), Decimal("2.50"), "on_demand")
+    spot = model.value("usd_per_mtok", JOB, "H100-SXM-80GB", Decimal(1), Decimal("2.50"), "spot")
+    assert on_demand == est.usd_per_mtok
+    share = offer_uptime(resolve("", "spot"), est.prepared.weight_bytes(1) / 1e9, est.request_seconds)
+    assert 0.9 < share < 1.0
+    assert spot > on_demand
+    assert float(spot) == pytest.approx(float(on_demand) / share, rel=1e-5)

@@ -103,6 +103,15 @@ class EstimateCostModel:
             plan = costs.plan_for(saved, saved.spec())
             price = Decimal(price_per_gpu_hour) * gpus
             return costs.run_cost(price, result.hours, costs.resolve("", pricing), plan).total
+        if metric == "usd_per_mtok" and job.get("kind") == "inference" and pricing == "spot":
+            # A spot replica serves only its uptime's share of the hours it is paid for (tracker.costs.serving),
+            # as the ranking prices it; the default spot terms apply, as for a run above.
+            from tracker import costs, money
+            from tracker.costs.serving import offer_uptime
+
+            weights_gb = result.prepared.weight_bytes(1) / 1e9
+            share = offer_uptime(costs.resolve("", pricing), weights_gb, result.request_seconds)
+            return money.to_money(Decimal(amount) / Decimal(repr(share)))
         return Decimal(amount)
 
 

@@ -107,11 +107,14 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
     the month's cost (never hours or $/run)."""
     from rich.table import Table
 
-    table = Table(
-        box=None,
-        caption="layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens "
-        "at the load; in: the prefill share over input tokens",
+    spot = any(r.get("uptime") is not None for r in rows)  # spot asked for: priced at its uptime
+    caption = (
+        "layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens "
+        "at the load; in: the prefill share over input tokens"
     )
+    if spot:
+        caption += "; up: the share of hours a spot replica serves between interruptions (prices count it)"
+    table = Table(box=None, caption=caption, caption_justify="left")
     for col in (
         "#",
         "provider",
@@ -119,6 +122,7 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
         "n",
         "layout",
         "pricing",
+        *(("up",) if spot else ()),
         "region",
         "$/h",
         "tok/s",
@@ -140,6 +144,7 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
             f"{r['gpus']:g}",
             r["layout"],
             r["pricing"],
+            *((_share(r.get("uptime")),) if spot else ()),
             r["region"] or "-",
             f"{r['price_per_hour']:.2f}",
             "-" if r["tokens_per_second"] is None else f"{r['tokens_per_second']:,.0f}",
@@ -151,6 +156,10 @@ def _serving_table(rows: list[dict[str, Any]]) -> Any:
             _amount(r["monthly_cost"], 0),
         )
     return table
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
 
 
 def _amount(value: Any, places: int) -> str:
@@ -180,7 +189,7 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
         show_table(
             _serving_table(result["rows"]),
             wide=wide,
-            drop=("in", "GPUs", "$/month", "TTFT", "users/rep", "$/h", "region", "pricing", "#"),
+            drop=("in", "GPUs", "$/month", "TTFT", "users/rep", "$/h", "region", "pricing", "up", "#"),
         )
         _print_api_alternatives(result)
         return

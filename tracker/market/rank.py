@@ -26,7 +26,7 @@ from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
-from tracker.estimate.serving import PreparedServing
+from tracker.estimate.serving import PreparedServing, ServingEstimate
 from tracker.market import fabric, serving_rows
 from tracker.market.filters import OfferFilters
 from tracker.market.live import epoch_us, factorize
@@ -97,7 +97,10 @@ ESTIMATE_FIELDS = (
     "multi_gpu_efficiency",
     "band_low",
     "band_high",
+    "request_s",
 )
+# Estimate fields the ranking uses but rows do not carry (a serving request's life prices spot uptime).
+_INTERNAL_FIELDS = ("request_s",)
 # (card, GPUs, slice memory, inter-node GB/s per GPU: None for an offer within one node).
 ComboKey = tuple[str, float, float | None, float | None]
 
@@ -140,6 +143,7 @@ def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[A
         est.multi_gpu_efficiency,
         band.low if band else math.nan,
         band.high if band else math.nan,
+        est.request_seconds if isinstance(est, ServingEstimate) else math.nan,
     )
 
 
@@ -217,8 +221,11 @@ def rank(
     fits = est["fits"][codes]
     with np.errstate(divide="ignore", invalid="ignore"):
         derived = {"cost_per_run": price_h * hours, "hours": hours, "usd_per_mtok": price_h / (tps * 3600.0 / 1e6)}
+    uptime = None
     if isinstance(prepared, PreparedServing):
-        derived["usd_per_mtok"] = serving_rows.usd_per_mtok(prepared, price_h, tps)
+        if terms is not None:  # spot replicas serve only part of their hours (tracker.costs.serving)
+            uptime = serving_rows.uptime(prepared, terms, idx, est["request_s"][codes])
+        derived["usd_per_mtok"] = serving_rows.usd_per_mtok(prepared, price_h, tps if uptime is None else tps * uptime)
     whole = plan is not None and terms is not None
     if whole and not options.gpu_only:  # the whole run's cost orders the offers (tracker.costs.run)
         assert plan is not None and terms is not None
@@ -234,7 +241,7 @@ def rank(
     top = order[: options.limit]
     rows = idx[top]
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
-    columns |= {name: values[codes[top]].tolist() for name, values in est.items()}
+    columns |= {name: values[codes[top]].tolist() for name, values in est.items() if name not in _INTERNAL_FIELDS}
     columns["reliability_f"] = _column(frame["reliability_f"][rows], True)
     columns |= {c: _column(frame[c][rows], True) for c in ("via", "upstream", "slice", *fabric.FIELDS) if c in frame}
     columns["cost_per_run"] = derived["cost_per_run"][top].tolist()
@@ -251,7 +258,10 @@ def rank(
         bands = (est["band_low"][codes[top]].tolist(), est["band_high"][codes[top]].tolist())
         _whole_costs(out, rows, est["hours"][codes[top]].tolist(), plan, terms, options.gpu_only, bands)
     if isinstance(prepared, PreparedServing):
-        serving_rows.annotate(out, prepared, est["card_memory_gb"][codes[top]].tolist())
+        spot = None
+        if uptime is not None and terms is not None:
+            spot = (uptime[top].tolist(), terms.values["interruptions_per_hour"][rows].tolist())
+        serving_rows.annotate(out, prepared, est["card_memory_gb"][codes[top]].tolist(), spot)
     _mark_within_band(out, sort_by)
     return {"considered": considered, "fitting": fitting, "rows": out}
 

@@ -159,7 +159,10 @@ def rank_offers(
     table = live_table(live)
     version, frame = table.frame(engine, session)
     fresh = fresh_mask(frame, now, settings, max_age)
-    terms = None if plan is None else cost_terms(engine, session, table, version, frame)
+    # A run's whole cost needs every offer's terms; so does serving on spot, priced at its uptime (the
+    # interruption rate and download bandwidth are terms). Serving on-demand alone reads none.
+    spot_serving = isinstance(prepared, PreparedServing) and "spot" in (filters.pricing_values() or ())
+    terms = cost_terms(engine, session, table, version, frame) if plan is not None or spot_serving else None
     # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
     a = prepared.assumptions
     held, estimates = table.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +54,7 @@ from providers.contract import Pricing
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, plan_for, run_cost, vector_totals
+from tracker.costs import serving as spot_serving
 from tracker.estimate import EstimateError, prepare
 from tracker.estimate.serving.model import per_user_rate
 from tracker.market.live import epoch_us
@@ -99,6 +100,9 @@ class _Combo:
     meets: bool = False  # deadline / latency
     tdp_w: int | None = None
     reason: str | None = None  # why the job does not fit, where the estimate says
+    weights_gb: float = 0.0  # serving: the model a replacement machine downloads (tracker.costs.serving)
+    request_s: float = math.nan  # serving: one request's life on a replica
+    uptime: float = 1.0  # serving on spot: the share of hours one offer's replicas serve
 
 
 @dataclass
@@ -225,6 +229,9 @@ class _Planner:
             return ev
         usage = np.array([c.usage_node_hours for c in combos])[inverse]
         peak = np.array([c.nodes_at_peak for c in combos], dtype=float)[inverse]
+        share = self._uptime(w, idx, combos, inverse)
+        if share is not None:  # spot replicas serve only part of their hours: more of them carry the load
+            usage, peak = self._at_uptime(w, ev, combos, inverse, share, usage, peak)
         reserved = self.frame["pricing"][idx] == "reserved"
         billed = np.where(reserved, peak * self.options.hours_per_month, usage)
         price = self.frame["price_per_hour_f"][idx]
@@ -242,6 +249,9 @@ class _Planner:
         def option(pos: int) -> _Option:
             row = int(idx[pos])
             c = combos[int(inverse[pos])]
+            if share is not None and share[pos] < 1.0:  # this offer's own replicas, at its uptime
+                nodes, used = int(peak[pos]), float(usage[pos])
+                c = replace(c, nodes_at_peak=nodes, usage_node_hours=used, uptime=float(share[pos]))
             kw = None if c.tdp_w is None else c.nodes_at_peak * c.gpus * c.tdp_w * self.options.overhead_factor / 1000
             price_h = Decimal(self.frame["price_per_hour"][row])
             o = _Option(
@@ -272,6 +282,45 @@ class _Planner:
         others = [o for gid, o in ev.by_card.items() if gid != ev.best.combo.gpu_id]
         ev.runner_up = others[0] if others else (option(int(order[1])) if len(order) > 1 else None)
         return ev
+
+    def _uptime(
+        self, w: Workload, idx: npt.NDArray[np.intp], combos: Sequence[_Combo], inverse: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.float64] | None:
+        """Each offer's uptime for a serving workload, as the ranking prices spot (tracker.costs.serving);
+        None where no offer can be interrupted (training prices interruptions in its whole-run cost)."""
+        if w.kind in TRAINING_KINDS or self.terms is None:
+            return None
+        rate = self.terms.values["interruptions_per_hour"][idx]
+        if not (rate > 0).any():
+            return None
+        request_s = np.array([c.request_s for c in combos])[inverse]
+        weights_gb = combos[0].weights_gb  # one model per workload
+        down = spot_serving.down_hours(weights_gb, self.terms.values["download_mbps"][idx], request_s)
+        return spot_serving.uptime(rate, down)
+
+    def _at_uptime(
+        self,
+        w: Workload,
+        ev: _Evaluated,
+        combos: Sequence[_Combo],
+        inverse: npt.NDArray[np.intp],
+        share: npt.NDArray[np.float64],
+        usage: npt.NDArray[np.float64],
+        peak: npt.NDArray[np.float64],
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+        """Node-hours and nodes at peak when each offer delivers its tokens/s × uptime: standing replicas
+        for the peak (inference), or the hours the month's tokens take (batch inference)."""
+        hours = self.options.hours_per_month
+        tps = np.array([c.tokens_per_second for c in combos])[inverse] * share
+        demand_peak = float(ev.demand.get("peak_tokens_per_second", 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if w.kind == "inference":
+                nodes = np.maximum(1.0, np.ceil(demand_peak / tps - 1e-9))
+                return np.where(share < 1.0, nodes * hours, usage), np.where(share < 1.0, nodes, peak)
+            used = usage / share
+            ratio = w.volume.peak_to_average
+            nodes = np.array([_peak_nodes(float(u), ratio, hours) if math.isfinite(u) else 0 for u in used])
+            return np.where(share < 1.0, used, usage), np.where(share < 1.0, nodes, peak)
 
     def _placer(self, w: Workload, ev: _Evaluated) -> Any:
         """A function (card id, GPUs) -> _Combo for this workload, and its demand figures in `ev`."""
@@ -316,6 +365,8 @@ class _Planner:
                 s.ttft_s,
                 tdp_w=card.tdp_w,
                 reason=s.reason,
+                weights_gb=s.weights_gb,
+                request_s=s.request_s,
             )
             fast = c.min_user_tokens_per_second is None or s.per_user_tokens_per_second >= c.min_user_tokens_per_second
             combo.meets = fast and (c.max_ttft_s is None or s.ttft_s <= c.max_ttft_s)
@@ -494,6 +545,7 @@ def _option_json(
         "per_user_tokens_per_second": None if c.per_user_tps is None else per_user_rate(c.per_user_tps),
         "ttft_s": None if c.ttft_s is None else round(c.ttft_s, 4),
         "nodes_at_peak": c.nodes_at_peak,
+        "uptime": None if training else round(c.uptime, 4),
         "gpus_at_peak": o.gpus_at_peak,
         "node_hours_per_month": round(o.billed_node_hours, 4),
         "gpu_hours_per_month": round(gpu_hours, 4),

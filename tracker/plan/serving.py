@@ -1,8 +1,9 @@
 """The planner's view of the serving (inference) estimate: one small interface, found when it is installed.
 
 The serving estimate lives in `tracker.estimate.serving` (`prepare_serving(make_serving_job(...)).on(card,
-gpus)`). The planner needs only four figures of a placement: aggregate generated tokens/s of one node,
-tokens/s each user sees, time to first token, and whether the model fits. Where that package is
+gpus)`). The planner needs only a few figures of a placement: aggregate generated tokens/s of one node,
+tokens/s each user sees, time to first token, whether the model fits (and, to price spot, a request's
+life and the weights' size). Where that package is
 missing, `serving_estimator()` answers None and every serving workload is reported as unsupported, by
 name; the plan never drops it or invents its cost. It is imported by name at run time so a build
 without it still imports this module.
@@ -26,6 +27,8 @@ class ServingFigures:
     fits: bool
     output_tokens: float | None = None  # per request: turns requests/s into tokens/s
     reason: str | None = None  # why it does not fit
+    request_s: float = float("nan")  # one request's life on a replica: spot uptime (tracker.costs.serving)
+    weights_gb: float = 0.0  # the model a replacement machine downloads: spot uptime
 
 
 class PreparedServing(Protocol):
@@ -56,6 +59,8 @@ class _Adapted:
             fits=fits,
             output_tokens=self._output_tokens,
             reason=est.reason,
+            request_s=float(est.request_seconds) if fits else float("nan"),
+            weights_gb=float(self._prepared.weight_bytes(1)) / 1e9,
         )
 
 

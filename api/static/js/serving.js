@@ -81,7 +81,9 @@ function render(result) {
     { label: "Layout", cell: (r) => r.layout || "", opt: true },
     { label: "$ / month", cell: (r) => (r.monthly_cost == null ? "—" : usd(r.monthly_cost, 0)), num: true, opt: true },
     { label: "$ / GPU-h", cell: (r) => usd(r.price_per_gpu_hour), num: true, opt: true },
-    { label: "Pricing", cell: (r) => (r.pricing || "").replace("_", "-"), opt: true },
+    // A spot row is priced at the share of hours it serves between interruptions: say it beside the pricing.
+    { label: "Pricing", cell: (r) => (r.pricing || "").replace("_", "-") +
+      (r.uptime != null && r.uptime < 1 ? ` (${(r.uptime * 100).toFixed(1)} % up)` : ""), opt: true },
     { label: "Provider", cell: (r) => (r.unavailable ? `${r.provider} (sold out)` : r.provider) },
     { label: "Fits", cell: (r) => (r.fits ? "✓" : r.reason), opt: true },
   ], result.rows, (r) => ({ class: [r.fits ? "" : "unfit", r.unavailable ? "sold-out" : ""].join(" ").trim() || undefined }));

@@ -236,6 +236,29 @@ def test_serving_replicas_cover_the_peak_and_are_held_all_month(engine, settings
     assert entry["demand"]["peak_tokens_per_second"] == pytest.approx(peak)
 
 
+def test_serving_on_spot_holds_the_replicas_its_uptime_needs(engine, settings, clock):
+    """A serving workload allowed spot is priced as the ranking prices it (tracker.costs.serving): each spot
+    replica delivers its tokens/s × uptime, so the peak needs ceil(peak ÷ (tokens/s × uptime)) of them."""
+    from tracker.costs.serving import offer_uptime
+
+    big = {**SERVE, "volume": {"tokens_per_month": "200B", "peak_to_average": 3}}
+    _market(engine, settings, clock, prices={"H100-SXM-80GB": "2.00"}, pricing=Pricing.spot)
+    entry = _plan(engine, settings, clock, [{**big, "constraints": {"pricing": ["spot"]}}])["workloads"][0]
+    assert entry["status"] == "ok", entry["reason"]
+    est = _serving(SERVE["job"], "H100-SXM-80GB")
+    share = offer_uptime(resolve("vastai", "spot"), est.prepared.weight_bytes(1) / 1e9, est.request_seconds)
+    assert 0.9 < share < 1.0
+    peak = 200e9 / (HOURS_PER_MONTH * 3600) * 3
+    replicas = max(1, math.ceil(peak / (est.tokens_per_second * share) - 1e-9))
+    assert replicas > math.ceil(peak / est.tokens_per_second - 1e-9)  # the load chosen so uptime shows
+    choice = entry["choice"]
+    assert choice["uptime"] == pytest.approx(share, abs=1e-4)
+    assert (choice["monthly_cost"], choice["nodes_at_peak"]) == (
+        money.cost(Decimal("2.00"), replicas * HOURS_PER_MONTH),
+        replicas,
+    )
+
+
 def test_serving_latency_floor_is_reported_when_no_card_reaches_it(engine, settings, clock):
     _market(engine, settings, clock)
     fastest = max(_serving(SERVE["job"], g).per_user_tokens_per_second for g in PRICES)

@@ -526,6 +526,12 @@ class ServingEstimate:
         return self.queue_wait_s + self.prefill_wait_s + self.prefill_seconds + self.step_seconds
 
     @property
+    def request_seconds(self) -> float:
+        """One request's life from arrival to its last token: waiting for a slot and behind other prefills,
+        then its cycle on the replica (what an interruption throws away half of, on average)."""
+        return self.queue_wait_s + self.prefill_wait_s + self.cycle_seconds
+
+    @property
     def requests_per_second(self) -> float:
         return self.tokens_per_second / self.job.output_tokens
 
