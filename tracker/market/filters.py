@@ -223,7 +223,11 @@ class OfferFilters(BaseModel):
 
 def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
     allowed = set(wanted)
-    return np.fromiter((v in allowed for v in values), dtype=bool, count=len(values))
+    if not len(values):
+        return np.zeros(0, dtype=bool)
+    # The set's own lookup, called from numpy's C loop: every ranking filters every live offer by it.
+    found: Mask = np.frompyfunc(allowed.__contains__, 1, 1)(values).astype(bool)
+    return found
 
 
 def region_matches(provider: object, region: object, wanted: Sequence[str]) -> bool:

@@ -62,13 +62,17 @@ def kinds_condition(kinds: Sequence[str] | None, model: type[Offer] | type[Offer
 def kinds_mask(
     price_kind: npt.NDArray[Any], orderable: npt.NDArray[Any], kinds: Sequence[str] | None
 ) -> npt.NDArray[np.bool_]:
-    """`kinds_condition` over the live table's columns."""
+    """`kinds_condition` over the live table's columns, vectorised: every ranking applies it to every live
+    offer, so it must cost a comparison per row, not a Python call (`is_orderable_asking`'s rule: a row
+    without a kind, None here, reads as asking)."""
+    # As text, None is "None": no price kind is spelled so (providers.contract.PriceKind).
+    text = np.asarray(price_kind, dtype=object).astype(str)
     if kinds is None:
-        pairs = zip(price_kind, orderable, strict=True)
-        return np.fromiter(
-            (is_orderable_asking({"price_kind": k, "orderable": o}) for k, o in pairs),
-            dtype=bool,
-            count=len(price_kind),
-        )
-    wanted = {PriceKind(k).value for k in kinds}
-    return np.fromiter((k in wanted for k in price_kind), dtype=bool, count=len(price_kind))
+        asking = (text == PriceKind.asking.value) | (text == "None")
+        flags = np.asarray(orderable)
+        if flags.dtype != np.bool_:  # rows read without the column's type (None: written before it, orderable)
+            flags = np.array([True if v is None else bool(v) for v in flags.tolist()], dtype=bool)
+        out: npt.NDArray[np.bool_] = asking & flags
+        return out
+    wanted = sorted({PriceKind(k).value for k in kinds})
+    return np.isin(text, wanted)

@@ -118,10 +118,8 @@ def _combo_codes(
     combined = ((cards.astype(np.int64) * (n.max(initial=0) + 1) + n) * (m.max(initial=0) + 1) + m) * (
         k.max(initial=0) + 1
     ) + k
-    codes, uniques = factorize(combined.tolist())
-    first = np.empty(len(uniques), dtype=np.intp)
-    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # the last write per code is its first offer
-    return codes, first
+    _, first, codes = np.unique(combined, return_index=True, return_inverse=True)  # first: each code's first offer
+    return codes.astype(np.intp).ravel(), first.astype(np.intp)
 
 
 def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[Any, ...]:
@@ -344,7 +342,9 @@ def _candidates(kept: np.ndarray, tier: np.ndarray, key: np.ndarray, limit: int)
 
 def unavailable_mask(available: np.ndarray) -> np.ndarray:
     """Offers the provider said are not available now (False; unknown is not "unavailable")."""
-    return np.fromiter((a is False for a in available.tolist()), dtype=bool, count=len(available))
+    # Elementwise == in C over the objects: only False equals False (None and True do not).
+    out: np.ndarray = np.asarray(np.equal(available, False), dtype=bool)
+    return out
 
 
 def _order(

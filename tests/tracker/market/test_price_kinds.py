@@ -112,3 +112,24 @@ def test_offer_rows_say_the_kind_and_the_list_filters_on_it(engine, settings, cl
         "from": ("floor", False),
         "closed": ("asking", False),
     }
+
+
+def test_the_live_tables_mask_is_the_one_rule_row_by_row():
+    """`kinds_mask` (vectorised, every ranking runs it over every live offer) agrees with
+    `is_orderable_asking` on every combination, rows without a kind or a flag included."""
+    import numpy as np
+
+    from tracker.market.price_kinds import is_orderable_asking, kinds_mask
+
+    kinds = ["asking", "transacted", "floor", None]
+    flags = [True, False, None]
+    pairs = [(k, o) for k in kinds for o in flags]
+    price_kind = np.array([k for k, _ in pairs], dtype=object)
+    orderable = np.array([o for _, o in pairs], dtype=object)
+    expected = [is_orderable_asking({"price_kind": k, "orderable": o}) for k, o in pairs]
+    assert kinds_mask(price_kind, orderable, None).tolist() == expected
+    typed = np.array([o is not False for _, o in pairs], dtype=bool)  # the live table's bool column
+    assert kinds_mask(price_kind, typed, None).tolist() == expected
+    assert kinds_mask(price_kind, orderable, ["transacted", "floor"]).tolist() == [
+        k in ("transacted", "floor") for k, _ in pairs
+    ]
