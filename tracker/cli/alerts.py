@@ -251,7 +251,7 @@ def rule_filters(r: dict[str, Any]) -> str:
     rule: its workloads, whose constraints are in the mix)."""
     if r.get("subject") == "plan":
         names = [str(w.get("name")) for w in (r.get("plan") or {}).get("workloads") or []]
-        return f"--plan ({len(names)} workloads: {', '.join(names)})"
+        return f"--plan ({len(names)} workload{'' if len(names) == 1 else 's'}: {', '.join(names)})"
     parts = [f"--gpu {r['gpu']}", f"--pricing {r['pricing']}"]
     if r.get("reserved_term"):
         parts.append(f"--term {r['reserved_term']}")
