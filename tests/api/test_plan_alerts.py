@@ -54,9 +54,14 @@ def test_a_plan_rule_is_created_and_read_back(client, market):
     assert card.status_code == 201, card.text
     assert (card.json()["best_card"], card.json()["condition"]) == (A100, "changes")
     # The mix as YAML text, as a mix file holds it.
-    text = "workloads:\n  - {name: ft, kind: fine-tune, volume: {runs_per_month: 3}, job: {model: llama-3.1-8b, tokens: 10M}}\n"
+    text = (
+        "workloads:\n  - {name: ft, kind: fine-tune, volume: {runs_per_month: 3},\n"
+        "     job: {model: llama-3.1-8b, tokens: 10M}}\n"
+    )
     yaml_rule = client.post(
-        "/v1/alerts", json={"plan": text, "metric": "plan_monthly_cost", "condition": "above", "threshold": "1e7"}, headers=AUTH
+        "/v1/alerts",
+        json={"plan": text, "metric": "plan_monthly_cost", "condition": "above", "threshold": "1e7"},
+        headers=AUTH,
     )
     assert yaml_rule.status_code == 201, yaml_rule.text
     assert client.get("/v1/alerts", headers=AUTH).json()["count"] == 3

@@ -26,8 +26,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from tracker.alerts.job_cost import CostModel, default_cost_model
-from tracker.alerts.plan_watch import BEST_CARD, PLAN, observe_rule
 from tracker.alerts.outbox import build_payload, enqueue, idempotency_key
+from tracker.alerts.plan_watch import BEST_CARD, PLAN, observe_rule
 from tracker.alerts.states import Transition, step, step_change
 from tracker.clock import utcnow
 from tracker.config import Settings

@@ -153,7 +153,7 @@ def subject_pricing(rule: Any) -> str:
     return f"{rule.pricing} {rule.reserved_term}" if rule.reserved_term else str(rule.pricing)
 
 
-def _thresholds(condition: str, threshold: Decimal, recovery: Decimal) -> None:
+def _thresholds(condition: str | None, threshold: Decimal, recovery: Decimal) -> None:
     if condition == "below" and recovery < threshold:
         raise RuleError(
             f"recovery_threshold {recovery} must be at or above threshold {threshold} for a 'below' "

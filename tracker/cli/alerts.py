@@ -306,7 +306,11 @@ def show(
             f"for {timedelta(seconds=row['for_s'])}"
         )
     else:
-        of = "the saved plan" if row["subject"] == "plan" else f"{', '.join(row['gpu_ids'])} ({subject_pricing_text(row)})"
+        of = (
+            "the saved plan"
+            if row["subject"] == "plan"
+            else f"{', '.join(row['gpu_ids'])} ({subject_pricing_text(row)})"
+        )
         console.print(
             f"  {row['metric']} of {of} {row['condition']} "
             f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}"

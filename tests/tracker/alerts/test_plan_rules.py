@@ -113,7 +113,7 @@ def test_a_monthly_cost_rule_fires_once_when_a_reprice_lowers_the_plan(engine, s
     with session_scope(engine) as session:
         payload = session.scalars(select(AlertNotification.payload)).one()
     assert payload["data"]["rule"]["subject"] == "plan" and payload["data"]["best_card"] == A100
-    title, body = message_text(payload)
+    _, body = message_text(payload)
     assert "plan_monthly_cost of the saved plan" in body and "$ per month" in body
 
 

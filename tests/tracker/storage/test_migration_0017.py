@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from sqlalchemy import MetaData, inspect, insert, text
+from sqlalchemy import MetaData, insert, inspect, text
 
 from tests.tracker.storage.test_migrations import blank_engine  # noqa: F401  (the fixture)
 from tracker.storage import migrations as migrate
