@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import engine_from_config, pool
+from sqlalchemy import Enum, String, Text, engine_from_config, pool
 
 from tracker.config import get_settings
 from tracker.storage import metadata
@@ -16,11 +16,27 @@ def _url() -> str:
     return config.get_main_option("sqlalchemy.url") or get_settings().resolved_database_url()
 
 
+def _compare_type(ctx, inspected_column, metadata_column, inspected_type, metadata_type):  # type: ignore[no-untyped-def]
+    """Types compared as Alembic does, except a string's length on SQLite: SQLite never enforces it, and
+    changing it would rebuild the table (migration 0017 widens alert_rules.metric on Postgres only)."""
+    if (
+        ctx.dialect.name == "sqlite"
+        and isinstance(inspected_type, String)
+        and isinstance(metadata_type, String)
+        and not isinstance(inspected_type, Text | Enum)
+        and not isinstance(metadata_type, Text | Enum)
+        and inspected_type.length is not None
+        and metadata_type.length is not None
+    ):
+        return False
+    return None  # Alembic's own comparison
+
+
 def _configure(connection) -> None:  # type: ignore[no-untyped-def]
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
-        compare_type=True,
+        compare_type=_compare_type,
         # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
     )

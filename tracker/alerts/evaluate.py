@@ -26,9 +26,9 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
 from tracker.alerts.job_cost import CostModel, default_cost_model
-from tracker.alerts.observe import observe
 from tracker.alerts.outbox import build_payload, enqueue, idempotency_key
-from tracker.alerts.states import Transition, step
+from tracker.alerts.plan_watch import BEST_CARD, PLAN, observe_rule
+from tracker.alerts.states import Transition, step, step_change
 from tracker.clock import utcnow
 from tracker.config import Settings
 from tracker.storage.alert_tables import AlertEvent, AlertRule
@@ -56,8 +56,8 @@ def evaluate_rule(
     cost_model: CostModel | None,
 ) -> tuple[list[Transition], int]:
     """Evaluate one (locked) rule in the caller's transaction: (transitions, notifications queued)."""
-    obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
-    transitions = step(rule, obs, now)
+    obs = observe_rule(session, rule, now=now, settings=settings, cost_model=cost_model)
+    transitions = step_change(rule, obs, now) if rule.metric == BEST_CARD else step(rule, obs, now)
     rule.last_evaluated_at = now
     if obs.value is not None or obs.unmatched:  # unmatched: no offer passes the filters, so no value now
         rule.last_value = obs.value
@@ -95,11 +95,15 @@ def evaluate_rule(
 
 
 def _touched(session: Session, rules: list[AlertRule], providers: set[str]) -> list[AlertRule]:
-    """Rules a run of `providers` can change: the rule names the provider, or the provider lists its subject."""
+    """Rules a run of `providers` can change: the rule names the provider, or the provider lists its subject;
+    and every plan rule, since any provider's offers may change where a plan places its workloads."""
     stmt = select(Offer.gpu_id, Offer.pricing, Offer.reserved_term).where(Offer.provider.in_(providers)).distinct()
     pairs = {(gpu, pricing, term) for gpu, pricing, term in session.execute(stmt)}
     out = []
     for rule in rules:
+        if rule.subject == PLAN:
+            out.append(rule)
+            continue
         named = bool(rule.providers) and bool(providers & set(rule.providers or []))
         admitted = not rule.providers or named
         lists_subject = any((g, rule.pricing, rule.reserved_term) in pairs for g in rule.gpu_ids)

@@ -20,6 +20,9 @@ from tracker.alerts.rules import ChannelInput, RuleError, RuleInput
 from tracker.market.filters import OfferFilters
 from tracker.market.responses import Number
 
+# A mix as text in a rule body: the bound /v1/plan puts on its `source` (api.routes.plan), for the same reason.
+MAX_BODY_SOURCE_CHARS = 32_000
+
 __all__ = [
     "RULE_FILTERS",
     "ChannelRead",
@@ -33,8 +36,10 @@ __all__ = [
     "TestSent",
 ]
 
-# usd_per_mtoken: the earlier name of usd_per_mtok, still accepted
-Metric = Literal["min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_per_mtoken"]
+# usd_per_mtoken: the earlier name of usd_per_mtok, still accepted; plan_*: a plan rule's (`plan`)
+Metric = Literal[
+    "min", "p25", "median", "cost_per_run", "usd_per_mtok", "usd_per_mtoken", "plan_monthly_cost", "plan_best_card"
+]
 Duration = Annotated[str | int, Field(description="Seconds, or 15m / 4h / 1d")]
 _FILTER = OfferFilters.model_fields  # the offer filters a rule takes are declared there, once
 # The offer filters a rule stores (a column each in alert_rules); the others apply to listings only.
@@ -65,19 +70,28 @@ class ChannelSpec(BaseModel):
 class RuleCreate(BaseModel):
     """A new rule. The offer filters (fixed once saved, like the card) keep only matching offers, and none
     matching resolves a `below` rule; what each means for offers without the attribute:
-    tracker.market.quality."""
+    tracker.market.quality.
+
+    A plan rule gives `plan` (a workload mix, as POST /v1/plan takes it, or its YAML / JSON text) instead of
+    `gpu`, with metric plan_monthly_cost (below / above a monthly cost) or plan_best_card (fires when the
+    plan's best single card type changes; no condition or threshold): tracker.alerts.plan_watch."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     name: str | None = Field(None, max_length=200)
-    gpu: str = Field(..., min_length=1, max_length=100, description="Card id, family or alias")
+    gpu: str | None = Field(
+        None, min_length=1, max_length=100, description="Card id, family or alias (required, except for a plan rule)"
+    )
+    plan: dict[str, Any] | Annotated[str, Field(max_length=MAX_BODY_SOURCE_CHARS)] | None = Field(
+        None, description="A plan rule's workload mix (the plan's schema), or its YAML / JSON text"
+    )
     pricing: Literal["on_demand", "spot", "reserved"] = "on_demand"
     reserved_term: str | None = Field(
         None, max_length=16, description="The reservation term of a reserved rule (1d, 7d, 1mo, 3mo, 1y, 3y): required"
     )
     metric: Metric = "min"
-    condition: Literal["below", "above"]
-    threshold: Decimal = Field(..., gt=0, lt=Decimal("1e8"))
+    condition: Literal["below", "above"] | None = Field(None, description="Required, except for plan_best_card")
+    threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"), description="Required, except for plan_best_card")
     recovery_threshold: Decimal | None = Field(None, gt=0, lt=Decimal("1e8"))
     for_: Duration = Field(0, alias="for")
     repeat: Duration | None = None
@@ -153,6 +167,9 @@ class RuleRead(BaseModel):
 
     id: int
     name: str | None
+    subject: str = "offers"  # offers | plan
+    plan: dict[str, Any] | None = None  # a plan rule's workload mix
+    best_card: str | None = None  # a plan_best_card rule's card, last announced
     gpu: str
     gpu_ids: list[str]
     pricing: str

@@ -79,6 +79,7 @@ class Observation:
     price: Decimal | None = None  # the $/GPU-hour statistic (for cost metrics, the price they use)
     no_data: str | None = None  # why there is no value
     unmatched: str | None = None  # why no offer passes the rule's filters (then no value, but an answer)
+    best_card: str | None = None  # a plan rule's best single card type (tracker.alerts.plan_watch)
 
     @property
     def ok(self) -> bool:

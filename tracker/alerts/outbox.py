@@ -64,6 +64,7 @@ def build_payload(
             "rule": {
                 "id": rule.id,
                 "name": rule.name,
+                "subject": rule.subject,
                 "gpu": rule.gpu_query,
                 "gpu_ids": list(rule.gpu_ids),
                 "pricing": rule.pricing,
@@ -77,6 +78,7 @@ def build_payload(
                 "recovery_threshold": _money(rule.recovery_threshold),
             },
             "value": _money(obs.value) if obs else None,
+            "best_card": obs.best_card if obs else None,  # a plan rule's best single card type
             "price_per_gpu_hour": _money(obs.price) if obs else None,
             "offers": obs.offers if obs else 0,
             "providers": obs.providers if obs else [],
@@ -92,14 +94,27 @@ def message_text(payload: dict[str, Any]) -> tuple[str, str]:
     unit = (
         "$/GPU-hour"
         if r["metric"] in ("min", "p25", "median")
-        else ("$ per run" if r["metric"] == "cost_per_run" else "$ per 1M tokens")
+        else "$ per run"
+        if r["metric"] == "cost_per_run"
+        else "$ per month"
+        if r["metric"].startswith("plan_")
+        else "$ per 1M tokens"
     )
     title = f"[{d['status'].upper()}] {r['name']}"
+    if r.get("subject") == "plan":
+        card = f", best single card {d['best_card']}" if d.get("best_card") else ""
+        subject = f"{r['metric']} of the saved plan: {d['value'] or 'n/a'} {unit}{card}"
+    else:
+        subject = (
+            f"{r['metric']} of {r['gpu']} ({r['pricing']}{' ' + r['reserved_term'] if r.get('reserved_term') else ''}"
+            f"{', ' + r['filters'] if r.get('filters') else ''}): "
+            f"{d['value'] or 'n/a'} {unit}"
+        )
     lines = [
-        f"{r['metric']} of {r['gpu']} ({r['pricing']}{' ' + r['reserved_term'] if r.get('reserved_term') else ''}"
-        f"{', ' + r['filters'] if r.get('filters') else ''}): "
-        f"{d['value'] or 'n/a'} {unit}",
-        f"fires {r['condition']} {r['threshold']}, recovers at {r['recovery_threshold']}",
+        subject,
+        "fires when the best single card changes"
+        if r["condition"] == "changes"
+        else f"fires {r['condition']} {r['threshold']}, recovers at {r['recovery_threshold']}",
         f"{d['offers']} fresh offers from {', '.join(d['providers']) or 'no provider'}",
         d["reason"],
     ]

@@ -30,6 +30,7 @@ from providers.registry import UnknownProvider, all_providers
 from tracker.alerts.channels import CHANNEL_KINDS, check_channel, needed_networks, new_webhook_secret, secret_key
 from tracker.alerts.job_cost import COST_METRICS, METRIC_ALIASES, CostError, CostModel
 from tracker.alerts.observe import METRICS, PRICE_STATISTICS, observe
+from tracker.alerts.plan_watch import BEST_CARD, CHANGES, PLAN, PLAN_METRICS, observe_plan, read_mix
 from tracker.alerts.ssrf import Resolver, UnsafeUrl, system_resolver
 from tracker.alerts.states import CONDITIONS, NO_OFFER, breached
 from tracker.catalog.gpus import GpuNameError, get_catalog
@@ -39,6 +40,7 @@ from tracker.market import aggregated as resales
 from tracker.market.quality import CLOUDS
 from tracker.market.statistics import TermError, commitment
 from tracker.money import parse_amount, to_money
+from tracker.plan.mix import MixError
 from tracker.storage.alert_tables import AlertChannel, AlertRule
 
 MAX_FOR = timedelta(days=7)
@@ -114,8 +116,8 @@ class ChannelInput:
 
 @dataclass
 class RuleInput:
-    gpu: str
-    condition: str
+    gpu: str | None  # a price rule's card; None for a plan rule
+    condition: str | None  # below | above; None for plan_best_card, which has no threshold
     threshold: Any
     pricing: str = "on_demand"
     reserved_term: str | None = None
@@ -142,6 +144,8 @@ class RuleInput:
     enabled: bool = True
     silenced_until: datetime | None = None
     allow_immediate: bool = False
+    # A plan rule's workload mix: the parsed document, or its YAML / JSON text (tracker.alerts.plan_watch).
+    plan: Any = None
 
 
 def subject_pricing(rule: Any) -> str:
@@ -149,7 +153,7 @@ def subject_pricing(rule: Any) -> str:
     return f"{rule.pricing} {rule.reserved_term}" if rule.reserved_term else str(rule.pricing)
 
 
-def _thresholds(condition: str, threshold: Decimal, recovery: Decimal) -> None:
+def _thresholds(condition: str | None, threshold: Decimal, recovery: Decimal) -> None:
     if condition == "below" and recovery < threshold:
         raise RuleError(
             f"recovery_threshold {recovery} must be at or above threshold {threshold} for a 'below' "
@@ -391,7 +395,11 @@ def create_rule(
     resolver: Resolver = system_resolver,
 ) -> AlertRule:
     """Validate `inp`, store the rule with its channels, and return it (flushed, with ids)."""
+    if inp.plan is not None or inp.metric in PLAN_METRICS:
+        return _create_plan_rule(session, inp, now=now, settings=settings, resolver=resolver)
     gpu_query, cards, pricing, inp = _subject(inp)
+    if inp.threshold is None:
+        raise RuleError("threshold is required: the value the metric is compared with", "threshold")
     threshold = parse_money(inp.threshold, "threshold")
     recovery = threshold
     if inp.recovery_threshold is not None:
@@ -447,6 +455,134 @@ def create_rule(
     return rule
 
 
+# What a plan rule leaves at its default: the subject is the mix, and a workload's constraints (providers,
+# regions, pricing, GPUs per node, ...) are written in the mix, where the plan reads them.
+_NOT_FOR_PLANS: dict[str, Any] = {
+    "gpu": None,
+    "pricing": "on_demand",
+    "reserved_term": None,
+    "providers": None,
+    "regions": None,
+    "min_offers": 1,
+    "available_only": False,
+    "min_gpus": None,
+    "verified_only": False,
+    "datacenter_only": False,
+    "min_reliability": None,
+    "cloud": None,
+    "aggregated": "include",
+    "price_statistic": "min",
+    "job": None,
+}
+
+
+def _plan_subject(inp: RuleInput) -> tuple[Any, dict[str, Any]]:
+    """The rule's mix (validated by the plan's own loader) and the document stored; RuleError naming the
+    field (`plan.workloads[0].job.model`) otherwise."""
+    if inp.plan is None:
+        raise RuleError(f"a {inp.metric} alert needs a plan: the workload mix `gpu-tracker plan` reads", "plan")
+    if inp.metric not in PLAN_METRICS:
+        raise RuleError(f"a plan alert's metric is one of {', '.join(PLAN_METRICS)}, got {inp.metric!r}", "metric")
+    for name, default in _NOT_FOR_PLANS.items():
+        value = getattr(inp, name)
+        unset = default is None and (value is None or value == [] or (isinstance(value, str) and not value.strip()))
+        if value != default and not unset:
+            raise RuleError(
+                f"{name} does not apply to a plan alert: a workload's constraints are part of the mix", name
+            )
+    if Decimal(str(inp.job_gpus)) != 1:
+        raise RuleError("job_gpus does not apply to a plan alert", "job_gpus")
+    try:
+        return read_mix(inp.plan)
+    except MixError as exc:
+        raise RuleError(f"plan: {exc.message}", f"plan.{exc.field}" if exc.field else "plan") from None
+
+
+def _plan_thresholds(inp: RuleInput) -> tuple[str, Decimal, Decimal]:
+    """(condition, threshold, recovery): below / above a monthly cost, or `changes` for the best card."""
+    if inp.metric == BEST_CARD:
+        for name in ("threshold", "recovery_threshold"):
+            if getattr(inp, name) is not None:
+                raise RuleError(f"{name} does not apply to {BEST_CARD}: it fires when the card changes", name)
+        if inp.condition not in (None, CHANGES):
+            raise RuleError(f"a {BEST_CARD} alert has no condition (it fires on a change)", "condition")
+        return CHANGES, to_money(0), to_money(0)
+    if inp.condition not in CONDITIONS:
+        raise RuleError(f"condition must be 'below' or 'above', got {inp.condition!r}", "condition")
+    if inp.threshold is None:
+        raise RuleError("threshold is required: a monthly cost in dollars", "threshold")
+    threshold = parse_money(inp.threshold, "threshold")
+    recovery = threshold
+    if inp.recovery_threshold is not None:
+        recovery = parse_money(inp.recovery_threshold, "recovery_threshold")
+    _thresholds(inp.condition, threshold, recovery)
+    return inp.condition, threshold, recovery
+
+
+def _create_plan_rule(
+    session: Session, inp: RuleInput, *, now: datetime, settings: Settings, resolver: Resolver
+) -> AlertRule:
+    mix, document = _plan_subject(inp)
+    condition, threshold, recovery = _plan_thresholds(inp)
+    for_s, repeat_s = _for_s(inp.for_), _repeat_s(inp.repeat)
+    silenced_until = check_silence(inp.silenced_until)
+    channels = _channels(inp.channels, settings, resolver, now)
+    names = ", ".join(w.name for w in mix.workloads)
+    names = names if len(names) <= 60 else names[:59] + "…"
+    watched = "best card changes" if condition == CHANGES else f"{inp.metric} {condition} {threshold.normalize():f}"
+    name = _name((inp.name or "").strip() or f"plan ({names}) {watched}")
+    rule = AlertRule(
+        name=name,
+        subject=PLAN,
+        plan_mix=document,
+        gpu_query=PLAN,
+        gpu_ids=[],
+        pricing=PLAN,  # each workload's own (the mix's constraints, else the ranking's default)
+        reserved_term=None,
+        providers=None,
+        regions=None,
+        min_offers=1,
+        metric=inp.metric,
+        price_statistic="min",
+        job=None,
+        job_gpus=Decimal(1),
+        condition=condition,
+        threshold=threshold,
+        recovery_threshold=recovery,
+        for_s=for_s,
+        repeat_s=repeat_s,
+        enabled=bool(inp.enabled),
+        silenced_until=silenced_until,
+        allow_immediate=bool(inp.allow_immediate),
+        state="inactive",
+        held_state=None,
+        state_since=now,
+        pending_since=None,
+        repeats=0,
+        created_at=now,
+        updated_at=now,
+    )
+    obs = observe_plan(session, rule, now=now, settings=settings)
+    if (
+        condition != CHANGES
+        and obs.value is not None
+        and breached(condition, obs.value, threshold)
+        and not inp.allow_immediate
+    ):
+        raise RuleError(
+            f"the plan's monthly cost is {obs.value} now, already {condition} {threshold}: this rule would fire "
+            "at once. Choose another threshold, or set allow_immediate to keep it",
+            "threshold",
+        )
+    # The card a change is measured from: today's (none yet if the plan has no data: the first one seen).
+    rule.last_best_card = obs.best_card if condition == CHANGES else None
+    rule.last_value = obs.value
+    rule.channels = channels
+    session.add(rule)
+    session.flush()
+    return rule
+
+
 UPDATABLE = {
     "name",
     "threshold",
@@ -481,6 +617,10 @@ def update_rule(
             f"(changeable: {', '.join(sorted(UPDATABLE))})",
             bad,
         )
+    if rule.metric == BEST_CARD:
+        for bad in ("threshold", "recovery_threshold"):
+            if bad in changes:
+                raise RuleError(f"{bad} does not apply to {BEST_CARD}: it fires when the card changes", bad)
     new: dict[str, Any] = {}
     if "name" in changes:
         new["name"] = _name(changes["name"])
@@ -535,6 +675,9 @@ def rule_dict(rule: AlertRule, *, reveal: bool = False) -> dict[str, Any]:
     return {
         "id": rule.id,
         "name": rule.name,
+        "subject": rule.subject or "offers",
+        "plan": rule.plan_mix,
+        "best_card": rule.last_best_card,
         "gpu": rule.gpu_query,
         "gpu_ids": list(rule.gpu_ids),
         "pricing": rule.pricing,

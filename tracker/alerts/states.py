@@ -15,6 +15,9 @@ Semantics (Prometheus `for`, Grafana recovery threshold):
 * no_data neither fires nor resolves: a firing rule that loses its data is still firing when the data
   returns, and resolves only on a real recovered value. A pending rule starts over, because nobody saw
   the breach hold through the gap.
+* a plan_best_card rule has no threshold: `step_change` fires when the plan's best single card differs
+  from the card last announced, once the new card has held for `for`, and then stays firing (reminders as
+  above) until the next change fires again; no_data behaves as here.
 * unmatched (a rule with offer filters, and no offer passes them: tracker.alerts.observe) is a value:
   no offer at any price, i.e. +infinity. A `below` rule is not breached and has recovered ("8×H100
   available under $2.50" resolves when the last such offer goes); an `above` rule is breached.
@@ -22,6 +25,7 @@ Semantics (Prometheus `for`, Grafana recovery threshold):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -64,6 +68,16 @@ def recovered(condition: str, value: Decimal, recovery: Decimal) -> bool:
     return value >= recovery if condition == "below" else value <= recovery
 
 
+def _no_data(rule: RuleState, move: Callable[[str, str], None], why: str) -> None:
+    """Into no_data (once), keeping the state a returning value resumes: firing and resolved hold, pending
+    starts over."""
+    if rule.state != "no_data":
+        rule.held_state = rule.state if rule.state in ("firing", "resolved") else "inactive"
+        if rule.held_state == "inactive":
+            rule.pending_since = None
+        move("no_data", why)
+
+
 def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
     """Advance `rule` (mutated in place) by one evaluation; the transitions it made, in order."""
     out: list[Transition] = []
@@ -73,11 +87,7 @@ def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
         rule.state, rule.state_since = to, now
 
     if obs.value is None and not obs.unmatched:
-        if rule.state != "no_data":
-            rule.held_state = rule.state if rule.state in ("firing", "resolved") else "inactive"
-            if rule.held_state == "inactive":
-                rule.pending_since = None
-            move("no_data", obs.no_data or "no data")
+        _no_data(rule, move, obs.no_data or "no data")
         return out
 
     # No matching offer compares as an infinite price; it is shown as what it is.
@@ -117,4 +127,60 @@ def step(rule: RuleState, obs: Observation, now: datetime) -> list[Transition]:
             rule.repeats += 1
             rule.last_notified_at = now
             out.append(Transition("firing", "firing", f"still firing: {said} (reminder {rule.repeats})", "repeat"))
+    return out
+
+
+class ChangeState(RuleState, Protocol):
+    last_best_card: str | None
+
+
+def step_change(rule: ChangeState, obs: Observation, now: datetime) -> list[Transition]:
+    """Advance a plan_best_card rule (mutated in place) by one evaluation; the transitions it made.
+
+    The baseline is `rule.last_best_card`: the card at creation, else the first one seen. A different card
+    is a breach: pending for `for` (it must stay different at every evaluation), then firing with the new
+    card as the baseline. A change back before the pending period ends is no change."""
+    out: list[Transition] = []
+
+    def move(to: str, reason: str, notify: str | None = None) -> None:
+        out.append(Transition(rule.state, to, reason, notify))
+        rule.state, rule.state_since = to, now
+
+    card = obs.best_card
+    if obs.value is None or card is None:
+        _no_data(rule, move, obs.no_data or "no data")
+        return out
+    if rule.state == "no_data":
+        back = rule.held_state or "inactive"
+        rule.held_state = None
+        move(back, f"data is back: the best single card is {card}")
+    baseline = rule.last_best_card
+    if baseline is None:  # nothing to compare with yet
+        rule.last_best_card = card
+        return out
+    if card == baseline:
+        if rule.state == "pending":
+            rule.pending_since = None
+            move("inactive", f"the best single card is {card} again before the pending period ended")
+        elif (
+            rule.state == "firing"
+            and rule.repeat_s
+            and rule.last_notified_at is not None
+            and now - rule.last_notified_at >= timedelta(seconds=rule.repeat_s)
+        ):
+            rule.repeats += 1
+            rule.last_notified_at = now
+            out.append(Transition("firing", "firing", f"still {card} (reminder {rule.repeats})", "repeat"))
+        return out
+    why = f"the best single card changed from {baseline} to {card} (${obs.value:,.2f}/month)"
+    if rule.state != "pending":
+        rule.pending_since, rule.repeats = now, 0
+        if rule.for_s > 0:
+            move("pending", f"{why}; fires if it holds for {timedelta(seconds=rule.for_s)}")
+            return out
+    elif rule.pending_since is not None and now - rule.pending_since < timedelta(seconds=rule.for_s):
+        return out
+    rule.last_notified_at = now
+    rule.last_best_card = card
+    move("firing", why, "firing")
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -51,6 +52,8 @@ _FLAGS = {
 
 def _cli_words(exc: RuleError) -> str:
     field = exc.field or ""
+    if field == "plan" or field.startswith("plan."):
+        return f"--plan: {str(exc).removeprefix('plan: ')}"
     flag = _FLAGS.get(field) or (
         "--below/--above"
         if field == "threshold"
@@ -76,11 +79,18 @@ def _runtime(ctx: typer.Context) -> Runtime:
 def add(
     ctx: typer.Context,
     filters: OfferFilters,
-    gpu: str = typer.Option(..., "--gpu", help='Card id, family or alias, e.g. "H100-SXM-80GB" or "H100".'),
+    gpu: str | None = typer.Option(None, "--gpu", help='Card id, family or alias, e.g. "H100-SXM-80GB" or "H100".'),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Instead of --gpu: a workload mix file (as `plan` reads), re-planned on every ingest."
+    ),
     below: str | None = typer.Option(None, "--below", help="Fire when the metric drops below this."),
     above: str | None = typer.Option(None, "--above", help="Fire when the metric rises above this."),
     recovery: str | None = typer.Option(None, "--recovery", help="Resolve only past this (hysteresis)."),
-    metric: str = typer.Option("min", "--metric", help="min | p25 | median | cost_per_run | usd_per_mtok"),
+    metric: str | None = typer.Option(
+        None,
+        "--metric",
+        help="min | p25 | median | cost_per_run | usd_per_mtok; with --plan: plan_monthly_cost | plan_best_card",
+    ),
     pricing: str = typer.Option("on_demand", "--pricing", help="on_demand | spot | reserved"),
     term: str | None = typer.Option(None, "--term", help="The reservation term of --pricing reserved: 1d ... 3y."),
     for_: str = typer.Option("0", "--for", help="Pending period before firing, e.g. 15m."),
@@ -101,13 +111,24 @@ def add(
     disabled: bool = typer.Option(False, "--disabled"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Create an alert rule. A rule that would fire at once is refused unless --allow-firing-now."""
-    if (below is None) == (above is None):
+    """Create an alert rule. A rule that would fire at once is refused unless --allow-firing-now.
+
+    With --plan FILE the rule watches that workload mix's plan: its monthly cost (--metric plan_monthly_cost,
+    the default, with --below/--above), or its best single card type (--metric plan_best_card, which fires
+    when the card changes and takes neither)."""
+    if (gpu is None) == (plan is None):
+        fail("give exactly one of --gpu (a card) or --plan (a workload mix file)")
+    metric = metric or ("plan_monthly_cost" if plan is not None else "min")
+    if metric == "plan_best_card":
+        if below is not None or above is not None:
+            fail("--metric plan_best_card fires when the best card changes: give neither --below nor --above")
+    elif (below is None) == (above is None):
         fail("give exactly one of --below or --above")
     check_providers(filters.providers)
     inp = RuleInput(
         gpu=gpu,
-        condition="below" if below is not None else "above",
+        plan=None if plan is None else _mix_document(plan),
+        condition=None if metric == "plan_best_card" else "below" if below is not None else "above",
         threshold=below if below is not None else above,
         pricing=pricing,
         reserved_term=term,
@@ -126,6 +147,18 @@ def add(
         allow_immediate=allow_firing_now,
     )
     _create(ctx, inp, json_out)
+
+
+def _mix_document(file: Path) -> object:
+    """The mix file parsed (YAML or JSON, as `plan` reads it); create_rule validates it."""
+    from tracker.cli.plan import read_mix_file
+    from tracker.plan.mix import MixError, parse_source
+
+    text = read_mix_file(file, "--plan")
+    try:
+        return parse_source(text, file.name)
+    except MixError as exc:
+        fail(f"--plan {file.name}: {exc.message}")
 
 
 def _job(text: str | None) -> dict[str, Any] | None:
@@ -156,7 +189,7 @@ def _create(ctx: typer.Context, inp: RuleInput, json_out: bool) -> None:
     if json_out:
         emit_json(row)
         return
-    console.print(f"alert {row['id']} created: {row['name']} (last value {row['last_value'] or 'n/a'})")
+    console.print(f"alert {row['id']} created: {row['name']} (last value {_last(row)})")
     for ch in row["channels"]:
         if ch["secret"]:
             # One line, never wrapped: the secret is copied from here.
@@ -180,9 +213,9 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
             str(r["id"]),
             escape(r["name"]),
             r["state"],
-            f"{r['metric']} {r['condition']} {r['threshold']}",
+            _condition(r),
             escape(rule_filters(r)),
-            str(r["last_value"] or "-"),
+            _last(r, "-"),
             r["state_since"].strftime("%m-%d %H:%M"),
             str(len(r["channels"])),
             "yes" if r["enabled"] else "no",
@@ -195,13 +228,30 @@ def list_cmd(ctx: typer.Context, json_out: bool = typer.Option(False, "--json"))
     )
 
 
+def _condition(r: dict[str, Any]) -> str:
+    if r["condition"] == "changes":  # plan_best_card: no threshold
+        return f"{r['metric']} changes"
+    return f"{r['metric']} {r['condition']} {r['threshold']}"
+
+
+def _last(r: dict[str, Any], none: str = "n/a") -> str:
+    """The last value; a plan_best_card rule's is its card (with that single-card fleet's monthly cost)."""
+    if r["metric"] == "plan_best_card" and r.get("best_card"):
+        return f"{r['best_card']} ({r['last_value']})" if r["last_value"] is not None else str(r["best_card"])
+    return str(r["last_value"] or none)
+
+
 def subject_pricing_text(r: dict[str, Any]) -> str:
     """ "on_demand", or "reserved 1y": a reserved rule watches one term."""
     return f"{r['pricing']} {r['reserved_term']}" if r.get("reserved_term") else str(r["pricing"])
 
 
 def rule_filters(r: dict[str, Any]) -> str:
-    """What a rule watches, in the words of `alerts add`'s flags: the card and every filter it sets."""
+    """What a rule watches, in the words of `alerts add`'s flags: the card and every filter it sets (a plan
+    rule: its workloads, whose constraints are in the mix)."""
+    if r.get("subject") == "plan":
+        names = [str(w.get("name")) for w in (r.get("plan") or {}).get("workloads") or []]
+        return f"--plan ({len(names)} workload{'' if len(names) == 1 else 's'}: {', '.join(names)})"
     parts = [f"--gpu {r['gpu']}", f"--pricing {r['pricing']}"]
     if r.get("reserved_term"):
         parts.append(f"--term {r['reserved_term']}")
@@ -250,10 +300,21 @@ def show(
         emit_json(row)
         return
     console.print(f"[bold]{row['name']}[/] (#{row['id']}): {row['state']} since {row['state_since']:%Y-%m-%d %H:%M}")
-    console.print(
-        f"  {row['metric']} of {', '.join(row['gpu_ids'])} ({subject_pricing_text(row)}) {row['condition']} "
-        f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}"
-    )
+    if row["subject"] == "plan" and row["condition"] == "changes":
+        console.print(
+            f"  {row['metric']} of the saved plan, now {_last(row)}: fires when it changes, "
+            f"for {timedelta(seconds=row['for_s'])}"
+        )
+    else:
+        of = (
+            "the saved plan"
+            if row["subject"] == "plan"
+            else f"{', '.join(row['gpu_ids'])} ({subject_pricing_text(row)})"
+        )
+        console.print(
+            f"  {row['metric']} of {of} {row['condition']} "
+            f"{row['threshold']}, recovers at {row['recovery_threshold']}, for {timedelta(seconds=row['for_s'])}"
+        )
     console.print(f"  filters: {escape(rule_filters(row))}")
     table = Table(title="events")
     for col in ("at", "from", "to", "value", "notified", "reason"):

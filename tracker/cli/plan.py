@@ -33,21 +33,14 @@ def plan(
     schema: bool = typer.Option(False, "--schema", help="Print the mix's JSON Schema and exit."),
 ) -> None:
     """Each workload on the live offer that runs its month cheapest; the mixed fleet against one card type."""
-    from tracker.plan.mix import MAX_SOURCE_CHARS, MixError, load_mix, plan_schema
+    from tracker.plan.mix import MixError, load_mix, plan_schema
 
     if schema:
         emit_json(plan_schema())
         return
     if file is None:
         fail("give the workload mix file (YAML or JSON), or --schema")
-    try:
-        # At most one character past the limit: a huge file (or /dev/zero) is refused, never read whole.
-        with file.open(encoding="utf-8") as handle:
-            text = handle.read(MAX_SOURCE_CHARS + 1)
-    except (OSError, UnicodeDecodeError) as exc:
-        fail(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}")
-    if len(text) > MAX_SOURCE_CHARS:
-        fail(f"{file.name}: the mix is over {MAX_SOURCE_CHARS:,} characters")
+    text = read_mix_file(file)
     try:
         mix = load_mix(text, file.name)
     except MixError as exc:
@@ -72,6 +65,22 @@ def plan(
     from tracker.cli.api_view import print_plan_apis
 
     print_plan_apis(result)  # serving workloads: the per-token APIs beside self-hosting
+
+
+def read_mix_file(file: Path, flag: str = "") -> str:
+    """A mix file's text (also `alerts add --plan`'s); one-line failure if it cannot be read or is too long."""
+    from tracker.plan.mix import MAX_SOURCE_CHARS
+
+    where = f"{flag} " if flag else ""
+    try:
+        # At most one character past the limit: a huge file (or /dev/zero) is refused, never read whole.
+        with file.open(encoding="utf-8") as handle:
+            text = handle.read(MAX_SOURCE_CHARS + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"{where}cannot read {file}: {getattr(exc, 'strerror', None) or exc}")
+    if len(text) > MAX_SOURCE_CHARS:
+        fail(f"{where}{file.name}: the mix is over {MAX_SOURCE_CHARS:,} characters")
+    return text
 
 
 def _usd(value: Any, places: int = 2) -> str:

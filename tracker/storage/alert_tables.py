@@ -35,6 +35,13 @@ class AlertRule(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    # offers: a statistic of the live offers of some cards (the columns below); plan: a saved workload mix
+    # (`plan_mix`, tracker.plan.mix) re-planned over the live offers at each evaluation (tracker.alerts.plan_watch).
+    subject: Mapped[str] = mapped_column(String(8), default="offers", server_default="offers")
+    # The mix as its validated document (re-read by tracker.plan.mix.validate_mix at each evaluation).
+    plan_mix: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # plan_best_card: the best single card type last announced (or first seen), which a change is measured from.
+    last_best_card: Mapped[str | None] = mapped_column(String(64))
     # Subject: what the user typed, and the canonical cards it resolved to when the rule was saved
     # (kept, so a later catalog change cannot silently widen a rule).
     gpu_query: Mapped[str] = mapped_column(String(100))
@@ -55,12 +62,13 @@ class AlertRule(Base):
     cloud: Mapped[str | None] = mapped_column(String(16))  # secure | community
     # Resales: include | exclude | dedupe, as tracker.market.aggregated says (every listing, as before, by default).
     aggregated: Mapped[str] = mapped_column(String(8), default="include", server_default="include")
-    # Metric: min | p25 | median of $/GPU-hour, or cost_per_run | usd_per_mtok of `job`.
-    metric: Mapped[str] = mapped_column(String(16))
+    # Metric: min | p25 | median of $/GPU-hour, cost_per_run | usd_per_mtok of `job`, or a plan's
+    # plan_monthly_cost | plan_best_card.
+    metric: Mapped[str] = mapped_column(String(32))
     price_statistic: Mapped[str] = mapped_column(String(8), default="min")  # the price a cost metric uses
     job: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     job_gpus: Mapped[Decimal] = mapped_column(Numeric(8, 3), default=Decimal(1))
-    condition: Mapped[str] = mapped_column(String(8))  # below | above
+    condition: Mapped[str] = mapped_column(String(8))  # below | above | changes (plan_best_card)
     threshold: Mapped[Decimal] = mapped_column(Money)
     recovery_threshold: Mapped[Decimal] = mapped_column(Money)
     for_s: Mapped[int] = mapped_column(Integer, default=0)

@@ -104,8 +104,12 @@ async function alerts() {
     table(t, [
       { label: "Rule", cell: (r) => [r.name, r.enabled === false ? [" ", badge("muted", "disabled")] : null] },
       { label: "State", cell: (r) => [badge(STATE_BADGE[r.state] || "muted", r.state), " ", ageSince(r.state_since)] },
-      { label: "Card", cell: (r) => `${r.gpu} · ${PRICING_LABEL[r.pricing] || r.pricing}` },
-      { label: "Condition", cell: (r) => `${r.metric} ${r.condition} ${usd(r.threshold)}`, opt: true },
+      // A plan rule watches a saved workload mix, not one card: its workloads, and its best single card.
+      { label: "Card", cell: (r) => r.subject === "plan"
+        ? `plan of ${((r.plan || {}).workloads || []).length} workloads${r.best_card ? ` · ${r.best_card}` : ""}`
+        : `${r.gpu} · ${PRICING_LABEL[r.pricing] || r.pricing}` },
+      { label: "Condition", cell: (r) => r.condition === "changes"
+        ? `${r.metric} changes` : `${r.metric} ${r.condition} ${usd(r.threshold)}`, opt: true },
       { label: "Last value", cell: (r) => usd(r.last_value), num: true },
       { label: "Evaluated", cell: (r) => ageSince(r.last_evaluated_at), opt: true },
     ], rules);
