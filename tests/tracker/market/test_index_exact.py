@@ -50,7 +50,11 @@ def _history(seed: int) -> IndexHistory:
                 step = timedelta(hours=6 * rng.randint(1, 40))
                 to = at + step if at + step < last_seen or rng.random() < 0.3 else None
                 price = rng.choice((1.5, 1.75, 2.0, 2.25, 2.5, 3.1)) * rng.choice((1.0, 1.0, 1.01))
-                prices.append(IndexPrice(provider, o.offer_key, index.epoch_us(at), None if to is None else index.epoch_us(to), price))
+                prices.append(
+                    IndexPrice(
+                        provider, o.offer_key, index.epoch_us(at), None if to is None else index.epoch_us(to), price
+                    )
+                )
                 if to is None:
                     break
                 at = to + (timedelta(hours=6) if rng.random() < 0.1 else timedelta(0))  # sometimes a gap
@@ -222,7 +226,12 @@ def test_price_columns_give_the_values_of_price_tuples():
         np.array([-1 if p.valid_to_us is None else p.valid_to_us for p in history.prices], dtype=np.int64),
         np.array([p.price_per_gpu_hour for p in history.prices]),
     )
-    kw: dict[str, Any] = {"gpu_ids": [H100], "basket": "H100", "start": START.date(), "end": START.date() + timedelta(days=20)}
+    kw: dict[str, Any] = {
+        "gpu_ids": [H100],
+        "basket": "H100",
+        "start": START.date(),
+        "end": START.date() + timedelta(days=20),
+    }
     as_tuples = compute(history, settings=settings, **kw)
     as_columns = compute(IndexHistory(history.offers, columns, history.observations), settings=settings, **kw)
     assert as_columns == as_tuples and any(v.published for v in as_tuples)
