@@ -12,15 +12,26 @@ import csv
 import io
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Float, cast, or_, select
+import numpy as np
+from sqlalchemy import Executable, Float, cast, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.market.data_terms import may_republish
-from tracker.market.index import AREAS, CURRENT, IndexHistory, IndexOffer, IndexPrice, IndexValue, compute, method
-from tracker.storage.sql import epoch_us
+from tracker.market.index import (
+    AREAS,
+    CURRENT,
+    IndexHistory,
+    IndexOffer,
+    IndexValue,
+    PriceColumns,
+    compute,
+    method,
+)
+from tracker.storage.sql import bulk_instant, bulk_instants_us
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
 
 __all__ = ["CSV_COLUMNS", "MAX_DAYS", "Basket", "baskets", "index_csv", "index_values", "load_history"]
@@ -46,6 +57,17 @@ def baskets(card: str | None) -> list[Basket]:
 
 def _midnight(d: date) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
+
+
+def _raw_rows(session: Session, stmt: Executable) -> Sequence[Any]:
+    """The rows of `stmt` from the DBAPI cursor as it returns them, with no Row object and no type
+    processing per row: for columns computed to plain values in SQL (a year is tens of thousands of rows)."""
+    result = session.connection().execute(stmt)
+    try:
+        rows: Sequence[Any] = result.cursor.fetchall()
+    finally:
+        result.close()
+    return rows
 
 
 def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: date, settings: Settings) -> IndexHistory:
@@ -86,35 +108,48 @@ def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: dat
         )
         for r in offer_rows
     ]
-    # Instants as integer microseconds (tracker.storage.sql.epoch_us): a year of rows is read without
-    # building a timezone-aware datetime per value through the column type.
-    rows = session.execute(
+    # The price rows straight into arrays (tracker.storage.sql.bulk_instant: no datetime per value; prices
+    # as the nearest double, as market history reads them). Each row names its offer by id, mapped here
+    # to the offer's position, so offers are not joined in.
+    dialect = session.connection().dialect.name
+    rows = _raw_rows(
+        session,
         select(
-            Offer.provider,
-            Offer.offer_key,
-            epoch_us(OfferPrice.valid_from),
-            epoch_us(OfferPrice.valid_to),
-            cast(OfferPrice.price_per_gpu_hour, Float),  # as market history reads it: no Decimal per row
-        )
-        .join(Offer, Offer.id == OfferPrice.offer_id)
-        .where(
+            OfferPrice.offer_id,
+            bulk_instant(OfferPrice.valid_from),
+            bulk_instant(OfferPrice.valid_to),
+            cast(OfferPrice.price_per_gpu_hour, Float),
+        ).where(
             OfferPrice.gpu_id.in_(list(gpu_ids)),
             OfferPrice.valid_from < hi,
             or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > lo),
-        )
-    ).all()
-    prices = [IndexPrice(p, k, int(a), None if b is None else int(b), price) for p, k, a, b, price in rows]
+        ),
+    )
+    offer_id, valid_from, valid_to, price = zip(*rows, strict=True) if rows else ((), (), (), ())
+    ids = np.array([r[0] for r in offer_rows], dtype=np.int64)
+    by_id = np.argsort(ids)
+    found = by_id[np.searchsorted(ids, offer_id, sorter=by_id).clip(0, len(ids) - 1)] if len(ids) else by_id
+    # A row whose offer is not among the card's offers (listed as another card since) is not its history.
+    known = ids[found] == np.array(offer_id, dtype=np.int64) if len(ids) else np.zeros(len(rows), dtype=bool)
+    prices = PriceColumns(
+        found[known],
+        bulk_instants_us(valid_from, dialect)[known],
+        bulk_instants_us(valid_to, dialect)[known],
+        np.array(price, dtype=np.float64)[known],
+    )
     providers = sorted({o.provider for o in offers})
-    observations: dict[str, list[int]] = {}
-    for provider, at in session.execute(
-        select(ScrapeRun.provider, epoch_us(ScrapeRun.observed_at)).where(
+    seen = _raw_rows(
+        session,
+        select(ScrapeRun.provider, bulk_instant(ScrapeRun.observed_at)).where(
             ScrapeRun.provider.in_(providers),
             ScrapeRun.status == "ok",
+            ScrapeRun.observed_at.is_not(None),
             ScrapeRun.observed_at < hi,
-        )
-    ):
-        if at is not None:
-            observations.setdefault(provider, []).append(int(at))
+        ),
+    )
+    seen_by, seen_at = zip(*seen, strict=True) if seen else ((), ())
+    instants, by = bulk_instants_us(seen_at, dialect), np.array(seen_by, dtype=object)
+    observations = {p: instants[by == p].tolist() for p in providers if (by == p).any()}
     return IndexHistory(offers, prices, observations)
 
 

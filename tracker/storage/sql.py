@@ -7,8 +7,10 @@ and Postgres and this module is what to check when adding a backend.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 from sqlalchemy import BigInteger, Engine, Float, String, extract, func, literal_column
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import InstrumentedAttribute
@@ -18,6 +20,8 @@ from sqlalchemy.sql.visitors import InternalTraversal
 
 __all__ = [
     "LIKE_ESCAPE",
+    "bulk_instant",
+    "bulk_instants_us",
     "epoch_us",
     "json_members",
     "json_number",
@@ -55,7 +59,7 @@ class epoch_us(FunctionElement[int]):
 
 
 @compiles(epoch_us)
-def _epoch_us_default(element: epoch_us, compiler: Any, **kw: Any) -> str:  # Postgres: numeric, exact
+def _epoch_us_default(element: FunctionElement[Any], compiler: Any, **kw: Any) -> str:  # Postgres: numeric, exact
     return f"CAST(EXTRACT(EPOCH FROM {compiler.process(element.clauses, **kw)}) * 1000000 AS BIGINT)"
 
 
@@ -67,6 +71,37 @@ def _epoch_us_sqlite(element: epoch_us, compiler: Any, **kw: Any) -> str:
     col = compiler.process(element.clauses, **kw)
     seconds = f"CAST(strftime('%s', substr({col}, 1, 19)) AS INTEGER)"
     return f"({seconds} * 1000000 + CAST(substr({col} || '000000', 21, 6) AS INTEGER))"
+
+
+class bulk_instant(FunctionElement[Any]):
+    """A UTC datetime column as the cheapest exact value to read by the ten thousand; `bulk_instants_us`
+    turns what was read into microseconds since the epoch, as `epoch_us` computes them.
+
+    On SQLite that is the stored text itself: its date functions cost about twice the fetch, while numpy
+    parses the fixed 'YYYY-MM-DD HH:MM:SS[.ffffff]' form (naive UTC) in C; Postgres computes `epoch_us`.
+    Read the column from the DBAPI cursor (no UTCDateTime processing: it is text or an integer)."""
+
+    name = "bulk_instant"
+    inherit_cache = True
+
+
+@compiles(bulk_instant)
+def _bulk_instant_default(element: bulk_instant, compiler: Any, **kw: Any) -> str:
+    return _epoch_us_default(element, compiler, **kw)
+
+
+@compiles(bulk_instant, "sqlite")
+def _bulk_instant_sqlite(element: bulk_instant, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
+
+
+def bulk_instants_us(values: Sequence[Any], dialect: str) -> np.ndarray:
+    """What `bulk_instant` read on `dialect`, as int64 microseconds since the epoch; NULL as -1."""
+    if dialect == "sqlite":
+        parsed = np.array(values, dtype="datetime64[us]").view(np.int64)  # None reads as NaT
+        us: np.ndarray = np.where(parsed == np.iinfo(np.int64).min, -1, parsed)
+        return us
+    return np.fromiter((-1 if v is None else v for v in values), dtype=np.int64, count=len(values))
 
 
 def seconds_between(engine: Engine, start: Any, stop: Any) -> Any:

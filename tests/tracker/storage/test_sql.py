@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import literal, select
 from sqlalchemy.types import JSON
 
-from tracker.storage.sql import json_members
+from tracker.storage.engine import session_scope
+from tracker.storage.sql import bulk_instant, bulk_instants_us, epoch_us, json_members
+from tracker.storage.tables import ScrapeRun
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def test_json_members_reads_several_members_in_one_array_keeping_their_types(engine):
@@ -25,3 +30,29 @@ def test_json_members_accepts_only_our_own_member_names():
         json_members(literal("{}"), ("ok", "bad'; drop"))
     with pytest.raises(ValueError, match="member names"):
         json_members(literal("{}"), ("alone",))
+
+
+def test_bulk_instants_read_from_the_cursor_are_epoch_us_exactly(engine):
+    """What the index reads by the ten thousand (tracker.storage.sql.bulk_instant, straight from the DBAPI
+    cursor) is what `epoch_us` computes in SQL, to the microsecond, NULL as -1."""
+    at = [
+        datetime(2026, 11, 1, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2025, 1, 1, tzinfo=UTC),
+        datetime(2024, 2, 29, 12, 0, 0, 1, tzinfo=UTC),
+        datetime(1999, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
+    ]
+    with session_scope(engine) as s:
+        for i, t in enumerate(at):
+            s.add(ScrapeRun(provider=f"p{i}", status="ok", started_at=t, finished_at=None, source="live"))
+    with session_scope(engine) as s:
+        query = select(bulk_instant(ScrapeRun.started_at), bulk_instant(ScrapeRun.finished_at)).order_by(ScrapeRun.id)
+        result = s.connection().execute(query)
+        started, finished = zip(*result.cursor.fetchall(), strict=True)
+        result.close()
+        dialect = s.connection().dialect.name
+        exact = s.execute(select(epoch_us(ScrapeRun.started_at)).order_by(ScrapeRun.id)).scalars().all()
+    assert (
+        bulk_instants_us(started, dialect).tolist() == exact == [(t - EPOCH) // timedelta(microseconds=1) for t in at]
+    )
+    assert bulk_instants_us(finished, dialect).tolist() == [-1] * len(at)
+    assert bulk_instants_us((), dialect).tolist() == []
