@@ -212,6 +212,68 @@ async def streamed(
     raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
 
 
+_ESCAPE = re.compile(rb"\\[\s\S]")
+_TOKEN = re.compile(rb'\\[\s\S]?|"|NaN|-?Infinity')
+_TOKEN_STARTS = tuple(t[:k] for t in (b"NaN", b"Infinity", b"-Infinity") for k in range(1, len(t)))
+
+
+class _NonFinite:
+    """Python's `json` reads NaN, Infinity and -Infinity, and providers served by Python send them; a strict
+    streaming parser refuses the whole body at the first. Outside strings each such token is rewritten as a
+    string ("NaN"), which every adapter's number reading refuses just as it refuses the float `json.loads`
+    gives (`providers.parsing.to_decimal`: "not a finite number"), so one such value drops its item, as it
+    did before, instead of the answer. Whether the stream is inside a string is carried from piece to piece
+    (quotes counted, escapes skipped), so the common piece costs a few scans in C."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self.escaped = False  # the last piece ended on a lone backslash inside a string
+        self.held = b""  # a tail that may begin a token, held until the next piece says
+
+    def feed(self, piece: bytes) -> bytes:
+        data, self.held = self.held + piece, b""
+        if not data:
+            return data
+        if b"NaN" in data or b"Infinity" in data:
+            data = self._rewrite(data)
+        else:
+            self._advance(data)
+        if not self.in_string and data.endswith(_TOKEN_STARTS):
+            cut = max(len(t) for t in _TOKEN_STARTS if data.endswith(t))
+            data, self.held = data[:-cut], data[-cut:]  # no quote or backslash in it: the state holds
+        return data
+
+    def flush(self) -> bytes:
+        held, self.held = self.held, b""
+        return held
+
+    def _advance(self, data: bytes) -> None:
+        if self.escaped:
+            data, self.escaped = data[1:], False
+        plain = _ESCAPE.sub(b"", data) if b"\\" in data else data
+        if plain.endswith(b"\\"):
+            self.escaped = True
+        if plain.count(b'"') % 2:
+            self.in_string = not self.in_string
+
+    def _rewrite(self, data: bytes) -> bytes:
+        out, last = [], 0
+        start = 0
+        if self.escaped:
+            start, self.escaped = 1, False
+        for m in _TOKEN.finditer(data, start):
+            token = m.group()
+            if token == b'"':
+                self.in_string = not self.in_string
+            elif token.startswith(b"\\"):
+                self.escaped = len(token) == 1  # a lone backslash ends the piece
+            elif not self.in_string:
+                out += [data[last : m.start()], b'"', token, b'"']
+                last = m.end()
+        out.append(data[last:])
+        return b"".join(out)
+
+
 async def stream_json_items(
     response: httpx.Response, prefix: str, max_bytes: int, max_items: int
 ) -> AsyncGenerator[Any, None]:
@@ -219,7 +281,8 @@ async def stream_json_items(
     "offers"), each yielded as soon as the body has brought it in, so memory holds one piece of the body
     and what the caller keeps of the items, never the whole answer (Vast's 200,000-offer marketplace is
     ~77 MB of JSON and several times that as Python objects). Numbers are read as `json` reads them (ints
-    and floats), so an item is what `decode_json` would have given.
+    and floats), so an item is what `decode_json` would have given, but for NaN and ±Infinity, which come
+    as strings (`_NonFinite`).
 
     Refused with a ProviderError: a body past `max_bytes` on the wire or decompressed (`iter_body`), more
     than `max_items` items (a body of tiny items would otherwise cost far more as objects than as bytes),
@@ -236,21 +299,32 @@ async def stream_json_items(
     shape: Any = ijson.parse_coro(events)
     started: str | None = None
     count = 0
+    tokens = _NonFinite()
+
+    def take(piece: bytes) -> list[Any]:
+        nonlocal shape, started, count
+        if not piece:  # an empty send would tell the parsers the body has ended
+            return []
+        if shape is not None:
+            shape.send(piece)
+            started = next((event for path, event, _ in events if path == prefix), None)
+            del events[:]
+            if started is not None:
+                shape = None
+        items.send(piece)
+        count += len(found)
+        if count > max_items:
+            raise ProviderError(f"response from {where} lists more than {max_items:,} items at {prefix!r}")
+        done = list(found)
+        del found[:]
+        return done
+
     try:
-        async for piece in iter_body(response, max_bytes):
-            if shape is not None:
-                shape.send(piece)
-                started = next((event for path, event, _ in events if path == prefix), None)
-                del events[:]
-                if started is not None:
-                    shape = None
-            items.send(piece)
-            count += len(found)
-            if count > max_items:
-                raise ProviderError(f"response from {where} lists more than {max_items:,} items at {prefix!r}")
-            for item in found:
+        async for raw in iter_body(response, max_bytes):
+            for item in take(tokens.feed(raw)):
                 yield item
-            del found[:]
+        for item in take(tokens.flush()):
+            yield item
         items.close()
         count += len(found)
         for item in found:  # the last item ends with the body's last piece

@@ -6,6 +6,7 @@ refused with a clear ProviderError (no partial answer is returned, so nothing st
 from __future__ import annotations
 
 import asyncio
+import copy
 import gzip
 import json
 import tracemalloc
@@ -143,3 +144,50 @@ def test_the_status_is_retried_before_any_body_is_read():
                 return [item async for item in stream_json_items(response, "rows", 2**20, 10)]
 
     assert asyncio.run(go()) == [1, 2.5, "x"] and len(calls) == 2
+
+
+def _items(body: bytes, size: int) -> list[Any]:
+    async def go() -> list[Any]:
+        transport = httpx.MockTransport(lambda r: httpx.Response(200, content=_chunks(body, size)))
+        async with httpx.AsyncClient(transport=transport) as client:
+            ctx = FetchContext(client=client, retries=0, backoff_base_s=0)
+            async with streamed(ctx, "GET", URL) as response:
+                return [item async for item in stream_json_items(response, "rows", 2**20, 1000)]
+
+    return asyncio.run(go())
+
+
+def _as_strings(node: Any) -> Any:
+    """json.loads' answer with each non-finite float as the string the streaming parse gives for it."""
+    if isinstance(node, float) and node != node:
+        return "NaN"
+    if isinstance(node, float) and node in (float("inf"), float("-inf")):
+        return "Infinity" if node > 0 else "-Infinity"
+    if isinstance(node, list):
+        return [_as_strings(v) for v in node]
+    if isinstance(node, dict):
+        return {k: _as_strings(v) for k, v in node.items()}
+    return node
+
+
+def test_nan_and_infinity_that_python_sends_drop_their_item_not_the_answer(bundles):
+    # Python's json writes and reads NaN and ±Infinity; a strict parser would refuse the whole body at
+    # the first. Strings that hold those words, quotes and backslashes are left as they are, wherever
+    # a piece boundary falls.
+    bs, q = "\\", '"'  # one backslash, one quote: inside strings, json.dumps escapes both
+    rows = [
+        {"a": float("nan"), "b": "NaN", "c": f"say {q}NaN{q}, {bs}{q}Infinity{bs}{q} {bs}", "d": [float("inf"), -1.5]},
+        {"e": float("-inf"), "f": bs * 2, "g": f"-Infinity{bs}{q}", "h": f"caf\u00e9 {bs}u00e9"},
+        {"i": [float("nan"), {"j": float("nan")}], "k": bs * 3 + q + "NaN"},
+    ]
+    body = json.dumps({"rows": rows}).encode()
+    assert b"NaN" in body and b"Infinity" in body
+    expected = _as_strings(json.loads(body)["rows"])
+    for size in (1, 2, 3, 5, 7, 64, len(body)):
+        assert _items(body, size) == expected, size
+
+    bad = copy.deepcopy(bundles[:3])
+    bad[1]["dph_total"] = float("nan")
+    result = _fetch(_answer(json.dumps({"offers": bad}).encode(), size=101))
+    assert result.offers == parse(json.loads(json.dumps({"offers": bad}))).offers
+    assert any("offers[1]: dropped" in r and "not a finite number" in r for r in result.skipped)
