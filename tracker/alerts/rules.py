@@ -438,13 +438,7 @@ def create_rule(
         enabled=bool(inp.enabled),
         silenced_until=silenced_until,
         allow_immediate=bool(inp.allow_immediate),
-        state="inactive",
-        held_state=None,
-        state_since=now,
-        pending_since=None,
-        repeats=0,
-        created_at=now,
-        updated_at=now,
+        **_fresh_state(now),
     )
     obs = observe(session, rule, now=now, settings=settings, cost_model=cost_model)
     _refuse_immediate(rule, obs, inp)
@@ -554,13 +548,7 @@ def _create_plan_rule(
         enabled=bool(inp.enabled),
         silenced_until=silenced_until,
         allow_immediate=bool(inp.allow_immediate),
-        state="inactive",
-        held_state=None,
-        state_since=now,
-        pending_since=None,
-        repeats=0,
-        created_at=now,
-        updated_at=now,
+        **_fresh_state(now),
     )
     obs = observe_plan(session, rule, now=now, settings=settings)
     if (
@@ -713,4 +701,17 @@ def rule_dict(rule: AlertRule, *, reveal: bool = False) -> dict[str, Any]:
         "created_at": rule.created_at,
         "updated_at": rule.updated_at,
         "channels": [channel_dict(c, reveal=reveal) for c in rule.channels],
+    }
+
+
+def _fresh_state(now: datetime) -> dict[str, Any]:
+    """A new rule's state, whatever it watches: inactive since now, nothing pending or repeated."""
+    return {
+        "state": "inactive",
+        "held_state": None,
+        "state_since": now,
+        "pending_since": None,
+        "repeats": 0,
+        "created_at": now,
+        "updated_at": now,
     }
