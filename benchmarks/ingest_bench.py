@@ -17,18 +17,19 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, select, text
 
-from benchmarks.common import Figure, Report, StatementTimer, psycopg_dsn
+from benchmarks.common import Figure, Report, StatementTimer, median_time, psycopg_dsn
 from benchmarks.data import change_prices, parse_payload, vast_payload
 from providers.contract import ScrapeResult
 from tracker.catalog.gpus import get_catalog
 from tracker.clock import utcnow
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport, ingest
+from tracker.ingest.costs import record_cost_terms
 from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.storage.engine import session_scope
-from tracker.storage.tables import ScrapeRun
+from tracker.storage.tables import Offer, ScrapeRun
 
 PROVIDER = "vastai"
 BARE_COLUMNS = (
@@ -247,6 +248,7 @@ def run(report: Report, backend: str, engine: Engine, work: Workload, repeat: in
     measure("2% changed", [(b, changed_ok) for b in work.changed])
     sql.close()
     anchor.close()
+    _cost_terms_figure(report, backend, engine, work, repeat)
 
     for case, target in (("first", 0.10), ("unchanged", 0.25), ("2% changed", 0.25)):
         anchors, times, where = cases[case]
@@ -268,3 +270,33 @@ def run(report: Report, backend: str, engine: Engine, work: Workload, repeat: in
                 f"{len(times)} alternated; SQL per batch: {where}",
             )
         )
+
+
+def _cost_terms_figure(report: Report, backend: str, engine: Engine, work: Workload, repeat: int) -> None:
+    """The cost-term step of an unchanged batch alone (`tracker.ingest.costs.record_cost_terms`: read the open
+    rows, digest the batch's stated terms, compare; nothing to write), as the ingests above left it."""
+    with session_scope(engine) as session:
+        ids = dict(session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == PROVIDER)).tuples())
+        now = utcnow()
+        opened: list[int] = []
+        seconds = median_time(
+            lambda: opened.append(record_cost_terms(session, PROVIDER, work.valid, ids, now, None)), repeat
+        )
+        session.rollback()
+    assert set(opened) == {0}, opened  # unchanged terms: nothing opened
+    report.add(
+        Figure(
+            name=f"{backend} cost terms of an unchanged {work.n_offers:,}-offer batch",
+            value=seconds * 1000,
+            unit="ms",
+            anchor=None,
+            anchor_label="",
+            anchor_unit="",
+            ratio=float("nan"),
+            ratio_label="",
+            target="info",
+            ok=None,
+            note="record_cost_terms: the open rows read, each offer's stated terms digested (memo carried from "
+            f"the provider's last batch) and compared; median of {repeat}",
+        )
+    )

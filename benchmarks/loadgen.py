@@ -38,14 +38,27 @@ def _pct(ordered: list[float], q: float) -> float:
     return ordered[k]
 
 
+def varied(body: Any, k: int) -> Any:
+    """The k-th request's body when every request is a different job: its own token count (issue #29)."""
+    return body | {"tokens": f"{7 + k * 0.0137:.4f}M"}
+
+
 async def load(
-    url: str, method: str, body: Any, concurrency: int, duration: float, warmup: float, max_requests: int
+    url: str,
+    method: str,
+    body: Any,
+    concurrency: int,
+    duration: float,
+    warmup: float,
+    max_requests: int,
+    vary: bool = False,
 ) -> dict[str, Any]:
     if not is_loopback(url):  # never point load at anything but this machine
         raise SystemExit(f"refusing non-loopback target {url}")
     latencies: list[float] = []
     errors: dict[str, int] = {}
     issued = 0
+    sent = 0  # every request, warm-up too: the k-th varied body is never sent twice
     completed_in_window = 0  # the rate counts completions inside the window, whatever their start
     # One client per connection: a single httpx client sharing a 64-connection pool spends its CPU in
     # pool bookkeeping (about 140 req/s on the reference machine against a hello world that serves 1,200),
@@ -59,7 +72,7 @@ async def load(
     stop_at = measure_from + duration
 
     async def worker(client: httpx.AsyncClient) -> None:
-        nonlocal issued, completed_in_window
+        nonlocal issued, sent, completed_in_window
         while True:
             now = time.perf_counter()
             if now >= stop_at or issued >= max_requests:
@@ -67,8 +80,9 @@ async def load(
             counted = now >= measure_from
             if counted:
                 issued += 1
+            sent += 1
             try:
-                response = await client.request(method, url, json=body)
+                response = await client.request(method, url, json=varied(body, sent) if vary else body)
                 await response.aread()
                 problem = None if response.status_code < 400 else f"HTTP {response.status_code}"
             except httpx.HTTPError as exc:
@@ -114,9 +128,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--duration", type=float, default=8.0)
     p.add_argument("--warmup", type=float, default=1.0)
     p.add_argument("--max-requests", type=int, default=200_000)
+    p.add_argument("--vary", action="store_true", help="every request a different job (its own token count)")
     a = p.parse_args(argv)
     body = json.loads(a.body) if a.body else None
-    result = asyncio.run(load(a.url, a.method, body, a.concurrency, a.duration, a.warmup, a.max_requests))
+    result = asyncio.run(load(a.url, a.method, body, a.concurrency, a.duration, a.warmup, a.max_requests, a.vary))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 

@@ -17,7 +17,7 @@ from tracker.estimate import make_job, prepare
 from tracker.market.live import LIVE, fresh_mask
 from tracker.market.rank import RankFilters, RankOptions, rank
 from tracker.plan.mix import validate_mix
-from tracker.plan.planner import PlanOptions, plan
+from tracker.plan.planner import PlanOptions, evaluate, plan
 from tracker.plan.serving import serving_estimator
 from tracker.storage.engine import session_scope
 
@@ -114,6 +114,27 @@ def run(report: Report, backend: str, engine: Engine, repeat: int) -> None:
             ok=seconds <= TARGET_S,
             note=f"{planned} of {WORKLOADS} planned ({'with' if serving else 'without'} the serving estimate); "
             f"power cap {budget:,.0f} kW ({result['power']['algorithm']}); median of {repeat}",
+        )
+    )
+
+    # One prepared training job placed (its candidates priced, the winning cards and counts chosen): the
+    # step the plan repeats per workload, timed here rather than in a unit test (CONTRIBUTING: speed is
+    # checked by `make bench`). Anchor: one ranking of the same job.
+    one = validate_mix({"workloads": [mix_document()["workloads"][1]]})  # type: ignore[index]
+    place_s = median_time(lambda: evaluate(frame, fresh, one, PlanOptions(), serving), repeat)
+    report.add(
+        Figure(
+            name=f"{backend} place one prepared job over {n:,} live offers (in process)",
+            value=place_s * 1000,
+            unit="ms",
+            anchor=anchor_s / WORKLOADS * 1000,
+            anchor_label="1 ranking",
+            anchor_unit="ms",
+            ratio=place_s / (anchor_s / WORKLOADS),
+            ratio_label="x 1 ranking",
+            target="info",
+            ok=None,
+            note=f"tracker.plan.planner.evaluate of {one.workloads[0].name}; median of {repeat}",
         )
     )
 

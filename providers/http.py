@@ -12,7 +12,7 @@ import random
 import re
 import zlib
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator, Mapping
-from contextlib import aclosing, contextmanager
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from urllib.parse import quote, quote_plus, urlsplit
 
@@ -40,12 +40,15 @@ __all__ = [
     "get_json",
     "iter_body",
     "post_json",
+    "post_json_items",
     "read_body",
     "redacting_secrets",
     "request",
     "require",
     "scrub_secrets",
     "secret_forms",
+    "stream_json_items",
+    "streamed",
     "transient_errors",
     "walk_pages",
     "without_secrets",
@@ -146,6 +149,204 @@ async def request(
     if connect_failed:
         raise ProviderUnreachable(f"gave up after {attempts} attempts: {last_problem}")
     raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
+
+
+@asynccontextmanager
+async def streamed(
+    ctx: FetchContext,
+    method: str,
+    url: str,
+    *,
+    params: QueryParams | None = None,
+    json: Any = None,
+    headers: Mapping[str, str] | None = None,
+) -> AsyncGenerator[httpx.Response, None]:
+    """One request whose successful response is handed over unread, to be consumed as it streams in
+    (`stream_json_items`); retried like `request` until the status line is good. A transient failure
+    once the body is being read is not retried (what was read so far is the caller's, and a retry would
+    repeat it): it fails the fetch with a ProviderError, as a body that never finishes must."""
+    attempts = ctx.retries + 1
+    last_problem = ""
+    connect_failed = False
+    for attempt in range(attempts):
+        hint: float | None = None
+        if ctx.pacer is not None:
+            await ctx.pacer.wait()
+        try:
+            sent = ctx.client.build_request(method, url, params=params, json=json, headers=headers)
+            if not headers or not any(k.lower() == "accept-encoding" for k in headers):
+                sent.headers["accept-encoding"] = ACCEPT_ENCODING
+            response = await ctx.client.send(sent, stream=True)
+        except transient_errors() as exc:
+            last_problem = f"{type(exc).__name__} on {method} {_safe(url)}"
+            connect_failed = isinstance(exc, connect_errors())
+        else:
+            connect_failed = False
+            if response.status_code in RETRY_STATUS:
+                last_problem = f"HTTP {response.status_code} from {method} {_safe(url)}"
+                hint = _retry_after(response)
+                await response.aclose()
+            elif response.is_error:
+                try:
+                    snippet = await error_snippet(response, ctx)
+                finally:
+                    await response.aclose()
+                raise ProviderError(f"HTTP {response.status_code} from {method} {_safe(url)}: {snippet}")
+            else:
+                try:
+                    yield response
+                except transient_errors() as exc:
+                    raise ProviderError(
+                        f"{type(exc).__name__} while reading the body of {method} {_safe(url)}"
+                    ) from None
+                finally:
+                    await response.aclose()
+                return
+        if attempt + 1 < attempts:
+            delay = backoff_delay(ctx, attempt)
+            if hint is not None:
+                delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
+            await asyncio.sleep(delay)
+    if connect_failed:
+        raise ProviderUnreachable(f"gave up after {attempts} attempts: {last_problem}")
+    raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
+
+
+_ESCAPE = re.compile(rb"\\[\s\S]")
+_TOKEN = re.compile(rb'\\[\s\S]?|"|NaN|-?Infinity')
+_TOKEN_STARTS = tuple(t[:k] for t in (b"NaN", b"Infinity", b"-Infinity") for k in range(1, len(t)))
+
+
+class _NonFinite:
+    """Python's `json` reads NaN, Infinity and -Infinity, and providers served by Python send them; a strict
+    streaming parser refuses the whole body at the first. Outside strings each such token is rewritten as a
+    string ("NaN"), which every adapter's number reading refuses just as it refuses the float `json.loads`
+    gives (`providers.parsing.to_decimal`: "not a finite number"), so one such value drops its item, as it
+    did before, instead of the answer. Whether the stream is inside a string is carried from piece to piece
+    (quotes counted, escapes skipped), so the common piece costs a few scans in C."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self.escaped = False  # the last piece ended on a lone backslash inside a string
+        self.held = b""  # a tail that may begin a token, held until the next piece says
+
+    def feed(self, piece: bytes) -> bytes:
+        data, self.held = self.held + piece, b""
+        if not data:
+            return data
+        if b"NaN" in data or b"Infinity" in data:
+            data = self._rewrite(data)
+        else:
+            self._advance(data)
+        if not self.in_string and data.endswith(_TOKEN_STARTS):
+            cut = max(len(t) for t in _TOKEN_STARTS if data.endswith(t))
+            data, self.held = data[:-cut], data[-cut:]  # no quote or backslash in it: the state holds
+        return data
+
+    def flush(self) -> bytes:
+        held, self.held = self.held, b""
+        return held
+
+    def _advance(self, data: bytes) -> None:
+        if self.escaped:
+            data, self.escaped = data[1:], False
+        plain = _ESCAPE.sub(b"", data) if b"\\" in data else data
+        if plain.endswith(b"\\"):
+            self.escaped = True
+        if plain.count(b'"') % 2:
+            self.in_string = not self.in_string
+
+    def _rewrite(self, data: bytes) -> bytes:
+        out, last = [], 0
+        start = 0
+        if self.escaped:
+            start, self.escaped = 1, False
+        for m in _TOKEN.finditer(data, start):
+            token = m.group()
+            if token == b'"':
+                self.in_string = not self.in_string
+            elif token.startswith(b"\\"):
+                self.escaped = len(token) == 1  # a lone backslash ends the piece
+            elif not self.in_string:
+                out += [data[last : m.start()], b'"', token, b'"']
+                last = m.end()
+        out.append(data[last:])
+        return b"".join(out)
+
+
+async def stream_json_items(
+    response: httpx.Response, prefix: str, max_bytes: int, max_items: int
+) -> AsyncGenerator[Any, None]:
+    """The items of the JSON array at `prefix` (ijson's notation: "offers" is the top-level object's
+    "offers"), each yielded as soon as the body has brought it in, so memory holds one piece of the body
+    and what the caller keeps of the items, never the whole answer (Vast's 200,000-offer marketplace is
+    ~77 MB of JSON and several times that as Python objects). Numbers are read as `json` reads them (ints
+    and floats), so an item is what `decode_json` would have given, but for NaN and ±Infinity, which come
+    as strings (`_NonFinite`).
+
+    Refused with a ProviderError: a body past `max_bytes` on the wire or decompressed (`iter_body`), more
+    than `max_items` items (a body of tiny items would otherwise cost far more as objects than as bytes),
+    JSON that breaks off or turns malformed (the message says how many items were read before; the
+    caller gets no partial answer, as its fetch raises), and an answer with no array at `prefix`."""
+    import ijson
+
+    where = f"{response.request.method} {_safe(str(response.request.url))}"
+    found = ijson.sendable_list()
+    items = ijson.items_coro(found, f"{prefix}.item", use_float=True)
+    # The envelope: is there an array at `prefix`? Read from the events until that value starts, then
+    # no further (the C parser's events before it are few when, as in Vast's answer, it comes first).
+    events = ijson.sendable_list()
+    shape: Any = ijson.parse_coro(events)
+    started: str | None = None
+    count = 0
+    tokens = _NonFinite()
+
+    def take(piece: bytes) -> list[Any]:
+        nonlocal shape, started, count
+        if not piece:  # an empty send would tell the parsers the body has ended
+            return []
+        if shape is not None:
+            shape.send(piece)
+            started = next((event for path, event, _ in events if path == prefix), None)
+            del events[:]
+            if started is not None:
+                shape = None
+        items.send(piece)
+        count += len(found)
+        if count > max_items:
+            raise ProviderError(f"response from {where} lists more than {max_items:,} items at {prefix!r}")
+        done = list(found)
+        del found[:]
+        return done
+
+    try:
+        async for raw in iter_body(response, max_bytes):
+            for item in take(tokens.feed(raw)):
+                yield item
+        for item in take(tokens.flush()):
+            yield item
+        items.close()
+        count += len(found)
+        for item in found:  # the last item ends with the body's last piece
+            yield item
+    except ijson.JSONError as exc:
+        raise ProviderError(f"invalid JSON from {where} after {count:,} items at {prefix!r}: {exc}") from None
+    if started != "start_array":
+        what = "nothing" if started is None else f"a {started.removeprefix('start_')}"
+        raise ProviderError(f"schema changed: expected a list at {prefix!r} in the response from {where}, got {what}")
+
+
+async def post_json_items(
+    ctx: FetchContext, url: str, prefix: str, *, json: Any = None, max_items: int = 10_000_000
+) -> AsyncGenerator[Any, None]:
+    """POST, then the items of the JSON array at `prefix` as they stream in (`stream_json_items`), the
+    body read under `ctx.max_response_bytes`."""
+    async with (
+        streamed(ctx, "POST", url, json=json) as response,
+        aclosing(stream_json_items(response, prefix, ctx.max_response_bytes, max_items)) as items,
+    ):
+        async for item in items:
+            yield item
 
 
 def _loaded(response: httpx.Response, body: bytes) -> httpx.Response:

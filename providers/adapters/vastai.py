@@ -56,7 +56,7 @@ from providers.contract import (
 )
 from providers.cost_terms import COST_TERMS, terms
 from providers.fabric import fabric
-from providers.http import post_json, require
+from providers.http import post_json_items, require
 from providers.parsing import as_list, dropping, gigabytes, slug, to_decimal, to_optional_decimal
 
 URL = "https://console.vast.ai/api/v0/bundles/"
@@ -200,51 +200,57 @@ def parse(payload: Any) -> ScrapeResult:
     offers = as_list(require(payload, "offers", "response"), "'offers'")
     result = ScrapeResult()
     for i, raw in enumerate(offers):
-        with dropping(result, f"offers[{i}]"):
-            where = f"offers[{i}]"
-            offer_id = require(raw, "id", where)
-            num_gpus = to_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
-            if not num_gpus or num_gpus <= 0:
-                result.skipped.append(f"{where}: num_gpus={num_gpus}")
-                continue
-            total = _money(raw, "dph_total", where)
-            price = total or _money(raw, "dph_base", where)
-            if price is None:
-                raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
-            gpu_ram_mb = _money(raw, "gpu_ram", where)
-            cpu_ram_mb = _money(raw, "cpu_ram", where)
-            on_demand = ScrapedOffer(
-                key=str(offer_id),
-                gpu_name=str(require(raw, "gpu_name", where)),
-                gpu_count=num_gpus,
-                price_per_hour=price,
-                region=region_of(raw.get("geolocation")),
-                gpu_memory_gb=gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
-                instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
-                available=_available(raw),
-                price_kind=PriceKind.transacted if _rented(raw) else PriceKind.asking,
-                orderable=not _rented(raw),
-                vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
-                if raw.get("cpu_cores") is not None
-                else None,
-                ram_gb=gigabytes(cpu_ram_mb, 1000),
-                attributes=_attributes(raw, where),
-            )
-            result.offers.append(on_demand)
-            bid = interruptible_price(raw, price, where, with_storage=bool(total))
-            if bid is not None:
-                # The same machine rented interruptibly: everything but key, price and pricing carries over.
-                result.offers.append(
-                    replace(
-                        on_demand,
-                        key=f"{offer_id}:bid",
-                        price_per_hour=bid,
-                        pricing=Pricing.spot,
-                        price_kind=PriceKind.asking,  # the bid that wins the machine now, rented or not
-                        attributes=on_demand.attributes | {"min_bid": str(_money(raw, "min_bid", where))},
-                    )
-                )
+        add_bundle(result, i, raw)
     return result
+
+
+def add_bundle(result: ScrapeResult, i: int, raw: Any) -> None:
+    """The offers of bundle `offers[i]` added to `result` (a malformed one is dropped with its reason):
+    one step of `parse`, and what `VastAi.fetch` does with each bundle as the answer streams in."""
+    with dropping(result, f"offers[{i}]"):
+        where = f"offers[{i}]"
+        offer_id = require(raw, "id", where)
+        num_gpus = to_decimal(require(raw, "num_gpus", where), f"{where}.num_gpus")
+        if not num_gpus or num_gpus <= 0:
+            result.skipped.append(f"{where}: num_gpus={num_gpus}")
+            return
+        total = _money(raw, "dph_total", where)
+        price = total or _money(raw, "dph_base", where)
+        if price is None:
+            raise ProviderError(f"schema changed: no dph_total/dph_base at {where}")
+        gpu_ram_mb = _money(raw, "gpu_ram", where)
+        cpu_ram_mb = _money(raw, "cpu_ram", where)
+        on_demand = ScrapedOffer(
+            key=str(offer_id),
+            gpu_name=str(require(raw, "gpu_name", where)),
+            gpu_count=num_gpus,
+            price_per_hour=price,
+            region=region_of(raw.get("geolocation")),
+            gpu_memory_gb=gigabytes(gpu_ram_mb, 1024),  # MB per GPU, ≈ MiB
+            instance_type=f"machine-{raw['machine_id']}" if raw.get("machine_id") is not None else None,
+            available=_available(raw),
+            price_kind=PriceKind.transacted if _rented(raw) else PriceKind.asking,
+            orderable=not _rented(raw),
+            vcpus=to_optional_decimal(raw.get("cpu_cores_effective"), f"{where}.cpu_cores_effective")
+            if raw.get("cpu_cores") is not None
+            else None,
+            ram_gb=gigabytes(cpu_ram_mb, 1000),
+            attributes=_attributes(raw, where),
+        )
+        result.offers.append(on_demand)
+        bid = interruptible_price(raw, price, where, with_storage=bool(total))
+        if bid is not None:
+            # The same machine rented interruptibly: everything but key, price and pricing carries over.
+            result.offers.append(
+                replace(
+                    on_demand,
+                    key=f"{offer_id}:bid",
+                    price_per_hour=bid,
+                    pricing=Pricing.spot,
+                    price_kind=PriceKind.asking,  # the bid that wins the machine now, rented or not
+                    attributes=on_demand.attributes | {"min_bid": str(_money(raw, "min_bid", where))},
+                )
+            )
 
 
 class VastAi(Provider):
@@ -256,5 +262,18 @@ class VastAi(Provider):
     # from real bundles; well-formed regions for place-less geolocations. 3: price kind and orderable.
     parser_version = "3"
 
+    # The full marketplace at 200,000 offers is ~77 MB of JSON, past the 64 MiB default: it is parsed as it
+    # streams in (memory holds the parsed batch, not the body), so the cap bounds time and bandwidth with
+    # room for a marketplace several times that size; a body past it, or a decompression bomb, is refused.
+    max_response_bytes = 2**30
+    # At most this many bundles per answer (~6x a 200,000-offer marketplace): a body of tiny items costs far
+    # more as objects than as bytes, so a count bounds the batch's memory where the byte cap cannot.
+    max_bundles = 1_000_000
+
     async def fetch(self, ctx: FetchContext) -> ScrapeResult:
-        return parse(await post_json(ctx, URL, json=QUERY))
+        result = ScrapeResult()
+        i = 0
+        async for raw in post_json_items(ctx, URL, "offers", json=QUERY, max_items=self.max_bundles):
+            add_bundle(result, i, raw)
+            i += 1
+        return result

@@ -9,11 +9,10 @@ the scraped offer, never from `offers.attributes` (which may lag: tracker.storag
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -39,16 +38,12 @@ class _Valid(Protocol):
     def scraped(self) -> ScrapedOffer: ...
 
 
-def _number(raw: object, is_money: bool) -> Decimal | None:
+def _number(raw: object, is_money: bool, parsed: Callable[[Any, bool], Decimal | None]) -> Decimal | None:
     if raw is None or isinstance(raw, bool) or not isinstance(raw, int | float | str | Decimal):
         return None
-    return _parsed(raw, is_money)
+    return parsed(raw, is_money)
 
 
-# A marketplace states the same few rates on thousands of offers, and every ingest reads them again and
-# the stored ones back: parsing each distinct figure once took this step from ~0.5 s to a fraction of
-# it on a 20,000-offer batch. Equal keys (1, 1.0, Decimal(1)) parse to equal values, so sharing is safe.
-@lru_cache(maxsize=65536)
 def _parsed(raw: int | float | str | Decimal, is_money: bool) -> Decimal | None:
     try:
         value = Decimal(str(raw))
@@ -61,36 +56,97 @@ def _parsed(raw: int | float | str | Decimal, is_money: bool) -> Decimal | None:
 
 def stated_terms(attributes: dict[str, Any] | None) -> dict[str, Any] | None:
     """The offer's stated terms as column values (None: it states none). A malformed value is dropped."""
-    found = _stated(attributes)
-    return dict(found[0]) if found is not None else None
+    values = _values(attributes)
+    found = None if values is None else _normalised(values, _parsed)
+    return dict(found) if found is not None else None
 
 
-def _stated(attributes: dict[str, Any] | None) -> tuple[tuple[tuple[str, Any], ...], str] | None:
-    """(normalised terms, their digest), or None. A marketplace repeats a few combinations of figures
-    across thousands of offers, so each combination is normalised and digested once."""
+Terms = tuple[tuple[str, Any], ...]  # normalised (column, value) pairs, in COLUMNS order
+
+
+def _values(attributes: dict[str, Any] | None) -> tuple[Any, ...] | None:
     raw = (attributes or {}).get(COST_TERMS)
-    if not isinstance(raw, dict):
-        return None
-    values = tuple(map(raw.get, COLUMNS))
-    # The types are part of the key: True == 1 and 1 == 1.0 would otherwise share a cached answer.
-    try:
-        return _terms(values, tuple(map(type, values)))
-    except TypeError:  # an unhashable value (a list, a dict): not a figure, so no cache
-        return _terms.__wrapped__(values, ())
+    return tuple(map(raw.get, COLUMNS)) if isinstance(raw, dict) else None
 
 
-@lru_cache(maxsize=16384)
-def _terms(values: tuple[Any, ...], _types: tuple[type, ...]) -> tuple[tuple[tuple[str, Any], ...], str] | None:
+def _normalised(values: tuple[Any, ...], parsed: Callable[[Any, bool], Decimal | None]) -> Terms | None:
     row: dict[str, Any] = {}
     for name, value in zip(COLUMNS, values, strict=True):
         if name == "stopped_bills":
             row[name] = value if isinstance(value, bool) else None
         else:
-            number = _number(value, name in MONEY_TERMS)
+            number = _number(value, name in MONEY_TERMS, parsed)
             row[name] = None if name == "download_mbps" and not number else number  # 0 Mbit/s: not measured
     if all(v is None for v in row.values()):
         return None
-    return tuple(row.items()), terms_digest(row)
+    return tuple(row.items())
+
+
+_MISSING = object()
+
+
+class _BatchMemo:
+    """The normalising and digesting of one provider batch's stated terms, each distinct combination once.
+
+    A marketplace repeats a few combinations of figures across many offers, and a repeated scrape states
+    the same combinations again. Global LRU caches (16,384 / 65,536 entries) held that at 20,000 offers,
+    but Vast alone states ~129,000 distinct per-host combinations at 200,000 offers: cycling through more
+    keys than an LRU holds misses every time, so a repeated scrape cost as much as a first one (5.4 s of
+    term work on the 2-core bench machine). Here the memo is sized by the batch instead: combination ->
+    digest for the provider's previous batch is carried to its next one (and only what that batch states
+    again is carried on), so memory is bounded by the provider's batch and an unchanged scrape digests
+    nothing. Normalised terms are kept for the batch only: rows are written just for new or changed offers.
+    """
+
+    def __init__(self, carried: dict[Hashable, str | None]) -> None:
+        self.carried = carried
+        self.digests: dict[Hashable, str | None] = {}
+        self.terms: dict[Hashable, Terms | None] = {}
+        self.figures: dict[tuple[Any, type, bool], Decimal | None] = {}
+
+    def _figure(self, raw: Any, is_money: bool) -> Decimal | None:
+        # The type is part of the key: True == 1 and 1 == 1.0 would otherwise share an answer.
+        key = (raw, type(raw), is_money)
+        try:
+            return self.figures[key]
+        except KeyError:
+            found = self.figures[key] = _parsed(raw, is_money)
+            return found
+        except TypeError:  # unhashable: _number lets only figures through, so this is not reached today
+            return _parsed(raw, is_money)
+
+    def digest(self, values: tuple[Any, ...]) -> str | None:
+        """The digest of these stated values' normalised terms (None: they state no usable term)."""
+        # The types are part of the key: True == 1 and 1 == 1.0 would otherwise share an answer.
+        key = (values, tuple(map(type, values)))
+        try:
+            found: object = self.digests.get(key, _MISSING)
+        except TypeError:  # an unhashable value (a list, a dict): not a figure, so not memoised
+            terms = _normalised(values, _parsed)
+            return None if terms is None else terms_digest(dict(terms))
+        if found is _MISSING:
+            found = self.carried.get(key, _MISSING)
+            if found is _MISSING:
+                terms = self.terms[key] = _normalised(values, self._figure)
+                found = None if terms is None else terms_digest(dict(terms))
+            self.digests[key] = cast("str | None", found)  # not _MISSING any more
+        return cast("str | None", found)
+
+    def normalised(self, values: tuple[Any, ...]) -> Terms | None:
+        """The normalised terms of values `digest` has seen (computed again only for a carried combination)."""
+        key = (values, tuple(map(type, values)))
+        try:
+            hash(key)
+        except TypeError:
+            return _normalised(values, _parsed)
+        if key not in self.terms:
+            self.terms[key] = _normalised(values, self._figure)
+        return self.terms[key]
+
+
+# provider -> its last batch's combination -> digest (see _BatchMemo). Replaced whole after each batch, so
+# concurrent ingests of different providers never share a dict being written.
+_CARRIED: dict[str, dict[Hashable, str | None]] = {}
 
 
 def terms_digest(terms: dict[str, Any]) -> str:
@@ -115,11 +171,14 @@ def record_cost_terms(
 ) -> int:
     """Write the provider's changed cost terms (`ids`: offer key -> stored offer id, as ingest has
     them); returns the number of rows opened."""
-    stated = {
-        ids[v.scraped.key]: found
-        for v in valid
-        if (found := _stated(v.scraped.attributes)) is not None and v.scraped.key in ids
-    }
+    memo = _BatchMemo(_CARRIED.get(provider, {}))
+    stated: dict[int, tuple[tuple[Any, ...], str]] = {}
+    for v in valid:
+        oid = ids.get(v.scraped.key)
+        if oid is None or (values := _values(v.scraped.attributes)) is None:
+            continue
+        if (digest := memo.digest(values)) is not None:
+            stated[oid] = (values, digest)
     open_rows: dict[int, str] = dict(
         session.execute(
             select(OfferCostTerms.offer_id, OfferCostTerms.digest)
@@ -130,8 +189,9 @@ def record_cost_terms(
     close = [oid for oid, old in open_rows.items() if oid not in stated or stated[oid][1] != old]
     closing = set(close)
     new = [
-        {"offer_id": oid, "valid_from": observed_at, "valid_to": None, "run_id": run_id, "digest": digest} | dict(terms)
-        for oid, (terms, digest) in stated.items()
+        {"offer_id": oid, "valid_from": observed_at, "valid_to": None, "run_id": run_id, "digest": digest}
+        | dict(memo.normalised(values) or ())
+        for oid, (values, digest) in stated.items()
         if oid not in open_rows or oid in closing
     ]
     for i in range(0, len(close), _CHUNK):
@@ -141,4 +201,5 @@ def record_cost_terms(
             .values(valid_to=observed_at)
         )
     insert_rows(session, OfferCostTerms, new)
+    _CARRIED[provider] = memo.digests  # only what this batch stated: the memo never outgrows a batch
     return len(new)

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from sqlalchemy import select
 
+import tracker.ingest.costs as ingest_costs
 from providers.adapters.vastai import parse
 from providers.cost_terms import COST_TERMS, terms
 from tests.factories.clock import FakeClock
@@ -102,3 +103,62 @@ def test_the_digest_compares_terms_by_value_and_keeps_types_apart():
         **{name: None for name in TERM_COLUMNS},
         "billing_minimum_s": Decimal("60.000"),
     }
+
+
+def _memo_values(**raw):
+    return ingest_costs._values({COST_TERMS: raw})
+
+
+def test_the_batch_memo_keeps_types_apart_and_digests_like_the_rule():
+    memo = ingest_costs._BatchMemo({})
+    as_bool = _memo_values(stopped_bills=True, billing_minimum_s=1)
+    as_int = _memo_values(stopped_bills=1, billing_minimum_s=True)
+    said = stated_terms({COST_TERMS: {"stopped_bills": True, "billing_minimum_s": 1}})
+    assert said is not None and as_bool is not None and as_int is not None
+    assert memo.digest(as_bool) == terms_digest(said)
+    assert memo.digest(as_int) is None  # True == 1, yet the boolean's answer is not handed to the number
+    assert memo.digest(_memo_values(egress_usd_per_gb=[1], billing_minimum_s=60)) == terms_digest(
+        {"billing_minimum_s": Decimal("60.000")}
+    )  # an unhashable value is not memoised and still gives the rule's answer
+    assert dict(memo.normalised(as_bool) or ()) == said
+
+
+def _many_terms(n: int, start: int = 0):
+    # More distinct per-host combinations than the old global caches held (16,384): Vast states ~129,000.
+    return [
+        offer(
+            f"h{i}",
+            f"{2 + i / 1000:.3f}",
+            attributes=_terms(download_mbps=Decimal(100 + i), egress_usd_per_gb=Decimal("0.004")),
+        )
+        for i in range(start, start + n)
+    ]
+
+
+def test_a_repeated_batch_normalises_nothing_again_and_the_memo_never_outgrows_a_batch(engine, settings, monkeypatch):
+    ingest_costs._CARRIED.pop("vastai", None)
+    calls: list[int] = []
+    real = ingest_costs._normalised
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(ingest_costs, "_normalised", counted)
+    clock = FakeClock()
+    n = 17_000
+    offers = _many_terms(n)
+    do_ingest(engine, settings, clock, batch(*offers))
+    assert len(calls) == n  # each distinct combination once
+    calls.clear()
+    clock.advance(minutes=10)
+    do_ingest(engine, settings, clock, batch(*offers))
+    assert calls == []  # an unchanged scrape of more combinations than an LRU held: every one a hit
+    assert len(ingest_costs._CARRIED["vastai"]) == n
+
+    clock.advance(minutes=10)
+    moved = _many_terms(10, start=n - 5)  # 5 combinations carried over, 5 new
+    do_ingest(engine, settings, clock, batch(*offers[:-5], *moved))
+    assert len(calls) == 5
+    assert len(ingest_costs._CARRIED["vastai"]) == n + 5  # exactly this batch's combinations
+    assert history(engine, f"h{n + 4}")[0][1] == Decimal(100 + n + 4).quantize(Decimal("0.001"))
