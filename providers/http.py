@@ -34,6 +34,7 @@ __all__ = [
     "ResponseTooLarge",
     "backoff_delay",
     "decode_json",
+    "decode_stream",
     "error_snippet",
     "fan_out",
     "gather_bounded",
@@ -345,8 +346,21 @@ async def post_json_items(
         streamed(ctx, "POST", url, json=json) as response,
         aclosing(stream_json_items(response, prefix, ctx.max_response_bytes, max_items)) as items,
     ):
+        # Looked up once per answer, as `get_json` looks up `decode_json` per call: the schema capture
+        # (`providers.schema`) replaces it to see a streamed answer item by item, as it sees a whole body.
+        observe = decode_stream(response, prefix)
         async for item in items:
-            yield item
+            yield observe(item)
+
+
+def decode_stream(response: httpx.Response, prefix: str) -> Callable[[Any], Any]:
+    """What each item streamed from the array at `prefix` of `response` passes through before the adapter
+    gets it: as it came, unless a schema capture is active (`providers.schema.capture_json`)."""
+    return _as_is
+
+
+def _as_is(item: Any) -> Any:
+    return item
 
 
 def _loaded(response: httpx.Response, body: bytes) -> httpx.Response:

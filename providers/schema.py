@@ -2,10 +2,11 @@
 
 The drift check (`tracker.pipeline.drift`) learns what a parser needs by running it, not from a hand-kept
 list that would go stale with every adapter change: while `capture_json(trace=True)` is active, every body
-decoded by `providers.http.decode_json` reaches the adapter wrapped so that each key it looks up is recorded
-as a key path. A key path names a field in every item at once: `offers[].dph_total` (`[]` is "any element
-of a list"), `data.*.instance_type` (`*` is "any key of an object the parser iterates", such as a map keyed
-by instance type, whose keys are data rather than schema).
+decoded by `providers.http.decode_json` (or streamed item by item through `decode_stream`) reaches the
+adapter wrapped so that each key it looks up is recorded as a key path. A key path names a field in
+every item at once: `offers[].dph_total` (`[]` is "any element of a list"), `data.*.instance_type` (`*` is
+"any key of an object the parser iterates", such as a map keyed by instance type, whose keys are data
+rather than schema).
 
 Only JSON decoded through `providers.http` is seen; an adapter reading CSV or calling `response.json()`
 itself leaves no shapes, and the drift check says so instead of guessing.
@@ -14,7 +15,7 @@ itself leaves no shapes, and the drift check says so instead of guessing.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -87,10 +88,13 @@ class Shape:
     objects: Counter[KeyPath] = field(default_factory=Counter)
     kinds: dict[KeyPath, set[str]] = field(default_factory=dict)
 
-    def add(self, document: Any) -> None:
-        self.kinds.setdefault((), set()).add(kind_of(document))  # a body turned from object to list is news
+    def add(self, document: Any, at: KeyPath = ()) -> None:
+        """Count `document`, found at `at` (the body itself by default; a streamed item at `offers[]`, whose
+        kind, as any list element's, is not recorded)."""
+        if not at:
+            self.kinds.setdefault(at, set()).add(kind_of(document))  # a body turned from object to list is news
         # Iterative: a hostile or merely deep body must not hit the recursion limit.
-        todo: list[tuple[Any, KeyPath]] = [(document, ())]
+        todo: list[tuple[Any, KeyPath]] = [(document, at)]
         while todo:
             node, path = todo.pop()
             if isinstance(node, dict):
@@ -176,6 +180,33 @@ class Capture:
             return body
         return _wrap(body, (), self.reads.setdefault(endpoint, set()), self.maps.setdefault(endpoint, set()))
 
+    def streaming(self, endpoint: str, prefix: str) -> Callable[[Any], Any]:
+        """Record an answer of `endpoint` read as it streams (`providers.http.post_json_items`): the envelope
+        down to the array at `prefix` now, then each item as the parser is handed it, so the shape and the
+        reads are those the whole body, decoded at once, would have given (but for envelope keys beside
+        the array, which a streamed read never sees)."""
+        self.bodies += 1
+        shape = self.shapes.setdefault(endpoint, Shape())
+        reads = self.reads.setdefault(endpoint, set()) if self.trace else None
+        maps = self.maps.setdefault(endpoint, set())
+        path: KeyPath = ()
+        shape.kinds.setdefault(path, set()).add("object")
+        names = prefix.split(".")
+        for n, name in enumerate(names):
+            shape.objects[path] += 1
+            path = (*path, name)
+            shape.keys[path] += 1
+            shape.kinds.setdefault(path, set()).add("array" if n == len(names) - 1 else "object")
+            if reads is not None:
+                reads.add(path)  # the stream looks the array up, as `require(body, "offers")` would
+        where = (*path, ANY_ELEMENT)
+
+        def item(value: Any) -> Any:
+            shape.add(value, where)
+            return value if reads is None else _wrap(value, where, reads, maps)
+
+        return item
+
     def endpoints(self) -> list[str]:
         return sorted(self.shapes)
 
@@ -260,16 +291,28 @@ def _decode_and_capture(response: httpx.Response) -> Any:
     return body if capture is None else capture.seen(endpoint_of(response.request), body)
 
 
+_plain_stream = http.decode_stream
+
+
+def _stream_and_capture(response: httpx.Response, prefix: str) -> Callable[[Any], Any]:
+    capture = _active.get()
+    if capture is None:
+        return _plain_stream(response, prefix)
+    return capture.streaming(endpoint_of(response.request), prefix)
+
+
 @contextmanager
 def capture_json(*, trace: bool = False) -> Iterator[Capture]:
     """Record the shape of every JSON body decoded through `providers.http` in this context (this task and
     the tasks it starts); with `trace`, hand the adapter traced bodies and record what it reads.
 
     The hook replaces `providers.http.decode_json` (which `get_json`/`post_json` look up at each call) and
+    `providers.http.decode_stream` (which `post_json_items` looks up per answer) and
     stays: with no capture active it is the plain function, so fetches running alongside (the worker runs
     providers side by side) are untouched, and a capture that ends cannot restore a stale function under
     another one still running."""
     http.decode_json = _decode_and_capture
+    http.decode_stream = _stream_and_capture
     capture = Capture(trace=trace)
     token = _active.set(capture)
     try:

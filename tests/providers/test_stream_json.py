@@ -191,3 +191,22 @@ def test_nan_and_infinity_that_python_sends_drop_their_item_not_the_answer(bundl
     result = _fetch(_answer(json.dumps({"offers": bad}).encode(), size=101))
     assert result.offers == parse(json.loads(json.dumps({"offers": bad}))).offers
     assert any("offers[1]: dropped" in r and "not a finite number" in r for r in result.skipped)
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_a_streamed_answer_is_captured_as_the_whole_body_is(bundles, trace):
+    # The drift check and the schema warnings read the capture: streaming must not blind them. Same
+    # shape (counts and kinds per key path) and, when tracing, the same keys read by the parser.
+    from providers.schema import Capture, capture_json
+
+    body = json.dumps({"offers": bundles}).encode()
+    with capture_json(trace=trace) as live:
+        _fetch(_answer(body, size=513))
+    (endpoint,) = live.endpoints()
+    whole = Capture(trace=trace)
+    parse(whole.seen(endpoint, json.loads(body)))
+    assert live.bodies == whole.bodies == 1
+    assert live.shape(endpoint) == whole.shape(endpoint)
+    assert live.read_paths(endpoint) == whole.read_paths(endpoint)
+    if trace:
+        assert ("offers", "[]", "dph_total") in live.read_paths(endpoint)
