@@ -88,7 +88,9 @@ async def cached_body(request: Request, key: tuple[Hashable, ...], compute: Call
     `compute` runs in the threadpool, once per key however many requests miss together; its errors
     propagate and are never cached."""
     engine, live = request.app.state.engine, request.app.state.live
-    version = await version_reads(request).current()
+    # The version the answer comes from: the database's, or while a large table is rebuilt in the
+    # background, the previous one's (tracker.market.live), whose memoised answers stay valid meanwhile.
+    version = live.served(engine, await version_reads(request).current())
     params = ("api", *key)
     peeked = live.peek(engine, version, params)
     if isinstance(peeked, bytes):

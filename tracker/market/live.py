@@ -4,6 +4,13 @@ The market snapshot and the ranking both read this table, so a request costs one
 (the data version bumped by every ingest, in any process) instead of a scan of the offers table.
 Freshness is judged per provider by the one rule in `tracker.market.freshness`.
 
+Rebuilding a large table takes seconds (200,000 offers: ~5 s on Postgres), so a cache created with
+`background=True` (the API's) never makes a request wait for it: when the data version moves, the new table,
+with its derived columns (`warmers`: the offers' cost terms), is built on a thread of its own and swapped in
+whole when ready; requests meanwhile are answered from the previous version (every answer names its
+`data_version`). A small table (under `sync_rows`) is rebuilt on the request, as before: it takes a few ms,
+and a caller that has just ingested then reads what it wrote. The worker and the CLI read exact versions.
+
 The table is plain numpy: ranking a job (the API's /v1/rank and the CLI's `cheapest`) needs nothing
 heavier, and a command-line call should not pay for importing pandas. The statistics that group
 offers use `OfferTable.frame`, a pandas view built on first use and kept with the table.
@@ -11,10 +18,11 @@ offers use `OfferTable.frame`, a pandas view built on first use and kept with th
 
 from __future__ import annotations
 
+import logging
 import sys
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
@@ -55,6 +63,7 @@ COLUMNS = [
     "first_seen",
     "last_seen",
 ]
+log = logging.getLogger(__name__)
 _FLOATS = ("gpu_count", "gpu_memory_gb", "price_per_hour", "price_per_gpu_hour")
 _US = timedelta(microseconds=1)
 
@@ -113,6 +122,18 @@ def _load(session: Session) -> OfferTable:
     return OfferTable(columns, [str(n) for n in names])
 
 
+# A table with fewer live offers than this is rebuilt on the request that finds it old: ~10 ms per 1,000
+# offers on SQLite, so at most a few tens of ms; a larger one is rebuilt in the background (`background`).
+SYNC_ROWS = 5_000
+# How long a request finding a rebuild under way waits for it before it is answered from the previous version.
+REBUILD_WAIT_S = 0.05
+
+# Something derived from a new table that is worth having before readers see it (the cost terms of every
+# offer: ~1 s at 200,000 offers): given a session, the version and the table, the (memo key, value) pairs
+# to memoise under that version before the table is swapped in.
+Warmer = Callable[[Session, int, OfferTable], Iterable[tuple[object, object]]]
+
+
 # Bounds on the derived-result memo: a client varying parameters cannot grow memory without limit.
 MEMO_MAX_ENTRIES = 4096
 MEMO_MAX_BYTES = 128 * 2**20  # every entry counts: its key, its value, and the memo's own bookkeeping
@@ -169,11 +190,24 @@ class LiveOffers:
     `memo` caches anything derived from one data version (snapshots, encoded API answers): an LRU
     bounded by entry count and by the bytes its entries hold (key and value, measured by `deep_size`
     when stored), computed once per key even when many threads ask at the same moment (the others wait
-    for the first), and dropped when a newer version is seen.
+    for the first), and dropped once a newer version is being served.
+
+    With `background`, a table of `sync_rows` or more offers is rebuilt off the request path (see the
+    module's docstring); `served` says which version a request will be answered from.
     """
 
-    def __init__(self, max_entries: int = MEMO_MAX_ENTRIES, max_bytes: int = MEMO_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        max_entries: int = MEMO_MAX_ENTRIES,
+        max_bytes: int = MEMO_MAX_BYTES,
+        *,
+        background: bool = False,
+        warmers: Sequence[Warmer] = (),
+        sync_rows: int = SYNC_ROWS,
+        wait_s: float = REBUILD_WAIT_S,
+    ) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
+        self.background, self.warmers, self.sync_rows, self.wait_s = background, list(warmers), sync_rows, wait_s
         self._lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._frames: dict[str, tuple[int, OfferTable]] = {}
@@ -182,23 +216,84 @@ class LiveOffers:
         self._bytes = 0
         self._latest: dict[str, int] = {}
         self._inflight: dict[tuple[str, int, object], tuple[threading.Event, int]] = {}
+        self._rebuilds: dict[str, tuple[int, threading.Event]] = {}  # per database: the version being built
+        self.rebuild_errors = 0  # background rebuilds that failed (each retried by the next request)
 
     def frame(self, engine: Engine, session: Session) -> tuple[int, OfferTable]:
+        """(version, table) to answer from: the current version's, or with `background` and a large table
+        whose rebuild is under way, the previous one's."""
         key = engine.url.render_as_string(hide_password=False)
         version = data_version(session)
         cached = self._frames.get(key)
-        if cached and cached[0] == version:
+        if cached and cached[0] >= version:
             return cached
+        if cached is not None and self._in_background(cached[1]):
+            done = self._rebuild(engine, key, version)
+            done.wait(self.wait_s)
+            return self._frames[key]
         with self._load_lock:  # one load at a time: concurrent misses after an ingest share it
             cached = self._frames.get(key)
-            if cached and cached[0] == version:
+            if cached and cached[0] >= version:
                 return cached
             df = _load(session)
-            with self._lock:
-                self._frames[key] = (version, df)
-                # Derived results of older versions can never be asked for again.
-                self._drop_versions(key, keep=version)
+            self._warm(session, key, version, df)
+            self._swap(key, version, df)
         return version, df
+
+    def served(self, engine: Engine, version: int) -> int:
+        """The version a request arriving now at data version `version` is answered from, never waiting:
+        `version` itself unless a background rebuild to it is under way (started here if need be)."""
+        key = engine.url.render_as_string(hide_password=False)
+        cached = self._frames.get(key)
+        if cached is None or cached[0] >= version or not self._in_background(cached[1]):
+            return version
+        self._rebuild(engine, key, version)
+        return self._frames[key][0]
+
+    def _in_background(self, table: OfferTable) -> bool:
+        return self.background and len(table) >= self.sync_rows
+
+    def _rebuild(self, engine: Engine, key: str, version: int) -> threading.Event:
+        """The event set when the table of `version` (or a newer one) is in place, starting its build."""
+        with self._lock:
+            running = self._rebuilds.get(key)
+            if running is not None and running[0] >= version:
+                return running[1]
+            if running is not None:  # an older build is under way: the next starts when it ends
+                return running[1]
+            done = threading.Event()
+            self._rebuilds[key] = (version, done)
+        threading.Thread(target=self._build, args=(engine, key, done), name="live-offers-rebuild", daemon=True).start()
+        return done
+
+    def _build(self, engine: Engine, key: str, done: threading.Event) -> None:
+        try:
+            with Session(engine) as session, self._load_lock:
+                version = data_version(session)  # the newest by now: a build started late need not repeat
+                cached = self._frames.get(key)
+                if not (cached and cached[0] >= version):
+                    df = _load(session)
+                    self._warm(session, key, version, df)
+                    self._swap(key, version, df)
+        except Exception:  # the previous table keeps serving; the next request that finds it old tries again
+            self.rebuild_errors += 1
+            log.exception("rebuilding the live offers in the background failed")
+        finally:
+            with self._lock:
+                self._rebuilds.pop(key, None)
+            done.set()
+
+    def _warm(self, session: Session, key: str, version: int, table: OfferTable) -> None:
+        for warm in self.warmers:
+            for params, value in warm(session, version, table):
+                self._store((key, version, params), value)
+
+    def _swap(self, key: str, version: int, table: OfferTable) -> None:
+        with self._lock:
+            self._frames[key] = (version, table)
+            # Derived results of older versions can never be asked for again.
+            self._latest[key] = max(version, self._latest.get(key, version))
+            self._drop_versions(key, keep=version, older_only=True)
 
     def memo(self, engine: Engine, version: int, params: object, compute):  # type: ignore[no-untyped-def]
         """Cache a result derived from one version of the frame (e.g. a market snapshot)."""
@@ -240,9 +335,15 @@ class LiveOffers:
             return
         with self._lock:
             db, version = key[0], key[1]
-            if version > self._latest.get(db, version - 1):
-                self._latest[db] = version
-                self._drop_versions(db, keep=version, older_only=True)
+            if version < self._latest.get(db, version):
+                return  # computed on a table that has since been replaced: nobody asks for it again
+            # A newer version's answer means older ones are never asked for again, except, with a background
+            # rebuild, the version of the table still being served (`_swap` drops it when replaced).
+            served = self._frames.get(db)
+            floor = min(version, served[0]) if self.background and served is not None else version
+            if floor > self._latest.get(db, floor - 1):
+                self._latest[db] = floor
+                self._drop_versions(db, keep=floor, older_only=True)
             if key in self._derived:
                 self._bytes -= self._sizes.pop(key, 0)
             self._derived[key] = value
@@ -267,6 +368,7 @@ class LiveOffers:
     def clear(self) -> None:
         with self._lock:
             self._frames.clear()
+            self._rebuilds.clear()
             self._derived.clear()
             self._sizes.clear()
             self._latest.clear()
