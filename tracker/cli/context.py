@@ -91,3 +91,14 @@ def require_prices(session: Session, *, json_out: bool = False) -> None:
         err_console.print(f"note: {NO_PRICES}", markup=False, highlight=False)
         return
     fail(NO_PRICES, code=1)
+
+
+def kept_live(settings: Settings) -> None:
+    """Keep the process's live table on disk between calls (tracker.market.spill): the first call after an
+    ingest loads it from the database (seconds at 200,000 offers) and writes it; later ones read it back.
+    The caller ends with `LIVE.keep(engine)` once it has what is worth keeping (the offers' cost terms)."""
+    from tracker.market import live
+    from tracker.market.service import COST_TERMS
+
+    live.LIVE.spill_dir = settings.data_dir / "cache"
+    live.LIVE.spill_keys = (COST_TERMS,)

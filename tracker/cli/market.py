@@ -51,11 +51,12 @@ def cheapest(
     """Live offers ranked by what this fine-tuning run would cost on them (the whole run: GPU time,
     billing rounding, disk, data transfer and, on spot, expected interruptions)."""
     from tracker.catalog.gpus import GpuNameError
-    from tracker.cli.context import check_providers, require_prices, runtime
+    from tracker.cli.context import check_providers, kept_live, require_prices, runtime
     from tracker.clock import utcnow
     from tracker.costs import RunPlan, plan_for
     from tracker.estimate import EstimateError, PreparedJob, prepare
     from tracker.estimate.serving import PreparedServing, prepare_serving
+    from tracker.market.live import LIVE
     from tracker.market.offers import gpu_ids_for
     from tracker.market.rank import RankFilters, RankOptions
     from tracker.market.service import rank_offers
@@ -85,14 +86,16 @@ def cheapest(
     )
     check_providers(filters.providers)
     rt = runtime(ctx)
+    kept_live(rt.settings)
     with session_scope(rt.engine) as session:
         result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, ranked, options, plan=plan)
         if not result["considered"]:
             require_prices(session, json_out=json_out)
     if json_out:
         emit_json(result["rows"])
-        return
-    _print_rank(result, wide=wide, top=top)
+    else:
+        _print_rank(result, wide=wide, top=top)
+    LIVE.keep(rt.engine)  # after the answer: a user waits for the table to be written only on a miss
 
 
 def _print_api_alternatives(result: dict[str, Any]) -> None:

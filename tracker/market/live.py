@@ -25,19 +25,20 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+from pathlib import Path
 from types import BuiltinFunctionType, FunctionType, MethodType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from providers.registry import reference_providers
 from tracker.config import Settings
-from tracker.market import aggregated, fabric, freshness, quality
+from tracker.market import aggregated, fabric, freshness, quality, spill
 from tracker.market.table import EPOCH, OfferTable
 from tracker.storage.sql import json_text
-from tracker.storage.tables import DataVersion, Offer
+from tracker.storage.tables import DataVersion, Offer, ScrapeRun
 
 if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command-line call tens of ms
     import numpy.typing as npt
@@ -163,7 +164,10 @@ def deep_size(value: object) -> int:
             if obj.base is not None:  # a view: getsizeof counted the header, not the buffer it keeps alive
                 total += obj.nbytes
             if obj.dtype == object:
-                stack.extend(obj.ravel().tolist())
+                # Distinct objects only, found in C: a column read back from disk shares one string per
+                # distinct value, and walking 200,000 references to a dozen strings in Python took seconds.
+                items = obj.ravel().tolist()
+                stack.extend(dict(zip(map(id, items), items, strict=True)).values())
             continue
         if isinstance(obj, memoryview):
             total += obj.nbytes
@@ -205,6 +209,8 @@ class LiveOffers:
         warmers: Sequence[Warmer] = (),
         sync_rows: int = SYNC_ROWS,
         wait_s: float = REBUILD_WAIT_S,
+        spill_dir: Path | None = None,
+        spill_keys: Sequence[object] = (),
     ) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self.background, self.warmers, self.sync_rows, self.wait_s = background, list(warmers), sync_rows, wait_s
@@ -218,6 +224,10 @@ class LiveOffers:
         self._inflight: dict[tuple[str, int, object], tuple[threading.Event, int]] = {}
         self._rebuilds: dict[str, tuple[int, threading.Event]] = {}  # per database: the version being built
         self.rebuild_errors = 0  # background rebuilds that failed (each retried by the next request)
+        # Kept on disk between processes (tracker.market.spill): the CLI's. `spill_keys`: the memo entries
+        # kept with the table (the offers' cost terms).
+        self.spill_dir, self.spill_keys = spill_dir, tuple(spill_keys)
+        self._unkept: dict[str, spill.Fingerprint] = {}  # tables loaded from the database, not yet on disk
 
     def frame(self, engine: Engine, session: Session) -> tuple[int, OfferTable]:
         """(version, table) to answer from: the current version's, or with `background` and a large table
@@ -235,10 +245,45 @@ class LiveOffers:
             cached = self._frames.get(key)
             if cached and cached[0] >= version:
                 return cached
+            if self.spill_dir is not None:
+                return self._from_disk(session, key)
             df = _load(session)
             self._warm(session, key, version, df)
             self._swap(key, version, df)
         return version, df
+
+    def _from_disk(self, session: Session, key: str) -> tuple[int, OfferTable]:
+        """The table kept on disk for this database's current version, else loaded (and `keep` may write it)."""
+        assert self.spill_dir is not None
+        row = session.execute(select(DataVersion.version, DataVersion.changed_at).where(DataVersion.id == 1)).first()
+        version = int(row[0] or 0) if row else 0
+        stamp = spill.fingerprint(version, row[1] if row else None, session.scalar(select(func.max(ScrapeRun.id))))
+        kept = spill.read(spill.path_for(self.spill_dir, key), key, stamp)
+        if kept is not None:
+            df, extras = kept
+            self._swap(key, version, df)
+            for params, value in extras.items():
+                self._store((key, version, params), value)
+            self._unkept.pop(key, None)
+            return version, df
+        df = _load(session)
+        self._warm(session, key, version, df)
+        self._swap(key, version, df)
+        self._unkept[key] = stamp
+        return version, df
+
+    def keep(self, engine: Engine) -> None:
+        """Write the table this process loaded from the database to disk, with the memo entries named by
+        `spill_keys`, so the next process at the same version reads it back (a no-op if nothing new)."""
+        key = engine.url.render_as_string(hide_password=False)
+        stamp = self._unkept.pop(key, None)
+        cached = self._frames.get(key)
+        if self.spill_dir is None or stamp is None or cached is None or cached[0] != stamp[0]:
+            return
+        with self._lock:
+            memo = {k[2]: v for k, v in self._derived.items() if k[:2] == (key, stamp[0])}
+        extras = {p: memo[p] for p in self.spill_keys if p in memo}
+        spill.write(spill.path_for(self.spill_dir, key), key, stamp, cached[1], extras)
 
     def served(self, engine: Engine, version: int) -> int:
         """The version a request arriving now at data version `version` is answered from, never waiting:

@@ -175,13 +175,13 @@ def rank_offers(
     return result | extras | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
 
 
-_COST_TERMS = ("cost-terms",)  # their memo key
+COST_TERMS = ("cost-terms",)  # their memo key (also what the CLI keeps on disk with the table)
 
 
 def cost_terms(engine: Engine, session: Session, table: LiveOffers, version: int, frame: OfferTable) -> TermColumns:
     """Every live offer's cost terms (tracker.costs.frame), once per data version: what the ranking and the
     plan price a whole run with."""
-    terms: TermColumns = table.memo(engine, version, _COST_TERMS, lambda: _term_columns(session, frame))
+    terms: TermColumns = table.memo(engine, version, COST_TERMS, lambda: _term_columns(session, frame))
     return terms
 
 
@@ -192,7 +192,7 @@ def _term_columns(session: Session, frame: OfferTable) -> TermColumns:
 def warm_cost_terms(session: Session, version: int, frame: OfferTable) -> list[tuple[object, object]]:
     """A `tracker.market.live.Warmer`: the cost terms of a rebuilt table, built with it in the background
     (~1 s at 200,000 offers), so the first whole-run ranking after an ingest does not compute them."""
-    return [(_COST_TERMS, _term_columns(session, frame))]
+    return [(COST_TERMS, _term_columns(session, frame))]
 
 
 def live_market(engine: Engine, session: Session, live: LiveOffers | None = None) -> tuple[OfferTable, TermColumns]:
@@ -300,6 +300,7 @@ def rank_history(
 
 
 __all__ = [
+    "COST_TERMS",
     "cheapest_machine",
     "cost_terms",
     "live_market",

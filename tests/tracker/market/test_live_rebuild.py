@@ -148,7 +148,7 @@ def test_the_warmed_cost_terms_are_those_a_ranking_computes(engine, settings, cl
     _ingest(engine, settings, clock, 3)
     table = LiveOffers(background=True, warmers=[warm_cost_terms])
     with session_scope(engine) as session:
-        version, frame = table.frame(engine, session)
+        version, _ = table.frame(engine, session)
         warmed = table.peek(engine, version, ("cost-terms",))
         assert warmed is not None
         fresh = LiveOffers()

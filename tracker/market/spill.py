@@ -1,0 +1,138 @@
+"""The live table kept on disk between command-line calls (issue #29 item 5).
+
+Each `gpu-tracker cheapest` is a new process: without this it rebuilds the whole live table (and every
+offer's cost terms) from the database, ~5 s and ~600 MiB at 200,000 offers, before ranking in tens of ms.
+The first call after an ingest writes what it built to the data directory; every later call at the same data
+version reads it back in a fraction of that, with far less memory.
+
+A file is valid for one database and one data version, checked against the version, the instant it was
+bumped (`DataVersion.changed_at`) and the newest scrape run, so a database recreated at the same URL, whose
+counter starts over, does not match an old file. Object columns are stored as codes into their distinct
+values, which also makes the table read back share one string per distinct value instead of one per row.
+
+The format is pickle: its values (Decimals, datetimes, None among strings) have no faithful plain-array
+form. Pickle runs code when read, so a file is only read when it is this user's own and nobody else may
+write it (mode 0600 in a directory of the user's), and anything wrong with it (truncated, another format, a
+failed read) is the same as no file: the table is rebuilt from the database. It is written to a temporary
+name and renamed, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import stat
+import tempfile
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tracker.market.table import OfferTable
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # bumped whenever the layout of the table or of what is stored with it changes
+Fingerprint = tuple[int, str, int]  # (data version, when it was bumped, the newest scrape run's id)
+
+
+def fingerprint(version: int, changed_at: datetime | None, last_run: int | None) -> Fingerprint:
+    return version, "" if changed_at is None else changed_at.isoformat(), last_run or 0
+
+
+def _identity(database: str) -> str:
+    return hashlib.sha256(database.encode()).hexdigest()  # the URL may carry a password: never stored
+
+
+def path_for(directory: Path, database: str) -> Path:
+    """One file per database URL."""
+    return directory / f"live-{_identity(database)[:20]}.pickle"
+
+
+def _key(value: object) -> object:
+    # Equal is not the same: 1 == 1.0 == True, and Decimal("2.5") == Decimal("2.50") prints differently.
+    if isinstance(value, Decimal):
+        return Decimal, str(value)
+    return type(value), value
+
+
+def encode(values: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int32], list[object]]:
+    """Codes into the distinct values of an object column (each kept as first seen)."""
+    index: dict[object, int] = {}
+    distinct: list[object] = []
+    codes = np.empty(len(values), dtype=np.int32)
+    for i, v in enumerate(values.tolist()):
+        k = _key(v)
+        code = index.get(k)
+        if code is None:
+            code = index[k] = len(distinct)
+            distinct.append(v)
+        codes[i] = code
+    return codes, distinct
+
+
+def decode(codes: npt.NDArray[np.int32], distinct: list[object]) -> npt.NDArray[np.object_]:
+    values = np.empty(len(distinct), dtype=object)
+    values[:] = distinct
+    return values[codes] if len(codes) else np.empty(0, dtype=object)
+
+
+class _Pickler(pickle.Pickler):
+    """Every object column, in the table or in what is kept with it (the cost terms' provider and pricing),
+    written as codes into its distinct values and read back by `decode`."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, np.ndarray) and obj.dtype == object and obj.ndim == 1:
+            return decode, encode(obj)
+        return NotImplemented
+
+
+def write(path: Path, database: str, stamp: Fingerprint, table: OfferTable, extras: dict[object, object]) -> None:
+    """Store `table` (and `extras`: memo entries worth keeping with it) for `database` at `stamp`."""
+    payload = {
+        "format": FORMAT,
+        "database": _identity(database),
+        "stamp": stamp,
+        "providers": table.providers,
+        "columns": table.columns,
+        "extras": extras,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as out:  # mkstemp: mode 0600
+                _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(payload)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:  # a read-only or full disk costs the next call a rebuild, nothing more
+        log.warning("could not keep the live table on disk at %s: %s", path, exc)
+
+
+def read(path: Path, database: str, stamp: Fingerprint) -> tuple[OfferTable, dict[object, object]] | None:
+    """The table stored for `database` at `stamp`, with its extras; None when there is none to trust."""
+    try:
+        with path.open("rb") as f:
+            info = os.fstat(f.fileno())
+            if info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return None
+            payload = pickle.load(f)  # this user's own file, writable by nobody else (above)
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            return None
+        if payload.get("database") != _identity(database) or tuple(payload.get("stamp", ())) != stamp:
+            return None
+        return OfferTable(dict(payload["columns"]), list(payload["providers"])), dict(payload["extras"])
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # truncated, corrupt or foreign: rebuilt from the database instead
+        log.warning("ignoring the live table kept at %s: %s", path, exc)
+        return None
