@@ -23,7 +23,7 @@ from tracker import __version__
 from tracker.clock import utcnow
 from tracker.config import Settings, get_settings
 from tracker.market.live import LiveOffers
-from tracker.market.service import warm_cost_terms
+from tracker.market.service import warm_cost_terms, warm_statistics
 from tracker.storage.engine import engine_for, probe
 
 log = logging.getLogger(__name__)
@@ -87,8 +87,10 @@ def create_app(
     app.state.engine = engine or _engine(settings)
     app.state.clock = clock or utcnow
     # The API's own table is rebuilt off the request path when an ingest moves the data version, with the
-    # offers' cost terms (tracker.market.live); a caller injecting one chooses for itself (tests: exact).
-    app.state.live = live if live is not None else LiveOffers(background=True, warmers=[warm_cost_terms])
+    # offers' cost terms and the statistics' pandas view (tracker.market.live); a caller injecting one
+    # chooses for itself (tests: exact).
+    warmers = [warm_cost_terms, warm_statistics]
+    app.state.live = live if live is not None else LiveOffers(background=True, warmers=warmers)
     errors.install(app)
     # Middleware added later wraps what came before: HEAD-as-GET outermost (the metrics see the route it
     # matched as a GET, labelled HEAD), then the metrics (which count the 413s), then the body limit.

@@ -13,7 +13,7 @@ import tracker.market.live as live_module
 from api.app import create_app
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.market.live import LiveOffers, data_version
-from tracker.market.service import warm_cost_terms
+from tracker.market.service import warm_cost_terms, warm_statistics
 from tracker.storage.engine import session_scope
 
 
@@ -138,7 +138,7 @@ def test_a_small_table_or_an_exact_cache_reads_what_was_just_written(engine, set
 
 def test_the_api_builds_its_table_in_the_background_with_the_cost_terms(engine, settings):
     live = create_app(settings, engine).state.live
-    assert live.background and warm_cost_terms in live.warmers
+    assert live.background and warm_cost_terms in live.warmers and warm_statistics in live.warmers
     assert not live_module.LIVE.background  # the worker's and the CLI's: exact
 
 
@@ -156,3 +156,10 @@ def test_the_warmed_cost_terms_are_those_a_ranking_computes(engine, settings, cl
         computed = cost_terms(engine, session, fresh, v, f)
     assert type(warmed) is type(computed)
     assert repr(warmed) == repr(computed)
+
+
+def test_the_statistics_view_is_built_with_the_table(engine, settings, clock):
+    _ingest(engine, settings, clock, 3)
+    table = LiveOffers(background=True, warmers=[warm_statistics])
+    _, frame = _frame(table, engine)
+    assert frame._frame is not None and len(frame._frame) == 3
