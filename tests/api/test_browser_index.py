@@ -60,3 +60,11 @@ def test_the_index_view_draws_the_daily_index_with_its_providers(browser, week):
     SHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SHOTS / "index-week.png"))
     assert console_errors(browser) == []
+
+
+def test_a_range_with_nothing_published_says_why_in_the_apis_words(browser, week):
+    # No A100 was ever listed: the API's reason is "no offers", not "fewer than three providers".
+    open_view(browser, week, "index/A100/30d", "index", state="empty")
+    text = browser.find_element("css selector", "#index-chart").text
+    assert "No published value in this range: no offers (" in text, text
+    assert "fewer than three" not in text

@@ -69,7 +69,11 @@ function draw(values) {
   const days = [...new Set(values.map((v) => seconds(`${v.day}T00:00:00Z`)))].sort((a, b) => a - b);
   const published = values.filter((v) => v.published);
   if (!published.length) {
-    emptyChart("index", chartBox, "No published value in this range: fewer than three providers on every day.");
+    // The API says why per day ("no offers", "2 provider(s), fewer than the 3 needed"): quote it, most common first.
+    const counts = new Map();
+    for (const v of values) if (v.area === "global" && v.reason) counts.set(v.reason, (counts.get(v.reason) || 0) + 1);
+    const reasons = [...counts].sort((a, b) => b[1] - a[1]).map(([r, n]) => `${r} (${n} day${n === 1 ? "" : "s"})`);
+    emptyChart("index", chartBox, `No published value in this range: ${reasons.join("; ") || "no values"}.`);
     clear(document.getElementById("index-table"));
     section.dataset.state = "empty";
     return;
