@@ -236,9 +236,12 @@ def _condition(r: dict[str, Any]) -> str:
 
 def _last(r: dict[str, Any], none: str = "n/a") -> str:
     """The last value; a plan_best_card rule's is its card (with that single-card fleet's monthly cost)."""
+    value = r["last_value"]
+    if r["metric"] in ("plan_best_card", "plan_monthly_cost") and value is not None:
+        value = f"${float(value):,.2f}/month"  # a plan's figure is a monthly cost (the JSON keeps 6 places)
     if r["metric"] == "plan_best_card" and r.get("best_card"):
-        return f"{r['best_card']} ({r['last_value']})" if r["last_value"] is not None else str(r["best_card"])
-    return str(r["last_value"] or none)
+        return f"{r['best_card']} ({value})" if value is not None else str(r["best_card"])
+    return str(value or none)
 
 
 def subject_pricing_text(r: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ columns, shown; a bad mix (or a misuse of the plan options) is one line and exit
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -53,6 +54,7 @@ def test_add_a_plan_rule_list_and_show_it(cli, market, mix_file, monkeypatch):
     card = cli("alerts", "add", "--plan", str(mix_file), "--metric", "plan_best_card")
     assert card.exit_code == 0, card.output
     assert f"last value {A100}" in " ".join(card.stdout.split())
+    assert re.search(r"last value \S+ \(\$[\d,]+\.\d\d/month\)", " ".join(card.stdout.split())), card.stdout
 
     monkeypatch.setenv("COLUMNS", "80")
     listed = cli("alerts", "list")
