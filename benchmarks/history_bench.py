@@ -37,7 +37,8 @@ from tracker.config import Settings
 from tracker.ingest.apply import offer_values
 from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.market.service import market_history
-from tracker.storage.engine import session_scope
+from tracker.storage.engine import make_engine, session_scope
+from tracker.storage.partitions import ensure_partitions
 from tracker.storage.tables import Base, Offer, OfferPrice
 
 TABLES = Base.metadata.tables
@@ -197,6 +198,11 @@ def load_pg(url: str, year: Year) -> float:
             cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), %s)", (len(rows),))
         cur.execute("UPDATE data_version SET version = %s, changed_at = %s", (year.hours, year.plan.at(year.hours - 1)))
         conn.commit()
+    # On a partitioned schema (migration 0018) the year's old months landed in DEFAULT: give each its month,
+    # as a year of the worker's daily upkeep would have.
+    engine = make_engine(url)
+    ensure_partitions(engine, utcnow())
+    engine.dispose()
     with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
         # A year-old table has statistics: autovacuum would have analysed it long before anyone asks.
         conn.execute("VACUUM ANALYZE")

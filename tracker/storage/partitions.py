@@ -8,8 +8,9 @@ small enough not to need it.
 
 `ensure_partitions` creates the coming months before rows arrive (the worker runs it daily, and
 `gpu-tracker db upgrade` after migrating). It never moves a row between monthly partitions; rows that
-landed in DEFAULT for a month it now creates are moved into that month in the same transaction, because
-Postgres refuses to create a partition while DEFAULT holds rows of its range. Migration 0018 creates
+landed in DEFAULT (a month nobody created in time, or a bulk load of old history) get their month, and are
+moved into it in the same transaction, because Postgres refuses to create a partition while DEFAULT holds
+rows of its range. Migration 0018 creates
 the first partitions with the same names and bounds.
 """
 
@@ -82,12 +83,22 @@ def is_partitioned(conn: Connection, table: str) -> bool:
     return found.first() is not None
 
 
+_CHILDREN = (
+    "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass(:t)"
+)
+
+
 def _partitions(conn: Connection, table: str) -> set[str]:
-    rows = conn.execute(
-        text("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = to_regclass(:t)"),
-        {"t": table},
-    )
+    rows = conn.execute(text(_CHILDREN), {"t": table})
     return {name for (name,) in rows}
+
+
+def _stranded(conn: Connection, default: str) -> set[datetime]:
+    """The months DEFAULT holds rows of (written while no partition of theirs existed): they get their
+    month too, so DEFAULT stays empty and a query's pruning keeps skipping it. DEFAULT is small, so the
+    scan is cheap."""
+    rows = conn.execute(text(f"SELECT DISTINCT date_trunc('month', valid_from AT TIME ZONE 'UTC') FROM \"{default}\""))
+    return {month_start(m.replace(tzinfo=UTC)) for (m,) in rows}
 
 
 def create_month(conn: Connection, table: str, month: datetime, existing: set[str]) -> str:
@@ -106,15 +117,18 @@ def create_month(conn: Connection, table: str, month: datetime, existing: set[st
             ),
             {"lo": lo, "hi": hi},
         )
-    conn.execute(text(f'ALTER TABLE "{table}" ATTACH PARTITION "{name}" FOR VALUES FROM ({_bound(lo)}) TO ({_bound(hi)})'))
+    conn.execute(
+        text(f'ALTER TABLE "{table}" ATTACH PARTITION "{name}" FOR VALUES FROM ({_bound(lo)}) TO ({_bound(hi)})')
+    )
     existing.add(name)
     return name
 
 
 def ensure_partitions(engine: Engine, now: datetime, months_ahead: int = 3) -> list[str]:
-    """Create the missing monthly partitions of this month and the next `months_ahead` (and DEFAULT if it
-    is missing); return the names created. Idempotent, and safe with two processes: they serialise on an
-    advisory lock, and the second finds the partitions made. A no-op on SQLite."""
+    """Create the missing monthly partitions of this month and the next `months_ahead`, and of every month
+    DEFAULT holds rows of (moving them in), and DEFAULT if it is missing; return the names created.
+    Idempotent, and safe with two processes: they serialise on an advisory lock, and the second finds the
+    partitions made. A no-op on SQLite."""
     if engine.dialect.name != "postgresql":
         return []
     created: list[str] = []
@@ -130,7 +144,8 @@ def ensure_partitions(engine: Engine, now: datetime, months_ahead: int = 3) -> l
                 conn.execute(text(f'CREATE TABLE "{default}" PARTITION OF "{table}" DEFAULT'))
                 existing.add(default)
                 created.append(default)
-            for month in months(now, add_months(month_start(now), months_ahead)):
+            wanted = set(months(now, add_months(month_start(now), months_ahead))) | _stranded(conn, default)
+            for month in sorted(wanted):
                 if partition_name(table, month) not in existing:
                     created.append(create_month(conn, table, month, existing))
     return created

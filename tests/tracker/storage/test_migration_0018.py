@@ -78,7 +78,10 @@ def _rows(engine, table: str) -> list[tuple[object, ...]]:
 def _partitions(engine, table: str) -> set[str]:
     with engine.connect() as conn:
         rows = conn.execute(
-            text("SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = :t ::regclass"),
+            text(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+                " WHERE i.inhparent = :t ::regclass"
+            ),
             {"t": table},
         )
         return {r[0] for r in rows}
@@ -113,9 +116,11 @@ def test_history_partitioned_on_postgres_upgrade_and_downgrade(blank_engine):  #
                 month = add_months(month, 1)
             assert names == expected
             indexes = {i["name"] for i in inspect(blank_engine).get_indexes(table)}
-            assert indexes == {"ix_offer_prices_offer_from", "ix_offer_prices_gpu_from"} if table == "offer_prices" else {
-                "ix_offer_availability_offer_from"
-            }
+            assert (
+                indexes == {"ix_offer_prices_offer_from", "ix_offer_prices_gpu_from"}
+                if table == "offer_prices"
+                else {"ix_offer_availability_offer_from"}
+            )
             pk = inspect(blank_engine).get_pk_constraint(table)
             assert pk["constrained_columns"] == ["id", "valid_from"]
         # Each month's rows are in that month's partition, and the sequence continues past the copied ids.

@@ -86,22 +86,34 @@ def test_rows_in_default_move_into_the_month_created(blank_engine):  # noqa: F81
         offer_id = _offer(conn)
         # Written before anyone created FAR's month (and one a month later): DEFAULT takes them.
         conn.execute(insert(OfferPrice.__table__), [_price(offer_id, FAR), _price(offer_id, add_months(FAR, 1))])
-        conn.execute(insert(OfferAvailability.__table__), [{"offer_id": offer_id, "available": True, "valid_from": FAR}])
+        conn.execute(
+            insert(OfferAvailability.__table__), [{"offer_id": offer_id, "available": True, "valid_from": FAR}]
+        )
     if blank_engine.dialect.name != "postgresql":
         assert ensure_partitions(blank_engine, FAR) == []  # SQLite: plain tables, nothing to make
         assert list_partitions(blank_engine) == []
         return
     assert _home(blank_engine, "offer_prices") == ["offer_prices_default"] * 2
     created = ensure_partitions(blank_engine, FAR, months_ahead=2)
-    expected = [partition_name(t, m) for t in ("offer_prices", "offer_availability") for m in months(FAR, add_months(FAR, 2))]
+    expected = [
+        partition_name(t, m) for t in ("offer_prices", "offer_availability") for m in months(FAR, add_months(FAR, 2))
+    ]
     assert created == expected
     # FAR's row and the next month's moved out of DEFAULT; nothing else moved, nothing was lost.
     assert _home(blank_engine, "offer_prices") == ["offer_prices_y2031m05", "offer_prices_y2031m06"]
     assert _home(blank_engine, "offer_availability") == ["offer_availability_y2031m05"]
     assert ensure_partitions(blank_engine, FAR, months_ahead=2) == []  # idempotent
+    # A row of a month long past (a bulk load of old history) lands in DEFAULT; the next run gives it its month.
+    old = datetime(2024, 2, 29, 23, 30, tzinfo=UTC)
+    with blank_engine.begin() as conn:
+        conn.execute(insert(OfferPrice.__table__), [_price(offer_id, old)])
+    assert ensure_partitions(blank_engine, FAR, months_ahead=2) == ["offer_prices_y2024m02"]
+    assert _home(blank_engine, "offer_prices")[-1] == "offer_prices_y2024m02"
     # Attached partitions got the parent's indexes and primary key.
     with blank_engine.connect() as conn:
-        indexes = set(conn.execute(text("SELECT indexname FROM pg_indexes WHERE tablename = 'offer_prices_y2031m06'")).scalars())
+        indexes = set(
+            conn.execute(text("SELECT indexname FROM pg_indexes WHERE tablename = 'offer_prices_y2031m06'")).scalars()
+        )
     assert len(indexes) == 3  # (id, valid_from) key, (offer_id, valid_from), (gpu_id, valid_from)
     counts = {p.partition: p.rows for p in list_partitions(blank_engine)}
     assert counts["offer_prices_y2031m05"] == counts["offer_prices_y2031m06"] == 1
@@ -127,7 +139,7 @@ def test_two_processes_create_each_partition_once(pg_url):
         try:
             start.wait()
             results.append(ensure_partitions(engine, later, months_ahead=1))
-        except BaseException as exc:  # noqa: BLE001  (reported below)
+        except BaseException as exc:  # reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=run) for _ in range(2)]
@@ -138,7 +150,11 @@ def test_two_processes_create_each_partition_once(pg_url):
     engine.dispose()
     assert not errors, errors
     made = sorted(name for names in results for name in names)
-    assert made == sorted(partition_name(t, m) for t in ("offer_prices", "offer_availability") for m in months(later, add_months(later, 1)))
+    assert made == sorted(
+        partition_name(t, m)
+        for t in ("offer_prices", "offer_availability")
+        for m in months(later, add_months(later, 1))
+    )
 
 
 def test_db_upgrade_creates_the_coming_months(cli, engine):
