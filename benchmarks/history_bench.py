@@ -414,7 +414,11 @@ def _time_view(
 
 def _sizes_pg(report: Report, url: str, n_rows: int, snapshot_rows: int) -> None:
     with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
-        prices_bytes = conn.execute("SELECT pg_total_relation_size('offer_prices')").fetchone()[0]  # type: ignore[index]
+        # Partitioned (migration 0018): the parent holds nothing itself, its partitions hold the rows.
+        prices_bytes = conn.execute(
+            "SELECT coalesce((SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('offer_prices')"
+            " WHERE isleaf), pg_total_relation_size('offer_prices'))"
+        ).fetchone()[0]  # type: ignore[index]
         db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
         # Bytes per row of the alternative design, measured here: a table of one row per offer per scrape
         # with the same columns (minus valid_to, plus the scrape instant) and the same two indexes.
