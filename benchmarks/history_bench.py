@@ -185,6 +185,11 @@ def load_pg(url: str, year: Year) -> float:
     """COPY the year into a migrated database; seconds taken."""
     runs, offers, prices = _tables(year, year.hours)
     t = time.perf_counter()
+    # On a partitioned schema (migration 0018) the year's months exist before its rows arrive, as a year of
+    # the worker's daily upkeep would have made them (else they would all pass through DEFAULT).
+    engine = make_engine(url)
+    ensure_partitions(engine, utcnow(), since=year.plan.at(0))
+    engine.dispose()
     with psycopg.connect(psycopg_dsn(url)) as conn, conn.cursor() as cur:
         for table, columns, rows in (
             ("scrape_runs", RUN_COLUMNS, runs),
@@ -198,11 +203,6 @@ def load_pg(url: str, year: Year) -> float:
             cur.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), %s)", (len(rows),))
         cur.execute("UPDATE data_version SET version = %s, changed_at = %s", (year.hours, year.plan.at(year.hours - 1)))
         conn.commit()
-    # On a partitioned schema (migration 0018) the year's old months landed in DEFAULT: give each its month,
-    # as a year of the worker's daily upkeep would have.
-    engine = make_engine(url)
-    ensure_partitions(engine, utcnow())
-    engine.dispose()
     with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
         # A year-old table has statistics: autovacuum would have analysed it long before anyone asks.
         conn.execute("VACUUM ANALYZE")

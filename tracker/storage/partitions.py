@@ -124,11 +124,12 @@ def create_month(conn: Connection, table: str, month: datetime, existing: set[st
     return name
 
 
-def ensure_partitions(engine: Engine, now: datetime, months_ahead: int = 3) -> list[str]:
+def ensure_partitions(engine: Engine, now: datetime, months_ahead: int = 3, since: datetime | None = None) -> list[str]:
     """Create the missing monthly partitions of this month and the next `months_ahead`, and of every month
     DEFAULT holds rows of (moving them in), and DEFAULT if it is missing; return the names created.
     Idempotent, and safe with two processes: they serialise on an advisory lock, and the second finds the
-    partitions made. A no-op on SQLite."""
+    partitions made. `since` also creates the months from its month on (before a bulk load of old history,
+    so its rows never pass through DEFAULT). A no-op on SQLite."""
     if engine.dialect.name != "postgresql":
         return []
     created: list[str] = []
@@ -144,7 +145,8 @@ def ensure_partitions(engine: Engine, now: datetime, months_ahead: int = 3) -> l
                 conn.execute(text(f'CREATE TABLE "{default}" PARTITION OF "{table}" DEFAULT'))
                 existing.add(default)
                 created.append(default)
-            wanted = set(months(now, add_months(month_start(now), months_ahead))) | _stranded(conn, default)
+            first = now if since is None else min(since, now)
+            wanted = set(months(first, add_months(month_start(now), months_ahead))) | _stranded(conn, default)
             for month in sorted(wanted):
                 if partition_name(table, month) not in existing:
                     created.append(create_month(conn, table, month, existing))

@@ -118,6 +118,13 @@ def test_rows_in_default_move_into_the_month_created(blank_engine):  # noqa: F81
     counts = {p.partition: p.rows for p in list_partitions(blank_engine)}
     assert counts["offer_prices_y2031m05"] == counts["offer_prices_y2031m06"] == 1
     assert counts["offer_prices_default"] == 0
+    # `since`: the months from there on, made empty before a bulk load (nothing to move).
+    assert ensure_partitions(blank_engine, FAR, months_ahead=0, since=add_months(FAR, -2)) == [
+        "offer_prices_y2031m03",
+        "offer_prices_y2031m04",
+        "offer_availability_y2031m03",
+        "offer_availability_y2031m04",
+    ]
     # A missing DEFAULT is made again, so an insert still never fails.
     with blank_engine.begin() as conn:
         conn.execute(text("DROP TABLE offer_availability_default"))
