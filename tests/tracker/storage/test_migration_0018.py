@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from sqlalchemy import MetaData, insert, inspect, text
 
@@ -70,7 +71,7 @@ def _seed(engine) -> None:
         )
 
 
-def _rows(engine, table: str) -> list[tuple[object, ...]]:
+def _rows(engine, table: str) -> list[tuple[Any, ...]]:
     with engine.connect() as conn:
         return [tuple(r) for r in conn.execute(text(f"SELECT id, valid_from, valid_to FROM {table} ORDER BY id"))]
 

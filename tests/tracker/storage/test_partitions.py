@@ -40,7 +40,7 @@ def test_month_arithmetic():
 
 def _offer(conn) -> int:
     conn.execute(
-        insert(Offer.__table__),
+        insert(Offer),
         [
             {
                 "provider": "p",
@@ -85,10 +85,8 @@ def test_rows_in_default_move_into_the_month_created(blank_engine):  # noqa: F81
     with blank_engine.begin() as conn:
         offer_id = _offer(conn)
         # Written before anyone created FAR's month (and one a month later): DEFAULT takes them.
-        conn.execute(insert(OfferPrice.__table__), [_price(offer_id, FAR), _price(offer_id, add_months(FAR, 1))])
-        conn.execute(
-            insert(OfferAvailability.__table__), [{"offer_id": offer_id, "available": True, "valid_from": FAR}]
-        )
+        conn.execute(insert(OfferPrice), [_price(offer_id, FAR), _price(offer_id, add_months(FAR, 1))])
+        conn.execute(insert(OfferAvailability), [{"offer_id": offer_id, "available": True, "valid_from": FAR}])
     if blank_engine.dialect.name != "postgresql":
         assert ensure_partitions(blank_engine, FAR) == []  # SQLite: plain tables, nothing to make
         assert list_partitions(blank_engine) == []
@@ -106,7 +104,7 @@ def test_rows_in_default_move_into_the_month_created(blank_engine):  # noqa: F81
     # A row of a month long past (a bulk load of old history) lands in DEFAULT; the next run gives it its month.
     old = datetime(2024, 2, 29, 23, 30, tzinfo=UTC)
     with blank_engine.begin() as conn:
-        conn.execute(insert(OfferPrice.__table__), [_price(offer_id, old)])
+        conn.execute(insert(OfferPrice), [_price(offer_id, old)])
     assert ensure_partitions(blank_engine, FAR, months_ahead=2) == ["offer_prices_y2024m02"]
     assert _home(blank_engine, "offer_prices")[-1] == "offer_prices_y2024m02"
     # Attached partitions got the parent's indexes and primary key.
