@@ -37,7 +37,8 @@ from tracker.config import Settings
 from tracker.ingest.apply import offer_values
 from tracker.ingest.validate import ValidOffer, validate_batch
 from tracker.market.service import market_history
-from tracker.storage.engine import session_scope
+from tracker.storage.engine import make_engine, session_scope
+from tracker.storage.partitions import ensure_partitions
 from tracker.storage.tables import Base, Offer, OfferPrice
 
 TABLES = Base.metadata.tables
@@ -184,6 +185,11 @@ def load_pg(url: str, year: Year) -> float:
     """COPY the year into a migrated database; seconds taken."""
     runs, offers, prices = _tables(year, year.hours)
     t = time.perf_counter()
+    # On a partitioned schema (migration 0018) the year's months exist before its rows arrive, as a year of
+    # the worker's daily upkeep would have made them (else they would all pass through DEFAULT).
+    engine = make_engine(url)
+    ensure_partitions(engine, utcnow(), since=year.plan.at(0))
+    engine.dispose()
     with psycopg.connect(psycopg_dsn(url)) as conn, conn.cursor() as cur:
         for table, columns, rows in (
             ("scrape_runs", RUN_COLUMNS, runs),
@@ -408,7 +414,11 @@ def _time_view(
 
 def _sizes_pg(report: Report, url: str, n_rows: int, snapshot_rows: int) -> None:
     with psycopg.connect(psycopg_dsn(url), autocommit=True) as conn:
-        prices_bytes = conn.execute("SELECT pg_total_relation_size('offer_prices')").fetchone()[0]  # type: ignore[index]
+        # Partitioned (migration 0018): the parent holds nothing itself, its partitions hold the rows.
+        prices_bytes = conn.execute(
+            "SELECT coalesce((SELECT sum(pg_total_relation_size(relid))::bigint FROM pg_partition_tree('offer_prices')"
+            " WHERE isleaf), pg_total_relation_size('offer_prices'))"
+        ).fetchone()[0]  # type: ignore[index]
         db_bytes = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]  # type: ignore[index]
         # Bytes per row of the alternative design, measured here: a table of one row per offer per scrape
         # with the same columns (minus valid_to, plus the scrape instant) and the same two indexes.

@@ -7,6 +7,7 @@ from sqlalchemy import Enum, String, Text, engine_from_config, pool
 
 from tracker.config import get_settings
 from tracker.storage import metadata
+from tracker.storage.partitions import is_partition_name
 
 config = context.config
 target_metadata = metadata()
@@ -32,11 +33,18 @@ def _compare_type(ctx, inspected_column, metadata_column, inspected_type, metada
     return None  # Alembic's own comparison
 
 
+def _include_name(name, type_, parent_names) -> bool:  # type: ignore[no-untyped-def]
+    """Everything but the monthly partitions of the history tables (Postgres; tracker.storage.partitions):
+    the models declare the partitioned parent, whose partitions are made by migration 0018 and at run time."""
+    return not (type_ == "table" and name is not None and is_partition_name(name))
+
+
 def _configure(connection) -> None:  # type: ignore[no-untyped-def]
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
         compare_type=_compare_type,
+        include_name=_include_name,
         # SQLite cannot ALTER most things in place; batch mode rebuilds the table instead.
         render_as_batch=connection.dialect.name == "sqlite",
     )

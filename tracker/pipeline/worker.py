@@ -61,6 +61,7 @@ from tracker.pipeline.scraping import ScrapeJob, run_scrape
 from tracker.pipeline.slots import SlotTrigger, slot_start
 from tracker.storage.ledger import RunStatus, UnrecordedRun, fail_if_running, slot_done
 from tracker.storage.locks import provider_locks
+from tracker.storage.partitions import ensure_partitions
 
 log = logging.getLogger(__name__)
 
@@ -433,10 +434,20 @@ class Worker:
             log.exception("exchange-rate update failed")
             return None
 
+    def ensure_partitions(self) -> list[str]:
+        """Create the coming months' history partitions (Postgres; tracker.storage.partitions) well before
+        rows need them. A job target: never raises (a row with no partition lands in DEFAULT meanwhile)."""
+        try:
+            return ensure_partitions(self.engine, self.clock())
+        except Exception:
+            log.exception("history partition upkeep failed")
+            return []
+
     def run_once(self) -> CycleReport:
         """One cycle: the day's exchange rates if not fetched yet (before the offers quoted in them), every
         due provider once (concurrently), an alert sweep, one delivery pass."""
         report = CycleReport()
+        self.ensure_partitions()  # a worker run from cron (`--once`) keeps the partitions too
         report.rates = self.update_rates(only_if_due=True)
         report.runs = self.run_providers(self.due())
         report.alerts = self.sweep()
@@ -462,6 +473,14 @@ class Worker:
             SlotTrigger(timedelta(days=1), self.settings.worker_jitter_s),
             id="fx:rates",
             name="exchange rates",
+            replace_existing=True,
+        )
+        # History partitions: at start, then daily (three months ahead, so a missed day costs nothing).
+        scheduler.add_job(
+            self.ensure_partitions,
+            SlotTrigger(timedelta(days=1), self.settings.worker_jitter_s),
+            id="history:partitions",
+            name="history partitions",
             replace_existing=True,
         )
         if self.settings.export_dir:  # the install's own open dataset, daily (tracker.history.export)

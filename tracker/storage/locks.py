@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from tracker.storage.engine import close_or_drop
 
-__all__ = ["lock_key", "provider_lock", "provider_locks"]
+__all__ = ["lock_key", "named_lock_key", "provider_lock", "provider_locks"]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,12 @@ _local_locks_guard = threading.Lock()
 
 def lock_key(provider: str) -> int:
     """A stable signed 64-bit advisory-lock key: the same in every process and on every host."""
-    digest = hashlib.sha256(f"gpu-price-tracker:scrape:{provider}".encode()).digest()
+    return named_lock_key(f"scrape:{provider}")
+
+
+def named_lock_key(name: str) -> int:
+    """The advisory-lock key of any named job (a provider's scrape is `scrape:<provider>`)."""
+    digest = hashlib.sha256(f"gpu-price-tracker:{name}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 

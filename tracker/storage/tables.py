@@ -61,6 +61,12 @@ Money = Numeric(14, 6)  # USD; never float
 # (USD per IDR is ~6e-5), so a converted amount is exact to the micro-dollar before rounding.
 Rate = Numeric(24, 12)
 
+# The history tables on Postgres: one partition a month by `valid_from` (tracker.storage.partitions), so
+# their primary key is (id, valid_from), as Postgres requires a partitioned table's keys to hold the
+# partition key. SQLite keeps id alone as the key of a plain table (migration 0018 leaves it): Alembic does
+# not compare primary keys, and nothing refers to these rows by id with a foreign key.
+MONTHLY = {"postgresql_partition_by": "RANGE (valid_from)"}
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Timezone-aware UTC datetimes on every backend (SQLite drops tzinfo on the way back)."""
@@ -197,13 +203,14 @@ class OfferPrice(Base):
         Index("ix_offer_prices_offer_from", "offer_id", "valid_from"),
         # History of a card scans by (gpu, time) without touching offers.
         Index("ix_offer_prices_gpu_from", "gpu_id", "valid_from"),
+        MONTHLY,
     )
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     offer_id: Mapped[int] = mapped_column(ForeignKey("offers.id", ondelete="CASCADE"))
     gpu_id: Mapped[str] = mapped_column(String(64))  # copied from the offer: history queries filter on it
     pricing: Mapped[str] = mapped_column(String(16))
-    valid_from: Mapped[datetime] = mapped_column(UTCDateTime)
+    valid_from: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)  # the partition key (see MONTHLY)
     valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
     price_per_hour: Mapped[Decimal] = mapped_column(Money)
     price_per_gpu_hour: Mapped[Decimal] = mapped_column(Money)
@@ -252,12 +259,12 @@ class OfferAvailability(Base):
     """
 
     __tablename__ = "offer_availability"
-    __table_args__ = (Index("ix_offer_availability_offer_from", "offer_id", "valid_from"),)
+    __table_args__ = (Index("ix_offer_availability_offer_from", "offer_id", "valid_from"), MONTHLY)
 
-    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     offer_id: Mapped[int] = mapped_column(ForeignKey("offers.id", ondelete="CASCADE"))
     available: Mapped[bool | None] = mapped_column(Boolean)
-    valid_from: Mapped[datetime] = mapped_column(UTCDateTime)
+    valid_from: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)  # the partition key (see MONTHLY)
     valid_to: Mapped[datetime | None] = mapped_column(UTCDateTime)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("scrape_runs.id", ondelete="SET NULL"))
 

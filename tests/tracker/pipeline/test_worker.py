@@ -222,7 +222,14 @@ def test_scheduler_jobs_have_intervals_jitter_grace_coalescing_and_one_instance(
     scheduler.start(paused=True)  # jobs get their defaults, nothing runs
     try:
         jobs = {j.id: j for j in scheduler.get_jobs()}
-        assert set(jobs) == {"scrape:vastai", "scrape:reference", "fx:rates", "alerts:sweep", "alerts:deliver"}
+        assert set(jobs) == {
+            "scrape:vastai",
+            "scrape:reference",
+            "fx:rates",
+            "history:partitions",
+            "alerts:sweep",
+            "alerts:deliver",
+        }
         vast, sheet = jobs["scrape:vastai"], jobs["scrape:reference"]
         assert vast.trigger.interval == timedelta(minutes=5) and sheet.trigger.interval == timedelta(days=1)
         assert vast.trigger.jitter_s == 75  # capped at a quarter of the interval: fire times stay in the slot
@@ -351,7 +358,7 @@ def test_in_process_worker_starts_and_stops(engine, settings):
     try:
         assert scheduler.running
         jobs = {j.id for j in scheduler.get_jobs()}
-        assert jobs == {"scrape:reference", "fx:rates", "alerts:sweep", "alerts:deliver"}
+        assert jobs == {"scrape:reference", "fx:rates", "history:partitions", "alerts:sweep", "alerts:deliver"}
     finally:
         scheduler.shutdown(wait=True)
     assert not scheduler.running
