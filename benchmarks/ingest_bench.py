@@ -276,7 +276,7 @@ def _cost_terms_figure(report: Report, backend: str, engine: Engine, work: Workl
     """The cost-term step of an unchanged batch alone (`tracker.ingest.costs.record_cost_terms`: read the open
     rows, digest the batch's stated terms, compare; nothing to write), as the ingests above left it."""
     with session_scope(engine) as session:
-        ids = dict(session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == PROVIDER)).tuples())
+        ids = dict(session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == PROVIDER)).tuples().all())
         now = utcnow()
         opened: list[int] = []
         seconds = median_time(

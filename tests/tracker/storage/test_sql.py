@@ -25,6 +25,16 @@ def test_json_members_reads_several_members_in_one_array_keeping_their_types(eng
     assert json.loads(text) == ["verified", 0.98, None, 3, True]
 
 
+@pytest.mark.parametrize("doc", [None, [1, 2], "text", 3, {}])
+def test_json_members_of_a_document_that_is_not_an_object_are_all_missing(engine, doc):
+    """Postgres reads the members in one json_to_record, which refuses anything but an object: a scalar,
+    an array or a JSON null reads as no members, as SQLite's json_extract and `->` read them."""
+    query = select(json_members(literal(doc, type_=JSON(none_as_null=False)), ("verification", "select")))
+    with engine.connect() as conn:
+        text = conn.execute(query).scalar_one()
+    assert text is None or json.loads(text) == [None, None]
+
+
 def test_json_members_accepts_only_our_own_member_names():
     with pytest.raises(ValueError, match="member names"):
         json_members(literal("{}"), ("ok", "bad'; drop"))
