@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import typer
@@ -62,4 +63,7 @@ def partitions(ctx: typer.Context) -> None:
         console.print("no partitions: the history tables are plain tables on this database")
         return
     for p in found:
-        console.print(f"{p.partition:32} {p.rows:>12,}  {p.bounds}")
+        # "FOR VALUES FROM ('2026-12-01 00:00:00+00') TO (...)" as its two days: a line fits 80 columns.
+        days = re.findall(r"'(\d{4}-\d\d-\d\d)", p.bounds)
+        span = f"{days[0]} to {days[1]}" if len(days) == 2 else p.bounds
+        console.print(f"{p.partition:30} {p.rows:>12,}  {span}", soft_wrap=True)

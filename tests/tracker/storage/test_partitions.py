@@ -169,5 +169,7 @@ def test_db_upgrade_creates_the_coming_months(cli, engine):
     assert listed.exit_code == 0, listed.output
     if engine.dialect.name == "postgresql":
         assert partition_name("offer_prices", add_months(month_start(datetime.now(UTC)), 3)) in listed.output
+        assert f"{month_start(datetime.now(UTC)):%Y-%m-%d} to " in listed.output  # the bounds as days
+        assert max(len(line) for line in listed.output.splitlines()) <= 80
     else:
         assert "plain tables" in listed.output
