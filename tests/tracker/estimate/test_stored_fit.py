@@ -45,7 +45,7 @@ def test_the_stored_residual_table_is_the_recomputed_one():
             a, b = getattr(k, figure), getattr(f, figure)
             assert (a is None) == (b is None), (k.id, figure)
             if a is not None:
-                assert a == pytest.approx(b, rel=stored.REL_TOLERANCE, abs=1e-15), (k.id, figure)
+                assert a == pytest.approx(b, rel=stored.REL_TOLERANCE, abs=stored.LOG_ABS_TOLERANCE), (k.id, figure)
     assert stored.stale() == []
     assert any(r.tps_log is None for r in kept) and any(r.vram_log is None for r in kept)  # both absences kept
 
@@ -74,6 +74,9 @@ def test_a_changed_fit_is_caught_as_stale():
     assert not stored.close({"gemm": {"ampere": 0.7}}, {"gemm": {"ampere": 0.7, "hopper": 0.6}})
     assert not stored.close([1.0], [1.0, 2.0]) and not stored.close("fit (12 rows)", "fit (13 rows)")
     assert stored.close(math.pi, math.pi * (1 + stored.REL_TOLERANCE / 10))
+    # A log residual near 0 is compared absolutely: last-bit noise passes, a real change does not.
+    assert stored.close([0.0017113283590296975], [0.0017113283371837313], stored.LOG_ABS_TOLERANCE)
+    assert not stored.close([0.0017], [0.0018], stored.LOG_ABS_TOLERANCE)
 
 
 def test_check_passes_on_the_shipped_files(capsys):

@@ -35,6 +35,9 @@ COMMAND = "python -m tracker.estimate.calibration --write"
 # A refit on another machine may differ in the last bits (BLAS summation order); anything past this
 # is a real change of rows, priors, catalog or code.
 REL_TOLERANCE = 1e-9
+# Residuals are logs of measured/predicted, often near 0, where a relative bound means nothing: a refit with
+# another numpy/BLAS moved one (0.0017) by 2e-11. An absolute 1e-9 on a log is one part in 1e9 of the ratio.
+LOG_ABS_TOLERANCE = 1e-9
 
 FIT_HEADER = f"""\
 # The step-time model's parameters fitted to every measured row of calibration.toml
@@ -65,14 +68,14 @@ def render_residuals(rows: Sequence[Residual]) -> str:
     return RESIDUALS_HEADER + tomli_w.dumps({"row": table})
 
 
-def close(stored: Any, fresh: Any) -> bool:
-    """Equal, floats to REL_TOLERANCE, through dicts, lists and dataclass fields."""
+def close(stored: Any, fresh: Any, abs_tol: float = 1e-15) -> bool:
+    """Equal, floats to REL_TOLERANCE (or `abs_tol`), through dicts, lists and dataclass fields."""
     if isinstance(stored, float) and isinstance(fresh, float):
-        return math.isclose(stored, fresh, rel_tol=REL_TOLERANCE, abs_tol=1e-15)
+        return math.isclose(stored, fresh, rel_tol=REL_TOLERANCE, abs_tol=abs_tol)
     if isinstance(stored, dict) and isinstance(fresh, dict):
-        return stored.keys() == fresh.keys() and all(close(stored[k], fresh[k]) for k in stored)
+        return stored.keys() == fresh.keys() and all(close(stored[k], fresh[k], abs_tol) for k in stored)
     if isinstance(stored, list | tuple) and isinstance(fresh, list | tuple):
-        return len(stored) == len(fresh) and all(close(a, b) for a, b in zip(stored, fresh, strict=True))
+        return len(stored) == len(fresh) and all(close(a, b, abs_tol) for a, b in zip(stored, fresh, strict=True))
     return bool(stored == fresh)
 
 
@@ -81,7 +84,7 @@ def stale() -> list[str]:
     out = []
     if not close(asdict(fitted_params()), asdict(fit_step())):
         out.append(str(FIT_FILE.name))
-    if not close([asdict(r) for r in residuals()], [asdict(r) for r in residual_table()]):
+    if not close([asdict(r) for r in residuals()], [asdict(r) for r in residual_table()], LOG_ABS_TOLERANCE):
         out.append(str(RESIDUALS_FILE.name))
     return out
 
