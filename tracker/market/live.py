@@ -326,10 +326,8 @@ class LiveOffers:
         """The event set when the table of `version` (or a newer one) is in place, starting its build."""
         with self._lock:
             running = self._rebuilds.get(key)
-            if running is not None and running[0] >= version:
-                return running[1]
-            if running is not None:  # an older build is under way: the next starts when it ends
-                return running[1]
+            if running is not None:  # one build at a time; it reads the newest version when it starts, and
+                return running[1]  # if that was older, the next request to find the table old starts another
             done = threading.Event()
             self._rebuilds[key] = (version, done)
         threading.Thread(target=self._build, args=(engine, key, done), name="live-offers-rebuild", daemon=True).start()
