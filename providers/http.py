@@ -97,6 +97,28 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
+def _build(ctx: FetchContext, method: str, url: str, *, headers: Mapping[str, str] | None, **kw: Any) -> httpx.Request:
+    """The request, asking for a compressed answer unless the caller chose an encoding itself."""
+    sent = ctx.client.build_request(method, url, headers=headers, **kw)
+    if not headers or not any(k.lower() == "accept-encoding" for k in headers):
+        sent.headers["accept-encoding"] = ACCEPT_ENCODING
+    return sent
+
+
+async def _pause(ctx: FetchContext, attempt: int, hint: float | None) -> None:
+    """The wait before the next attempt: the backoff, or a server's Retry-After when longer (capped)."""
+    delay = backoff_delay(ctx, attempt)
+    if hint is not None:
+        delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
+    await asyncio.sleep(delay)
+
+
+def _gave_up(attempts: int, last_problem: str, connect_failed: bool) -> ProviderError:
+    if connect_failed:
+        return ProviderUnreachable(f"gave up after {attempts} attempts: {last_problem}")
+    return ProviderError(f"gave up after {attempts} attempts: {last_problem}")
+
+
 async def request(
     ctx: FetchContext,
     method: str,
@@ -120,11 +142,7 @@ async def request(
         if ctx.pacer is not None:
             await ctx.pacer.wait()
         try:
-            sent = ctx.client.build_request(
-                method, url, params=params, json=json, data=data, content=content, headers=headers
-            )
-            if not headers or not any(k.lower() == "accept-encoding" for k in headers):
-                sent.headers["accept-encoding"] = ACCEPT_ENCODING
+            sent = _build(ctx, method, url, params=params, json=json, data=data, content=content, headers=headers)
             response = await ctx.client.send(sent, stream=True)
             try:
                 if response.status_code in RETRY_STATUS:
@@ -143,13 +161,8 @@ async def request(
         else:
             connect_failed = False
         if attempt + 1 < attempts:
-            delay = backoff_delay(ctx, attempt)
-            if hint is not None:
-                delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
-            await asyncio.sleep(delay)
-    if connect_failed:
-        raise ProviderUnreachable(f"gave up after {attempts} attempts: {last_problem}")
-    raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
+            await _pause(ctx, attempt, hint)
+    raise _gave_up(attempts, last_problem, connect_failed)
 
 
 @asynccontextmanager
@@ -174,9 +187,7 @@ async def streamed(
         if ctx.pacer is not None:
             await ctx.pacer.wait()
         try:
-            sent = ctx.client.build_request(method, url, params=params, json=json, headers=headers)
-            if not headers or not any(k.lower() == "accept-encoding" for k in headers):
-                sent.headers["accept-encoding"] = ACCEPT_ENCODING
+            sent = _build(ctx, method, url, params=params, json=json, headers=headers)
             response = await ctx.client.send(sent, stream=True)
         except transient_errors() as exc:
             last_problem = f"{type(exc).__name__} on {method} {_safe(url)}"
@@ -204,13 +215,8 @@ async def streamed(
                     await response.aclose()
                 return
         if attempt + 1 < attempts:
-            delay = backoff_delay(ctx, attempt)
-            if hint is not None:
-                delay = max(delay, min(hint, 60.0)) if ctx.backoff_base_s else 0.0
-            await asyncio.sleep(delay)
-    if connect_failed:
-        raise ProviderUnreachable(f"gave up after {attempts} attempts: {last_problem}")
-    raise ProviderError(f"gave up after {attempts} attempts: {last_problem}")
+            await _pause(ctx, attempt, hint)
+    raise _gave_up(attempts, last_problem, connect_failed)
 
 
 _ESCAPE = re.compile(rb"\\[\s\S]")

@@ -120,6 +120,7 @@ def gc_paused() -> Iterator[None]:
                     gc.enable()
 
 
+@gc_paused()
 def ingest(
     session: Session,
     run: ScrapeRun,
@@ -130,20 +131,8 @@ def ingest(
     observed_at: datetime,
 ) -> IngestReport:
     """Apply one successful fetch to the store: validate → quarantine checks → diff → apply. The caller
-    owns the transaction; a quarantined batch changes nothing but the run's row and the unknown names."""
-    with gc_paused():
-        return _ingest(session, run, result, catalog=catalog, settings=settings, observed_at=observed_at)
-
-
-def _ingest(
-    session: Session,
-    run: ScrapeRun,
-    result: ScrapeResult,
-    *,
-    catalog: GpuCatalog,
-    settings: Settings,
-    observed_at: datetime,
-) -> IngestReport:
+    owns the transaction; a quarantined batch changes nothing but the run's row and the unknown names.
+    Run with the cycle collector paused (`gc_paused`)."""
     provider, demo = run.provider, run.source == "demo"
     rates = RateBook.load(
         session,
