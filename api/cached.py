@@ -16,13 +16,25 @@ that arrived before it started. Under load that is one round trip per batch of r
 Answers that depend on "now" (freshness, ages, ranges ending now) carry the minute in their key, as the
 market snapshot always has; a request's own `as_of` is spliced into the cached bytes, so it stays exact.
 `market_answer` is that whole pattern, once, for the routes that answer from the live market.
+
+While a large table is rebuilt in the background after an ingest (`LiveOffers.served` answers from the
+previous version), a miss would compute on the old table at a new minute, competing with the rebuild for
+the interpreter (seconds at 200,000 offers). Instead the newest answer to the same route and parameters,
+computed at most `STAND_IN_S` ago, stands in for it (stale-while-revalidate, the revalidation being the
+rebuild itself: the first request after the swap computes on the new table). A stand-in is never newer
+data than the table being served, names the data version it comes from like every answer, and is only
+used while a rebuild is in flight: with a table the database matches, a request always gets its own
+minute's answer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time as clock
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -38,6 +50,58 @@ from sqlalchemy.orm import Session
 from tracker.market import freshness
 from tracker.storage.engine import session_scope
 from tracker.storage.versions import VersionReads, data_version
+
+# How old an answer may be to stand in while the table is rebuilt. Freshness is measured in hours (an
+# offer is stale after 6 h unscraped), so five minutes moves an answer's ages, rarely its rows; a rebuild
+# takes seconds, and with requests arriving the stand-in is this minute's answer or the last one.
+STAND_IN_S = 300.0
+STAND_IN_ENTRIES = 512
+STAND_IN_BYTES = 64 * 1024 * 1024  # bodies are a few KB to a few hundred KB (a market snapshot)
+
+
+class StandIns:
+    """The newest encoded answer per route and parameters (time left out of the key), bounded (LRU) in
+    entries and bytes."""
+
+    def __init__(
+        self, entries: int = STAND_IN_ENTRIES, max_bytes: int = STAND_IN_BYTES, max_age_s: float = STAND_IN_S
+    ) -> None:
+        self.entries, self.max_bytes, self.max_age_s = entries, max_bytes, max_age_s
+        self.bytes = 0
+        self.served = 0  # answers served as stand-ins (tests and metrics read it)
+        self._answers: OrderedDict[Hashable, tuple[int, float, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, family: Hashable, version: int, body: bytes) -> None:
+        with self._lock:
+            previous = self._answers.get(family)
+            if previous is not None and previous[0] > version:
+                return  # never replace an answer by one from an older table
+            if previous is not None:
+                self.bytes -= len(previous[2])
+            self._answers[family] = (version, clock.monotonic(), body)
+            self._answers.move_to_end(family)
+            self.bytes += len(body)
+            while len(self._answers) > self.entries or self.bytes > self.max_bytes:
+                self.bytes -= len(self._answers.popitem(last=False)[1][2])
+
+    def get(self, family: Hashable, version: int) -> bytes | None:
+        """An answer from `version` or older, computed at most `max_age_s` ago."""
+        with self._lock:
+            found = self._answers.get(family)
+            if found is None or found[0] > version or clock.monotonic() - found[1] > self.max_age_s:
+                return None
+            self.served += 1
+            return found[2]
+
+
+def stand_ins(request: Request) -> StandIns:
+    state = request.app.state
+    found: StandIns | None = getattr(state, "stand_ins", None)
+    if found is None:
+        found = state.stand_ins = StandIns()
+    return found
+
 
 # Every reader, so disposing of an engine closes its readers' connections too.
 _open_reads: weakref.WeakSet[VersionReads] = weakref.WeakSet()
@@ -82,15 +146,23 @@ def minute(now: datetime) -> datetime:
     return now.replace(second=0, microsecond=0)
 
 
-async def cached_body(request: Request, key: tuple[Hashable, ...], compute: Callable[[], Any]) -> bytes:
+async def cached_body(
+    request: Request,
+    key: tuple[Hashable, ...],
+    compute: Callable[[], Any],
+    *,
+    family: Hashable | None = None,
+) -> bytes:
     """Encoded JSON (or the bytes `compute` returns) for `key` at the current data version.
 
     `compute` runs in the threadpool, once per key however many requests miss together; its errors
-    propagate and are never cached."""
+    propagate and are never cached. `family` is `key` without what makes it time-dependent (the minute):
+    with it, a miss while the table is rebuilt is answered by the family's newest answer (module doc)."""
     engine, live = request.app.state.engine, request.app.state.live
+    current = await version_reads(request).current()
     # The version the answer comes from: the database's, or while a large table is rebuilt in the
     # background, the previous one's (tracker.market.live), whose memoised answers stay valid meanwhile.
-    version = live.served(engine, await version_reads(request).current())
+    version = live.served(engine, current)
     params = ("api", *key)
     peeked = live.peek(engine, version, params)
     if isinstance(peeked, bytes):
@@ -100,9 +172,23 @@ async def cached_body(request: Request, key: tuple[Hashable, ...], compute: Call
         content = compute()
         return content if isinstance(content, bytes) else encode(content)
 
-    # Not memoised yet: computed once, whoever asks at the same time waits for that computation.
-    body: bytes = await run_in_threadpool(live.memo, engine, version, params, encoded)
-    return body
+    if family is None:
+        # Not memoised yet: computed once, whoever asks at the same time waits for that computation.
+        body: bytes = await run_in_threadpool(live.memo, engine, version, params, encoded)
+        return body
+    answers = stand_ins(request)
+
+    def remembered() -> bytes:
+        value: bytes = live.memo(engine, version, params, encoded)
+        answers.put(family, version, value)
+        return value
+
+    if version != current and (stand_in := answers.get(family, version)) is not None:
+        # Not recomputed now: an answer from the table being replaced would be dropped at the swap, and
+        # computing it would slow the rebuild. If the rebuild fails, the stand-in ages out and the next
+        # request computes on the served table again.
+        return stand_in
+    return await run_in_threadpool(remembered)
 
 
 async def market_answer(
@@ -129,7 +215,8 @@ async def market_answer(
             result.pop("as_of", None)  # the request's own, added below
         return result
 
-    body = await cached_body(request, (*key, freshness.signature(settings), minute(now)), run)
+    family = (*key, freshness.signature(settings))
+    body = await cached_body(request, (*family, minute(now)), run, family=family)
     return body if as_of is None else with_field(body, "as_of", now, first=as_of == "first")
 
 
@@ -152,6 +239,8 @@ def answer(content: Any, status_code: int = 200) -> Response:
 
 
 __all__ = [
+    "STAND_IN_S",
+    "StandIns",
     "VersionReads",
     "answer",
     "cached_body",

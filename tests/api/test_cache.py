@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
+from unittest.mock import ANY
 
 import numpy as np
 import pandas as pd
@@ -20,13 +21,13 @@ import api.routes.market as market_routes
 import api.routes.offers as offers_routes
 import api.routes.rank as rank_routes
 from api.app import create_app
-from api.cached import data_version, encode, with_field
+from api.cached import STAND_IN_S, StandIns, data_version, encode, with_field
 from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.catalog.gpus import get_catalog
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, make_job, prepare
-from tracker.market.live import fresh_mask
+from tracker.market.live import LiveOffers, fresh_mask
 from tracker.market.offers import OfferListing, current_offers, listed_rows
 from tracker.market.rank import RankFilters, RankOptions, _mark_within_band, _row, filter_mask, rank
 from tracker.market.service import market_history, market_snapshot, rank_history, rank_offers
@@ -422,3 +423,80 @@ def test_numpy_values_never_reach_the_encoder(client):
     rows = client.post("/v1/rank", json=JOB | {"include_unfit": True, "limit": 1000}).json()["rows"]
     assert rows and all(isinstance(r["available"], bool | None) for r in rows)
     assert np.all([isinstance(r["gpus"], float) for r in rows])
+
+
+class _HeldLoad:
+    """The live table's load held until released: what a request gets while a rebuild is under way."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import tracker.market.live as live_module
+
+        self.release, self.started = threading.Event(), threading.Event()
+        real = live_module._load
+
+        def load(session):  # type: ignore[no-untyped-def]
+            self.started.set()
+            assert self.release.wait(10), "the test never released the load"
+            return real(session)
+
+        monkeypatch.setattr(live_module, "_load", load)
+
+
+def _without_as_of(body: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k != "as_of"}
+
+
+@pytest.mark.parametrize("max_age_s", [STAND_IN_S, 0.0])
+def test_while_the_table_is_rebuilt_a_recent_answer_stands_in_for_a_new_minute(
+    engine, settings, clock, monkeypatch, max_age_s
+):
+    # Issue #29: the first request after an ingest of a large table must not compute on the table being
+    # replaced (seconds at 200,000 offers, against the rebuild). A stand-in older than the bound is not used.
+    _market(engine, settings, clock)
+    live = LiveOffers(background=True, sync_rows=2, wait_s=0.01)
+    app = create_app(settings, engine, clock=clock, live=live)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        first = c.get("/v1/market").json()
+        app.state.stand_ins = StandIns(max_age_s=max_age_s)
+        assert c.get("/v1/market").json()["data_version"] == first["data_version"]  # a hit: nothing kept
+        clock.advance(minutes=1)
+        c.get("/v1/market")  # this minute's answer, computed and kept as the stand-in
+        clock.advance(minutes=2)
+        _market(engine, settings, clock, h100="1.00")  # a new version: the table is out of date
+        held = _HeldLoad(monkeypatch)
+        try:
+            clock.advance(minutes=1)  # a minute nobody has asked for yet
+            during = c.get("/v1/market")
+            assert held.started.wait(5)
+            assert during.status_code == 200
+            body = during.json()
+            assert body["data_version"] == first["data_version"]  # answered from the table being served
+            assert app.state.stand_ins.served == (1 if max_age_s else 0)
+            if max_age_s:
+                assert _without_as_of(body) == _without_as_of(c.get("/v1/market").json())
+        finally:
+            held.release.set()
+        for _ in range(500):
+            after = c.get("/v1/market").json()
+            if after["data_version"] > first["data_version"]:
+                break
+            time.sleep(0.02)
+        assert after["data_version"] > first["data_version"]
+        served = app.state.stand_ins.served
+        assert c.get("/v1/market").json() == c.get("/v1/market").json() | {"as_of": ANY}
+        assert app.state.stand_ins.served == served  # the table matches the database: no stand-in
+        h100 = [card for card in after["cards"] if card["gpu"].startswith("H100") and card["pricing"] == "on_demand"]
+        assert [Decimal(str(card["min"])) for card in h100] == [Decimal("1.00")]  # the new version's prices
+
+
+def test_stand_ins_are_bounded_and_never_go_back_to_an_older_table():
+    answers = StandIns(entries=2, max_bytes=10)
+    answers.put("a", 2, b"new")
+    answers.put("a", 1, b"old")  # computed on a table since replaced
+    assert answers.get("a", 2) == b"new"
+    assert answers.get("a", 1) is None  # newer than the table a request is answered from
+    answers.put("b", 2, b"bbbb")
+    answers.put("c", 2, b"cccc")  # three entries: the least recent goes
+    assert answers.get("a", 2) is None and answers.get("c", 2) == b"cccc"
+    answers.put("d", 2, b"dddddddd")  # over the bytes: all but the newest go
+    assert answers.get("b", 2) is None and answers.get("c", 2) is None and answers.bytes == 8
