@@ -118,6 +118,9 @@ def run_postgres(
         engine = migrated(url)
         section(f"§1 ingest, postgres ({sizes.offers:,} offers)")
         ingest_bench.run(report, "postgres", engine, work, sizes.repeat)  # always: the sections below read it
+        if "cli" in only:
+            section("§6 CLI on the ingested database, postgres")
+            cli_bench.on_database(report, "postgres", url, tmp)
         if "rank" in only:
             section("§4 rank compute")
             rank_bench.run(report, "postgres", engine, sizes.rank_repeat)
@@ -176,6 +179,9 @@ def run_sqlite(
     engine = migrated(url)
     section(f"§1 ingest, sqlite ({sizes.offers:,} offers)")
     ingest_bench.run(report, "sqlite", engine, work, sizes.repeat, sqlite_path=str(tmp / "anchor.db"))
+    if "cli" in only:
+        section("§6 CLI on the ingested database, sqlite")
+        cli_bench.on_database(report, "sqlite", url, tmp)
     if "plan" in only:
         section("§7 fleet plan, sqlite")
         plan_bench.run(report, "sqlite", engine, sizes.plan_repeat)

@@ -96,9 +96,13 @@ def require_prices(session: Session, *, json_out: bool = False) -> None:
 def kept_live(settings: Settings) -> None:
     """Keep the process's live table on disk between calls (tracker.market.spill): the first call after an
     ingest loads it from the database (seconds at 200,000 offers) and writes it; later ones read it back.
-    The caller ends with `LIVE.keep(engine)` once it has what is worth keeping (the offers' cost terms)."""
+    The caller ends with `LIVE.keep(engine)` once it has what is worth keeping (the offers' cost terms).
+    The listing codes a table's rows are folded by are built with the table, so they are kept with it."""
     from tracker.market import live
+    from tracker.market.rank import warm_listings
     from tracker.market.service import COST_TERMS
 
     live.LIVE.spill_dir = settings.data_dir / "cache"
     live.LIVE.spill_keys = (COST_TERMS,)
+    if warm_listings not in live.LIVE.warmers:
+        live.LIVE.warmers = [*live.LIVE.warmers, warm_listings]

@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bumped whenever the layout of the table or of what is stored with it changes
+# Bumped whenever the layout of the table or of what is stored with it changes (2: with the listing codes,
+# tracker.market.rank.LISTING_COLUMN).
+FORMAT = 2
 Fingerprint = tuple[int, str, int]  # (data version, when it was bumped, the newest scrape run's id)
 
 
