@@ -85,7 +85,7 @@ class ServingBand:
     low: float  # factor on tokens/s
     high: float
     rows: int  # calibration rows behind it
-    basis: str = "10th-90th percentile of measured / leave-one-source-out prediction, serving_calibration.toml"
+    basis: str = "5th-95th percentile of measured / leave-one-source-out prediction, serving_calibration.toml"
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,7 +546,7 @@ class ServingEstimate:
 
     @property
     def band(self) -> ServingBand:
-        """Factors on tokens/s: the 10th-90th percentile of the calibration's leave-one-source-out ratios
+        """Factors on tokens/s: the 5th-95th percentile of the calibration's leave-one-source-out ratios
         (the fine-tuning estimate's `Band` has the same `low` / `high`, so rankings read either)."""
         low, high = self.prepared.params.band
         return ServingBand(low=low, high=high, rows=self.prepared.params.band_rows)

@@ -53,7 +53,7 @@ def test_band_is_the_held_out_spread(report: ServingReport) -> None:
     assert get_params().band == (pytest.approx(low, abs=2e-3), pytest.approx(high, abs=2e-3))
     assert get_params().band_rows == len(report.rows)
     inside = sum(low <= r.measured / h <= high for r, h in zip(report.rows, report.held_out, strict=True))
-    assert inside >= 0.75 * len(report.rows)
+    assert inside >= 0.80 * len(report.rows)  # issue #25: at least 80 % of measured rows inside the band
 
 
 def test_prediction_moves_with_the_fitted_bandwidth() -> None:
