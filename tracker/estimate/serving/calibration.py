@@ -1,11 +1,11 @@
 """Fit the serving model to measured runs and say how far off it is on runs it has not seen.
 
 Rows live in tracker/estimate/data/serving_calibration.toml, one publication per source. The fit
-minimises the squared log error of aggregate output tokens/s over a handful of shared parameters
-(bandwidth share per memory class, decode and prefill compute share, TensorRT-LLM's step overheads,
-the NVLink all-reduce latency: `FITTED`), never one per row. vLLM's fixed step overhead stays a
-prior: its only source runs tensor-parallel, where overhead and all-reduce latency cannot be told
-apart. Leave-one-source-out: each source is predicted by a fit to all the others, and the median
+minimises the squared log error of aggregate output tokens/s (each publication weighted as the mean one:
+`_source_weights`) over a handful of shared parameters (bandwidth share per memory class, decode and
+prefill compute share, the engines' step, launch and all-reduce overheads, the links' all-reduce
+latencies, the AMD shares: `FITTED`), never one per row, each pulled weakly towards a prior stated
+without the rows (`PRIORS`, `PRIOR_WIDTH`). Leave-one-source-out: each source is predicted by a fit to all the others, and the median
 absolute percentage error over those predictions is the figure quoted. The band every estimate
 carries is the 5th-95th percentile of those held-out ratios (a 90 % band: a source unlike every one
 fitted still lands inside it at least four times in five).
@@ -203,14 +203,29 @@ def fit(rows: Sequence[ServingRow], base: ServingParams | None = None) -> Servin
         clipped = np.clip(x, bounds[:, 0], bounds[:, 1])
         return base.with_values({k: float(math.exp(v)) for k, v in zip(used, clipped, strict=True)})
 
+    weights = _source_weights(rows)
+
     def residuals(x: np.ndarray) -> np.ndarray:
         # Past a bound the clipped error is flat, and a search that wanders there never comes back: a
         # penalty on the excess, beside the prior's pull.
         excess = x - np.clip(x, bounds[:, 0], bounds[:, 1])
-        return np.concatenate([_log_errors(rows, params_at(x)), (x - prior) / PRIOR_WIDTH, 3.0 * excess])
+        errors = weights * _log_errors(rows, params_at(x))
+        return np.concatenate([errors, (x - prior) / PRIOR_WIDTH, 3.0 * excess])
 
     x0 = np.clip(prior, bounds[:, 0], bounds[:, 1])
     return params_at(np.clip(_levenberg_marquardt(residuals, x0), bounds[:, 0], bounds[:, 1]))
+
+
+def _source_weights(rows: Sequence[ServingRow]) -> np.ndarray:
+    """Each row's weight on its squared error: every publication counts as much as the mean one, however
+    many runs it has (one vendor's 60-run sweep must not outvote four smaller sources measuring the same
+    card). Scaled so the weights' squares sum to the row count: the prior's pull keeps its meaning."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.source] = counts.get(r.source, 0) + 1
+    mean = len(rows) / len(counts) if counts else 1.0
+    weights: np.ndarray = np.sqrt(np.array([mean / counts[r.source] for r in rows]))
+    return weights
 
 
 def _levenberg_marquardt(f: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, *, iters: int = 60) -> np.ndarray:
