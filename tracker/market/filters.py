@@ -191,16 +191,20 @@ class OfferFilters(BaseModel):
                 raise ValueError("the live filter needs the fresh offers it is judged by")
             mask &= fresh if self.live else ~fresh
         if self.providers:
-            mask &= _member(table["provider"], self.providers)
+            mask &= _member(table, "provider", self.providers)
         # A stale sheet named in `providers` is asked for by name: it counts as with include_stale.
         left_out = set() if self.include_stale else set(stale) - set(self.providers or ())
         if left_out:
-            mask &= ~_member(table["provider"], sorted(left_out))
+            mask &= ~_member(table, "provider", sorted(left_out))
         wanted = self.pricing_values() or default_pricing
         if wanted:
-            mask &= _member(table["pricing"], wanted)
+            mask &= _member(table, "pricing", wanted)
         if "price_kind" in table:
-            mask &= price_kinds.kinds_mask(table["price_kind"], table["orderable"], self.kind_values())
+            kinds = self.kind_values()
+            if kinds is None:  # the default, asked by almost every request: once per table
+                mask &= table.derived("kinds:default", _default_kinds)
+            else:
+                mask &= price_kinds.kinds_mask(table["price_kind"], table["orderable"], kinds)
         if self.regions:
             mask &= region_mask(table["provider"], table["region"], self.regions)
         if self.min_gpus is not None:
@@ -221,13 +225,19 @@ class OfferFilters(BaseModel):
         return mask
 
 
-def _member(values: npt.NDArray[Any], wanted: Sequence[object]) -> Mask:
-    allowed = set(wanted)
-    if not len(values):
+def _member(table: OfferTable, column: str, wanted: Sequence[object]) -> Mask:
+    """Offers whose `column` is one of `wanted`: decided once per distinct value (the table's codes, built
+    once per table), then gathered: every ranking filters every live offer by provider and pricing."""
+    codes, distinct = table.codes(column)
+    if not len(codes):
         return np.zeros(0, dtype=bool)
-    # The set's own lookup, called from numpy's C loop: every ranking filters every live offer by it.
-    found: Mask = np.frompyfunc(allowed.__contains__, 1, 1)(values).astype(bool)
+    allowed = set(wanted)
+    found: Mask = np.fromiter((v in allowed for v in distinct), dtype=bool, count=len(distinct))[codes]
     return found
+
+
+def _default_kinds(table: OfferTable) -> Mask:
+    return price_kinds.kinds_mask(table["price_kind"], table["orderable"], None)
 
 
 def region_matches(provider: object, region: object, wanted: Sequence[str]) -> bool:

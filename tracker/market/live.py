@@ -36,7 +36,7 @@ from sqlalchemy.orm import Session
 from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated, fabric, freshness, quality, spill
-from tracker.market.table import EPOCH, OfferTable
+from tracker.market.table import EPOCH, OfferTable, factorize
 from tracker.storage.sql import json_text
 from tracker.storage.tables import DataVersion, Offer, ScrapeRun
 
@@ -76,13 +76,6 @@ def data_version(session: Session) -> int:
 def epoch_us(moment: datetime) -> int:
     """Whole microseconds since the epoch: exact, unlike a float timestamp."""
     return (moment - EPOCH) // _US
-
-
-def factorize(values: Iterable[object]) -> tuple[npt.NDArray[np.intp], list[object]]:
-    """A small integer per distinct value, in order of first appearance (NaN and None are values too)."""
-    index: dict[object, int] = {}
-    codes = np.fromiter((index.setdefault(v, len(index)) for v in values), dtype=np.intp)
-    return codes, list(index)
 
 
 def _objects(values: Sequence[object], shared: bool = False) -> npt.NDArray[np.object_]:

@@ -14,7 +14,7 @@ by its upstream and card) with `listings` and `other_regions` counting the rest 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -29,8 +29,8 @@ from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing, ServingEstimate
 from tracker.market import fabric, serving_rows
 from tracker.market.filters import OfferFilters
-from tracker.market.live import epoch_us, factorize
-from tracker.market.table import OfferTable
+from tracker.market.live import epoch_us
+from tracker.market.table import OfferTable, factorize
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 # A ranking prices live offers only (it is handed the fresh ones): "only stale offers" is no ranking.
@@ -147,40 +147,60 @@ def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[A
 
 def _estimate_combos(
     prepared: PreparedJob | PreparedServing,
-    gpu_id: Callable[[int], str],
-    cards: np.ndarray,
-    gpus: np.ndarray,
-    slice_gb: np.ndarray,
+    frame: OfferTable,
+    idx: np.ndarray,
     cache: dict[ComboKey, tuple[Any, ...]] | None,
-    inter: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """One estimate per distinct (card, GPU count, slice memory) of the offers: (code per offer, fields per code).
+    """One estimate per distinct (card, GPU count, slice memory, inter-node link) among the offers at `idx`:
+    (code per offer, fields per code; NaN for codes of the table no offer at `idx` has).
 
-    `cache` (card, GPUs, slice GB) -> estimate is shared by every ranking of one job on one data version.
-    """
-    codes, first = _combo_codes(cards, gpus, slice_gb, inter)
-    values = []
-    for i in first:
-        mem = slice_gb[i]
-        link = math.nan if inter is None else inter[i]
-        key: ComboKey = (
-            gpu_id(i),
-            float(gpus[i]),
-            None if np.isnan(mem) else float(mem),
-            None if np.isnan(link) else float(link),
-        )
+    The codes are the table's (`table_combos`, built once per table), so a ranking only gathers them.
+    `cache` (card, GPUs, slice GB, link) -> estimate is shared by every ranking of one job on one version."""
+    all_codes, first, keys = frame.derived("rank:combos", table_combos)
+    codes = all_codes[idx]
+    present = np.bincount(codes, minlength=len(first)) > 0
+    values: list[tuple[Any, ...]] = []
+    missing = tuple(False if name == "fits" else math.nan for name in ESTIMATE_FIELDS)  # never gathered
+    for code, key in enumerate(keys):
+        if not present[code]:
+            values.append(missing)
+            continue
         est = cache.get(key) if cache is not None else None
         if est is None:
             est = _estimate(prepared, key)
             if cache is not None:
                 cache[key] = est
         values.append(est)
-    columns = list(zip(*values, strict=True))
+    columns = list(zip(*values, strict=True)) if values else [() for _ in ESTIMATE_FIELDS]
     fields = {
         name: np.array(col, dtype=bool if name == "fits" else float)
         for name, col in zip(ESTIMATE_FIELDS, columns, strict=True)
     }
     return codes, fields
+
+
+def table_combos(frame: OfferTable) -> tuple[np.ndarray, np.ndarray, list[ComboKey]]:
+    """Every offer's code for its (card, GPU count, slice memory, inter-node link), each code's first offer,
+    and each code's key: what an estimate depends on, for the whole table."""
+    every = np.arange(len(frame), dtype=np.intp)
+    gpu_ids = frame["gpu_id"]
+    cards = frame["gpu_code"] if "gpu_code" in frame else factorize(gpu_ids.tolist())[0]
+    gpus = frame["gpu_count_f"]
+    slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"], np.nan)
+    inter = fabric.inter_node_links(frame, every)  # NaN: within one node (or not said)
+    codes, first = _combo_codes(cards, gpus, slice_gb, inter)
+    keys: list[ComboKey] = []
+    for i in first.tolist():
+        mem, link = slice_gb[i], inter[i]
+        keys.append(
+            (
+                str(gpu_ids[i]),
+                float(gpus[i]),
+                None if np.isnan(mem) else float(mem),
+                None if np.isnan(link) else float(link),
+            )
+        )
+    return codes, first, keys
 
 
 def rank(
@@ -206,13 +226,9 @@ def rank(
     considered = len(idx)
     if not considered:
         return {"considered": 0, "fitting": 0, "rows": []}
-    all_gpu_ids = frame["gpu_id"]
     # Card codes: precomputed for the whole live table (tracker.market.live), else from the selected offers.
-    cards = frame["gpu_code"][idx] if "gpu_code" in frame else factorize(all_gpu_ids[idx])[0]
-    gpus = frame["gpu_count_f"][idx]
-    slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"][idx], np.nan)
-    inter = fabric.inter_node_links(frame, idx)  # NaN: within one node (or not said)
-    codes, est = _estimate_combos(prepared, lambda i: all_gpu_ids[idx[i]], cards, gpus, slice_gb, estimates, inter)
+    cards = frame["gpu_code"][idx] if "gpu_code" in frame else factorize(frame["gpu_id"][idx].tolist())[0]
+    codes, est = _estimate_combos(prepared, frame, idx, estimates)
     price_h = frame["price_per_hour_f"][idx]
     tps = est["tokens_per_second"][codes]
     hours = est["hours"][codes]
@@ -374,7 +390,8 @@ def _order(
 
 def order_tiers(frame: OfferTable, idx: np.ndarray, fits: np.ndarray) -> np.ndarray:
     """Each offer's tier, lower first: fitting before not, then not known to be sold out before sold out."""
-    tier: np.ndarray = (~fits).astype(np.int8) * 2 + unavailable_mask(frame["available"][idx]).astype(np.int8)
+    sold_out = frame.derived("rank:sold-out", lambda t: unavailable_mask(t["available"]))[idx]  # once per table
+    tier: np.ndarray = (~fits).astype(np.int8) * 2 + sold_out.astype(np.int8)
     return tier
 
 

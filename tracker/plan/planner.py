@@ -216,11 +216,13 @@ class _Planner:
             ev.status, ev.reason = "infeasible", f"no live offer passes the constraints ({_describe(w)})"
             return ev
         cards = self.frame["gpu_code"][idx]
-        gpus = self.frame["gpu_count_f"][idx].astype(np.int64)
-        key = cards.astype(np.int64) * 4096 + gpus
-        _uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        gpu_ids = self.frame["gpu_id"]
-        combos = [place(str(gpu_ids[idx[i]]), int(gpus[i])) for i in first]
+        # The (card, GPUs) combinations are the table's, built once per table; only those present here count.
+        all_codes, first_rows = self.frame.derived("plan:combos", _table_combos)
+        present = np.bincount(all_codes[idx], minlength=len(first_rows)) > 0
+        compact = np.cumsum(present) - 1
+        inverse = compact[all_codes[idx]]
+        gpu_ids, counts = self.frame["gpu_id"], self.frame["gpu_count_f"]
+        combos = [place(str(gpu_ids[r]), int(counts[r])) for r in first_rows[present].tolist()]
         fits = np.array([c.fits for c in combos], dtype=bool)[inverse]
         meets = np.array([c.fits and c.meets for c in combos], dtype=bool)[inverse]
         ev.fitting, ev.feasible = int(fits.sum()), int(meets.sum())
@@ -244,7 +246,10 @@ class _Planner:
             month = np.where(reserved, month, ev.runs * vector_totals(price, hours_per_run, cols, ev.run_plan))
         cost = np.where(meets, month, np.inf)
         ok = np.flatnonzero(meets)
-        order = order_by(self.frame, idx, ok, order_tiers(self.frame, idx, meets), cost, price)
+        tiers = order_tiers(self.frame, idx, meets)
+        # Only what can come first in its (card, GPUs) matters below (the best, each card's and each
+        # combination's cheapest): those are ordered, not every feasible offer (a sort of 200,000 per workload).
+        order = order_by(self.frame, idx, _group_leaders(ok, inverse, tiers, cost, len(combos)), tiers, cost, price)
 
         def option(pos: int) -> _Option:
             row = int(idx[pos])
@@ -280,6 +285,8 @@ class _Planner:
         _, combo_first = np.unique(inverse[order], return_index=True)
         ev.choices = _pareto([option(int(order[p])) for p in np.sort(combo_first)])
         others = [o for gid, o in ev.by_card.items() if gid != ev.best.combo.gpu_id]
+        if not others and len(ok) > 1:  # one card only: the runner-up is the second offer of the whole order
+            order = order_by(self.frame, idx, ok, tiers, cost, price)
         ev.runner_up = others[0] if others else (option(int(order[1])) if len(order) > 1 else None)
         return ev
 
@@ -636,6 +643,37 @@ def plan(
     planner = _Planner(frame, fresh, opts, serving, terms, stale)
     evaluated = [planner.evaluate(w) for w in mix.workloads]
     return _answer(frame, planner, evaluated, opts, now)
+
+
+def _table_combos(frame: OfferTable) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Every offer's code for its (card, GPUs) and each code's first offer, for the whole table."""
+    key = frame["gpu_code"].astype(np.int64) * 4096 + frame["gpu_count_f"].astype(np.int64)
+    _, first, codes = np.unique(key, return_index=True, return_inverse=True)
+    return codes.astype(np.intp).ravel(), first.astype(np.intp)
+
+
+def _group_leaders(
+    ok: npt.NDArray[np.intp],
+    groups: npt.NDArray[np.intp],
+    tiers: npt.NDArray[np.int8],
+    cost: npt.NDArray[np.float64],
+    n_groups: int,
+) -> npt.NDArray[np.intp]:
+    """The positions in `ok` that can come first in their group in `order_by`'s order (tier, then cost, then
+    $/hour and id): each group's lowest tier, and within it its lowest cost, ties kept (the rest of the order
+    decides between them). A NaN cost sorts last, as in the order: it counts as infinite here."""
+    if not len(ok):
+        return ok
+    g, t = groups[ok], tiers[ok].astype(np.int16)
+    lowest = np.full(n_groups, np.iinfo(np.int16).max, dtype=np.int16)
+    np.minimum.at(lowest, g, t)
+    keep = t == lowest[g]
+    c = np.where(np.isnan(cost[ok]), np.inf, cost[ok])
+    cheapest = np.full(n_groups, np.inf)
+    np.minimum.at(cheapest, g[keep], c[keep])
+    keep &= c == cheapest[g]
+    leaders: npt.NDArray[np.intp] = ok[keep]
+    return leaders
 
 
 def evaluate(

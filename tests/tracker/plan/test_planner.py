@@ -266,3 +266,38 @@ def test_serving_latency_floor_is_reported_when_no_card_reaches_it(engine, setti
     entry = _plan(engine, settings, clock, [w])["workloads"][0]
     assert entry["status"] == "infeasible" and entry["choice"] is None
     assert f"at least {fastest * 2:g} tokens/s per user" in entry["reason"]
+
+
+def test_only_group_leaders_are_ordered_and_each_group_keeps_its_first_offer():
+    # Issue #29: the plan orders, per workload, only the offers that can come first in their (card, GPUs)
+    # group, not all 200,000; each group's first, the best and each card's first must be what the full
+    # order gives, with ties, NaN and infinite costs and sold-out tiers among them.
+    import numpy as np
+
+    from tracker.market.rank import order_by
+    from tracker.market.table import OfferTable
+    from tracker.plan.planner import _group_leaders
+
+    rng = np.random.default_rng(11)
+    for trial in range(50):
+        n, n_groups = int(rng.integers(1, 400)), int(rng.integers(1, 12))
+        frame = OfferTable({"id": rng.permutation(n * 3)[:n].astype(np.int64)}, [])
+        idx = np.arange(n)
+        groups = rng.integers(0, n_groups, n).astype(np.intp)
+        tiers = rng.integers(0, 2, n).astype(np.int8)
+        cost = rng.choice([1.0, 2.0, 2.5, np.inf, np.nan], n)  # few values: many ties
+        price = rng.choice([0.5, 1.0, 1.5], n)
+        ok = np.flatnonzero(rng.random(n) < 0.8)
+        full = order_by(frame, idx, ok, tiers, cost, price)
+        short = order_by(frame, idx, _group_leaders(ok, groups, tiers, cost, n_groups), tiers, cost, price)
+
+        def firsts(order: np.ndarray, groups: np.ndarray = groups) -> dict[int, int]:
+            out: dict[int, int] = {}
+            for position in order.tolist():
+                out.setdefault(int(groups[position]), position)
+            return out
+
+        assert firsts(short) == firsts(full), trial
+        if len(full):
+            assert short[0] == full[0]
+        assert len(short) <= len(full)

@@ -5,10 +5,10 @@ minimises the squared log error of aggregate output tokens/s (each publication w
 `_source_weights`) over a handful of shared parameters (bandwidth share per memory class, decode and
 prefill compute share, the engines' step, launch and all-reduce overheads, the links' all-reduce
 latencies, the AMD shares: `FITTED`), never one per row, each pulled weakly towards a prior stated
-without the rows (`PRIORS`, `PRIOR_WIDTH`). Leave-one-source-out: each source is predicted by a fit to all the others, and the median
-absolute percentage error over those predictions is the figure quoted. The band every estimate
-carries is the 5th-95th percentile of those held-out ratios (a 90 % band: a source unlike every one
-fitted still lands inside it at least four times in five).
+without the rows (`PRIORS`, `PRIOR_WIDTH`). Leave-one-source-out: each source is predicted by a fit to
+all the others, and the median absolute percentage error over those predictions is the figure quoted.
+The band every estimate carries is the 5th-95th percentile of those held-out ratios (a 90 % band: a
+source unlike every one fitted still lands inside it at least four times in five).
 
 `python -m tracker.estimate.serving.calibration` prints the fit, the table and the band; the numbers
 written in serving_model.toml are what it prints (a test checks they agree).
