@@ -23,7 +23,7 @@ from tracker import __version__
 from tracker.clock import utcnow
 from tracker.config import Settings, get_settings
 from tracker.market.live import LiveOffers
-from tracker.market.rank import warm_listings
+from tracker.market.rank import warm_ranking
 from tracker.market.service import warm_cost_terms, warm_statistics
 from tracker.storage.engine import engine_for, probe
 
@@ -88,9 +88,9 @@ def create_app(
     app.state.engine = engine or _engine(settings)
     app.state.clock = clock or utcnow
     # The API's own table is rebuilt off the request path when an ingest moves the data version, with the
-    # offers' cost terms, their listing codes and the statistics' pandas view (tracker.market.live); a caller
-    # injecting one chooses for itself (tests: exact).
-    warmers = [warm_cost_terms, warm_listings, warm_statistics]
+    # offers' cost terms, what rankings gather from it and the statistics' pandas view (tracker.market.live);
+    # a caller injecting one chooses for itself (tests: exact).
+    warmers = [warm_cost_terms, warm_ranking, warm_statistics]
     app.state.live = live if live is not None else LiveOffers(background=True, warmers=warmers)
     errors.install(app)
     # Middleware added later wraps what came before: HEAD-as-GET outermost (the metrics see the route it

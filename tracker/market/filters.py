@@ -236,6 +236,14 @@ def _member(table: OfferTable, column: str, wanted: Sequence[object]) -> Mask:
     return found
 
 
+def warm_filters(table: OfferTable) -> None:
+    """Build what the default filters decide by (provider and pricing codes, the default price kinds)."""
+    table.codes("provider")
+    table.codes("pricing")
+    if "price_kind" in table:
+        table.derived("kinds:default", _default_kinds)
+
+
 def _default_kinds(table: OfferTable) -> Mask:
     return price_kinds.kinds_mask(table["price_kind"], table["orderable"], None)
 

@@ -28,7 +28,7 @@ from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing, ServingEstimate
 from tracker.market import fabric, serving_rows
-from tracker.market.filters import OfferFilters
+from tracker.market.filters import OfferFilters, warm_filters
 from tracker.market.live import epoch_us
 from tracker.market.table import OfferTable, factorize
 
@@ -390,7 +390,7 @@ def _order(
 
 def order_tiers(frame: OfferTable, idx: np.ndarray, fits: np.ndarray) -> np.ndarray:
     """Each offer's tier, lower first: fitting before not, then not known to be sold out before sold out."""
-    sold_out = frame.derived("rank:sold-out", lambda t: unavailable_mask(t["available"]))[idx]  # once per table
+    sold_out = frame.derived("rank:sold-out", _sold_out)[idx]  # once per table
     tier: np.ndarray = (~fits).astype(np.int8) * 2 + sold_out.astype(np.int8)
     return tier
 
@@ -419,7 +419,7 @@ def listing_codes(frame: OfferTable, idx: np.ndarray) -> np.ndarray:
     without an instance type is a listing of its own: nothing says two such hosts sell the same machine.
 
     Computed once per table, for every offer (a column of the table, so the CLI's kept table holds it too, and
-    the API's is built with the table: `warm_listings`): a ranking gathers its offers' codes."""
+    the API's is built with the table: `warm_ranking`): a ranking gathers its offers' codes."""
     codes = frame.columns.get(LISTING_COLUMN)
     if codes is None:
         codes = frame.columns[LISTING_COLUMN] = _listings(frame)
@@ -471,9 +471,24 @@ def _combine(parts: Sequence[np.ndarray], n: int) -> np.ndarray:
 
 
 def warm_listings(session: object, version: int, frame: OfferTable) -> list[tuple[object, object]]:
-    """A `tracker.market.live` warmer: the listing codes built with the table, off the request path."""
+    """A `tracker.market.live` warmer: the listing codes built with the table, off the request path (a
+    column of the table: the CLI keeps them with it)."""
     listing_codes(frame, np.zeros(0, dtype=np.intp))
     return []
+
+
+def warm_ranking(session: object, version: int, frame: OfferTable) -> list[tuple[object, object]]:
+    """A `tracker.market.live` warmer: everything a ranking gathers from the whole table (listing codes,
+    estimate combinations, sold-out tiers, the default filters' codes), built before readers see it."""
+    warm_listings(session, version, frame)
+    frame.derived("rank:combos", table_combos)
+    frame.derived("rank:sold-out", _sold_out)
+    warm_filters(frame)
+    return []
+
+
+def _sold_out(frame: OfferTable) -> np.ndarray:
+    return unavailable_mask(frame["available"])
 
 
 def _fold_counts(

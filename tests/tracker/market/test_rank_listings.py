@@ -157,8 +157,15 @@ def test_listing_codes_group_offers_exactly_as_the_rule_says():
     assert listing_codes(table, idx).tolist() == codes.tolist()
 
 
-def test_the_api_builds_the_listing_codes_with_its_table(engine, settings):
+def test_the_api_builds_what_rankings_gather_with_its_table(engine, settings, clock):
     from api.app import create_app
-    from tracker.market.rank import warm_listings
+    from tracker.market.live import LiveOffers
+    from tracker.market.rank import LISTING_COLUMN, warm_ranking
 
-    assert warm_listings in create_app(settings, engine).state.live.warmers
+    assert warm_ranking in create_app(settings, engine).state.live.warmers
+    do_ingest(engine, settings, clock, batch(offer("a", "2.00"), offer("b", "2.10", available=False)))
+    table = LiveOffers(warmers=[warm_ranking])
+    with session_scope(engine) as session:
+        _, frame = table.frame(engine, session)
+    assert LISTING_COLUMN in frame
+    assert {"rank:combos", "rank:sold-out", "codes:provider", "codes:pricing"} <= set(frame._derived)
