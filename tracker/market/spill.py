@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # Bumped whenever the layout of the table or of what is stored with it changes (2: with the listing codes,
-# tracker.market.rank.LISTING_COLUMN).
+# tracker.market.rank.LISTING_COLUMN, and what was derived from the table).
 FORMAT = 2
 Fingerprint = tuple[int, str, int]  # (data version, when it was bumped, the newest scrape run's id)
 
@@ -104,6 +104,9 @@ def write(path: Path, database: str, stamp: Fingerprint, table: OfferTable, extr
         "stamp": stamp,
         "providers": table.providers,
         "columns": table.columns,
+        # What was derived from the whole table by then (the ranking's combinations, filter codes): a
+        # function of the table, so as valid as it is, and the next call need not derive it again.
+        "derived": dict(table._derived),
         "extras": extras,
     }
     try:
@@ -132,7 +135,8 @@ def read(path: Path, database: str, stamp: Fingerprint) -> tuple[OfferTable, dic
             return None
         if payload.get("database") != _identity(database) or tuple(payload.get("stamp", ())) != stamp:
             return None
-        return OfferTable(dict(payload["columns"]), list(payload["providers"])), dict(payload["extras"])
+        table = OfferTable(dict(payload["columns"]), list(payload["providers"]), _derived=dict(payload["derived"]))
+        return table, dict(payload["extras"])
     except FileNotFoundError:
         return None
     except Exception as exc:  # truncated, corrupt or foreign: rebuilt from the database instead
