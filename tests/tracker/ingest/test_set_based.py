@@ -9,7 +9,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
-from sqlalchemy import Engine, select, text
+from sqlalchemy import Engine, Table, select, text
 
 import tracker.ingest.apply as apply_module
 import tracker.ingest.batch as batch_module
@@ -93,6 +93,7 @@ def _stored(engine: Engine) -> dict[str, list[tuple[object, ...]]]:
     with session_scope(engine) as s:
         for model in (Offer, OfferPrice, OfferAvailability):
             table = model.__table__
+            assert isinstance(table, Table)
             out[table.name] = [tuple(r) for r in s.execute(select(table).order_by(table.c.id))]
     return out
 
