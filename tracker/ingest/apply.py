@@ -312,6 +312,10 @@ def _stage_rewritten(session: Session, changes: Changes, demo: bool) -> Table:
         set(changes.close_prices),
         set(changes.close_availability),
     )
+    # Everything staged rides on a rewritten offer's row (tracker.ingest.diff rewrites every offer that gets a
+    # history row or closes one): a write outside them would be lost here, not merely slow, so refuse it.
+    if not (kinds.keys() | available | close_price | close_availability) <= {oid for oid, _ in changes.rewritten}:
+        raise RuntimeError("a history write for an offer the diff did not rewrite: the staging would drop it")
     extra = ("change_kind", "new_availability", "close_price", "close_availability")
     stage = staging_table(
         session,

@@ -21,7 +21,9 @@ from tests.factories.offers import batch, do_ingest, offer
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
 from tracker.ingest.batch import IngestReport, ingest
+from tracker.ingest.diff import ChangeKind, Changes
 from tracker.ingest.fx import store_rates
+from tracker.ingest.validate import validate_batch
 from tracker.storage.engine import session_scope
 from tracker.storage.tables import Offer, OfferAvailability, OfferPrice, ScrapeRun
 
@@ -190,3 +192,16 @@ def test_two_batches_in_one_transaction_each_stage_their_rewrites(pg):
         (Decimal("2.100000"), False),
         (Decimal("2.200000"), True),
     ]
+
+
+def test_a_history_write_outside_the_rewritten_offers_is_refused_not_dropped(pg):
+    engine, settings = pg
+    clock = FakeClock()
+    do_ingest(engine, settings, clock, batch(offer("a", "2.00"), offer("b", "3.00")))
+    with session_scope(engine) as s:
+        listed = apply_module.read_listed(s, "vastai")
+        a, b = listed["a"].id, listed["b"].id
+        valid = validate_batch(batch(offer("a", "2.50")), get_catalog(), settings, "vastai").valid
+        changes = Changes(rewritten=[(a, valid[0])], prices=[(b, valid[0], ChangeKind.price)])  # b not rewritten
+        with pytest.raises(RuntimeError, match="did not rewrite"):
+            apply_module.write_changes(s, "vastai", changes, listed, observed_at=clock(), run_id=None, demo=False)
