@@ -86,14 +86,18 @@ class Conversion:
 
     def row_values(self) -> dict[str, Any]:
         """The native-currency columns of `offers` and `offer_prices`."""
-        return {
-            "currency": self.currency,
-            "price_native_per_hour": self.native_per_hour,
-            "price_native_per_gpu_hour": self.native_per_gpu_hour,
-            "fx_rate": self.rate.usd_per_unit if self.rate else None,
-            "fx_date": self.rate.day if self.rate else None,
-            "fx_source": self.rate.source if self.rate else None,
-        }
+        return dict(zip(NATIVE_COLUMNS, self.row_tuple(), strict=True))
+
+    def row_tuple(self) -> tuple[Any, ...]:
+        """`row_values`' values in `NATIVE_COLUMNS` order (for rows COPYed without a dict per row)."""
+        rate = self.rate
+        if rate is None:
+            return (self.currency, self.native_per_hour, self.native_per_gpu_hour, None, None, None)
+        return (self.currency, self.native_per_hour, self.native_per_gpu_hour, rate.usd_per_unit, rate.day, rate.source)
+
+
+# The native-currency columns of `offers` and `offer_prices`, in `Conversion.row_tuple` order.
+NATIVE_COLUMNS = ("currency", "price_native_per_hour", "price_native_per_gpu_hour", "fx_rate", "fx_date", "fx_source")
 
 
 def convert(price_per_hour: Decimal, gpu_count: Decimal, rate: AppliedRate | None) -> Conversion:
