@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time as clock
 import weakref
@@ -93,6 +94,25 @@ class StandIns:
                 return None
             self.served += 1
             return found[2]
+
+
+# Answers computed at once, per process: the computing threads share one interpreter lock and the cores,
+# so many more at once only interleave them (every request slower) and multiply their working memory (a
+# ranking of 200,000 offers holds tens of MB of arrays: 40 threadpool threads at once held 2 GiB). Twice
+# the cores, so a slow answer (a year of history) does not hold up every other. Requests past it wait on
+# the event loop, in arrival order, holding no thread and no memory.
+COMPUTE_SLOTS = max(4, 2 * (os.cpu_count() or 2))
+
+
+async def computed(request: Request, work: Callable[[], bytes]) -> bytes:
+    """`work()` in the threadpool, once one of the process's `COMPUTE_SLOTS` is free."""
+    state, loop = request.app.state, asyncio.get_running_loop()
+    slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = getattr(state, "compute_slots", None)
+    if slots is None or slots[0] is not loop:  # one per event loop (a test client starts its own)
+        slots = state.compute_slots = (loop, asyncio.Semaphore(COMPUTE_SLOTS))
+    async with slots[1]:
+        body: bytes = await run_in_threadpool(work)
+    return body
 
 
 def stand_ins(request: Request) -> StandIns:
@@ -174,8 +194,7 @@ async def cached_body(
 
     if family is None:
         # Not memoised yet: computed once, whoever asks at the same time waits for that computation.
-        body: bytes = await run_in_threadpool(live.memo, engine, version, params, encoded)
-        return body
+        return await computed(request, lambda: live.memo(engine, version, params, encoded))
     answers = stand_ins(request)
 
     def remembered() -> bytes:
@@ -188,7 +207,7 @@ async def cached_body(
         # computing it would slow the rebuild. If the rebuild fails, the stand-in ages out and the next
         # request computes on the served table again.
         return stand_in
-    return await run_in_threadpool(remembered)
+    return await computed(request, remembered)
 
 
 async def market_answer(

@@ -500,3 +500,42 @@ def test_stand_ins_are_bounded_and_never_go_back_to_an_older_table():
     assert answers.get("a", 2) is None and answers.get("c", 2) == b"cccc"
     answers.put("d", 2, b"dddddddd")  # over the bytes: all but the newest go
     assert answers.get("b", 2) is None and answers.get("c", 2) is None and answers.bytes == 8
+
+
+def test_answers_are_computed_a_few_at_a_time(engine, settings, clock, monkeypatch):
+    # Issue #29: 64 connections asking for 64 different rankings ran 40 computations at once (2 GiB of
+    # arrays at 200,000 offers, each one slower); past the slots, requests wait without a thread.
+    import api.cached as cached
+
+    _market(engine, settings, clock)
+    monkeypatch.setattr(cached, "COMPUTE_SLOTS", 2)
+    running, peak, lock = 0, 0, threading.Lock()
+    real = rank_routes.rank_offers
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal running, peak
+        with lock:
+            running += 1
+            peak = max(peak, running)
+        try:
+            time.sleep(0.05)
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(rank_routes, "rank_offers", counting)
+    with TestClient(create_app(settings, engine, clock=clock), raise_server_exceptions=False) as c:
+        jobs = [{**JOB, "tokens": f"{20 + i}M"} for i in range(8)]
+        results: list[int] = []
+
+        def ask(job: dict[str, str]) -> None:
+            results.append(c.post("/v1/rank", json=job).status_code)
+
+        threads = [threading.Thread(target=ask, args=(job,)) for job in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    assert results == [200] * len(jobs)
+    assert peak == 2
