@@ -276,6 +276,9 @@ def test_stale_rate_sheets_are_left_out_of_a_serving_ranking_unless_asked(client
 def test_cli_include_stale_brings_a_stale_sheet_back_and_labels_it(cli, reference_sheet) -> None:
     args = ("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", "--concurrency", "1", "--wide")
     assert "reference" not in cli(*args, "--json").stdout
+    default = cli(*args)  # nothing ranked: it says why, not only an empty table
+    assert default.exit_code == 0, default.output
+    assert "reference: rate sheet past its age, left out (--include-stale ranks it)" in default.stderr
     rows = json.loads(cli(*args, "--include-stale", "--json").stdout)
     assert rows and all(r["stale_sheet"] for r in rows)
     table = cli(*args, "--include-stale")

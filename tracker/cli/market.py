@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from tracker.cli.filter_options import with_filters
 from tracker.cli.job_options import with_job
-from tracker.cli.output import console, emit_json, fail, gpu_count, show_table
+from tracker.cli.output import console, emit_json, err_console, fail, gpu_count, show_table
 from tracker.estimate.job import JobInput
 from tracker.market.filters import OfferFilters
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+    from tracker.cli.context import Runtime
 
 # Domain modules are imported inside the commands: a command-line call loads only what it runs.
 
@@ -87,10 +92,12 @@ def cheapest(
     check_providers(filters.providers)
     rt = runtime(ctx)
     kept_live(rt.settings)
+    now = utcnow()
     with session_scope(rt.engine) as session:
-        result = rank_offers(rt.engine, session, rt.settings, utcnow(), prepared, ranked, options, plan=plan)
+        result = rank_offers(rt.engine, session, rt.settings, now, prepared, ranked, options, plan=plan)
         if not result["considered"]:
             require_prices(session, json_out=json_out)
+            _say_stale_left_out(rt, session, ranked, now)
     if json_out:
         emit_json(result["rows"])
     else:
@@ -167,6 +174,20 @@ def _share(value: float | None) -> str:
 
 def _amount(value: Any, places: int) -> str:
     return "-" if value is None else f"{value:.{places}f}"
+
+
+def _say_stale_left_out(rt: Runtime, session: Session, filters: OfferFilters, now: datetime) -> None:
+    """Nothing ranked, though offers are stored: say if it is because their rate sheets are past their age
+    (left out unless asked), rather than leave an empty table."""
+    from tracker.market import freshness
+    from tracker.market.live import LIVE
+
+    if filters.include_stale:
+        return
+    listed = set(LIVE.frame(rt.engine, session)[1].providers)
+    if left_out := sorted(freshness.stale_sheets(now, rt.settings) & listed - set(filters.providers or ())):
+        note = f"{', '.join(left_out)}: rate sheet past its age, left out (--include-stale ranks it)"
+        err_console.print(f"note: {note}", markup=False, highlight=False)
 
 
 def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
