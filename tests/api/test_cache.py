@@ -510,7 +510,7 @@ def test_answers_are_computed_a_few_at_a_time(engine, settings, clock, monkeypat
     _market(engine, settings, clock)
     monkeypatch.setattr(cached, "COMPUTE_SLOTS", 2)
     running, peak, lock = 0, 0, threading.Lock()
-    real = rank_routes.rank_offers
+    real = rank_offers  # what the route calls (tracker.market.service)
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         nonlocal running, peak
