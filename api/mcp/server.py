@@ -132,7 +132,7 @@ class Tools:
         return _json(result)
 
     def estimate(self, request: EstimateRequest) -> dict[str, Any]:
-        """Throughput, memory per GPU, hours and cost of a job per card, with the 10-90 % band
+        """Throughput, memory per GPU, hours and cost of a job per card, with its uncertainty band
         (POST /v1/estimate; `gpu-tracker estimate`). No market data: give `price` for a cost."""
         with _as_tool_errors():
             return _json(run_estimate(request))

@@ -84,7 +84,7 @@ def _print_serving(result: dict[str, Any], wide: bool) -> None:
         pad_edge=False,
         caption="layout: replicas x tensor parallel; users: in flight "
         "/ most that fit; $/Mtok: the whole price over output tokens; in: the prefill share over input "
-        "tokens; band: 10-90 %",
+        "tokens; band: 5-95 %",
     )
     for col in (
         "gpu",
