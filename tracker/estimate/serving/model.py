@@ -19,7 +19,8 @@ decode step (seconds; one output token for each of the B sequences)
                     achievable share of the tensor peak take beyond the memory time: the step is
                     max(memory, compute), so this is 0 while decode is memory-bound
     overhead        the engine's fixed seconds per step (scheduler, sampling launch, Python)
-    per_sequence    the engine's seconds per running sequence per step (block tables, sampling, detokenise)
+    per_sequence    the engine's seconds per running sequence per step (block tables, sampling, detokenise),
+                    stated at an H100 SXM's bandwidth and scaled by the card's (`PER_SEQUENCE_AT_TBS`)
     launch          layers × the engine's per-layer kernel-launch cost (CUDA graphs, or eager mode)
     communication   2 all-reduces per layer, each (link latency + the engine's own cost per call)
                     + 2(n-1)/n × B × hidden × 2 B / link bandwidth, by the catalog's interconnect
@@ -67,6 +68,12 @@ from tracker.estimate.serving.params import ServingParams, get_params, memory_cl
 from tracker.estimate.throughput import as_price
 
 GB = 1e9
+# The per-sequence step cost is stated at this memory bandwidth (an H100 SXM's, TB/s) and scales inversely
+# with the card's: most of it is GPU work on every sequence's row (sampling over the vocabulary, logits
+# processing, block-table gathers), memory-bound. Held constant, it made fast cards slow: GB200 runs were
+# under-predicted by 28 % and a PCIe A40 over-predicted by 41 %, leave-one-source-out; scaled, −2 % and
+# +26 % (MdAPE over all runs 16.0 → 14.7 %).
+PER_SEQUENCE_AT_TBS = 3.35
 MEMORY_COMPONENTS: tuple[str, ...] = ("weights", "kv_cache", "activations", "runtime", "engine_reserve")
 STEP_TERMS: dict[str, str] = {
     "weights": "weight bytes read per decode step over achievable bandwidth",
@@ -234,7 +241,7 @@ class PreparedServing:
             "compute_excess": max(0.0, compute - weights - kv),
             "overhead": e.overhead_s,
             "launch": a.layers * (e.eager_layer_us if self.eager else e.layer_us) * 1e-6,
-            "per_sequence": e.per_sequence_s * batch,
+            "per_sequence": e.per_sequence_s * batch * PER_SEQUENCE_AT_TBS / gpu.bandwidth_tbs,
             "communication": self._comm(gpu, lay.tp, batch),
         }
 
