@@ -17,7 +17,7 @@ offers by an executemany UPDATE at ~0.2 ms an offer. Both paths write the same r
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, cast
@@ -47,9 +47,9 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from tracker.catalog.locations import get_locations, location_row
 from tracker.ingest.diff import ChangeKind, Changes, ListedOffer
-from tracker.ingest.fx import NATIVE_COLUMNS, convert
+from tracker.ingest.fx import NATIVE_COLUMNS, Conversion, convert
 from tracker.ingest.validate import Prepared, ValidOffer
-from tracker.storage.bulk import copy_rows, insert_rows, staging_table
+from tracker.storage.bulk import copy_rows, insert_rows, staging_table, table_of
 from tracker.storage.sql import json_members
 from tracker.storage.tables import (
     QUALITY_ATTRIBUTES,
@@ -91,7 +91,6 @@ OFFER_VALUE_COLUMNS = (
     "price_per_gpu_hour",
     *NATIVE_COLUMNS,
 )
-_ATTRIBUTES = OFFER_VALUE_COLUMNS.index("attributes")
 # A price row's columns, each the offer's column of the same name but for these (`_history_select`).
 PRICE_COLUMNS = (
     "offer_id",
@@ -195,7 +194,7 @@ def _write_set_based(
 ) -> dict[str, int]:
     """`write_changes` on Postgres: the same rows, in the same order (so with the same ids), written by COPY
     and set-based statements (the module docstring)."""
-    offers, prices, availability = _table(Offer), _table(OfferPrice), _table(OfferAvailability)
+    offers, prices, availability = table_of(Offer), table_of(OfferPrice), table_of(OfferAvailability)
     ids, earlier = _copy_new(session, provider, changes.new, listed, observed_at, demo)
     stage = _stage_rewritten(session, changes, demo) if changes.rewritten else None
     if stage is not None:
@@ -258,12 +257,6 @@ def _write_set_based(
     return {key: row.id for key, row in listed.items()} | ids
 
 
-def _table(model: type[Offer] | type[OfferPrice] | type[OfferAvailability]) -> Table:
-    table = model.__table__
-    assert isinstance(table, Table)  # a declarative model maps exactly one table
-    return table
-
-
 def _history_select(
     source: Table, columns: tuple[str, ...], at: ColumnElement[Any], run: ColumnElement[Any], kind: ColumnElement[Any]
 ) -> Select[Any]:
@@ -291,7 +284,7 @@ def _copy_new(
     offers first seen now must skip them)."""
     if not new:
         return {}, []
-    offers = _table(Offer)
+    offers = table_of(Offer)
     copy_rows(
         session,
         offers,
@@ -320,7 +313,7 @@ def _stage_rewritten(session: Session, changes: Changes, demo: bool) -> Table:
     stage = staging_table(
         session,
         "staging_offers",
-        _table(Offer),
+        table_of(Offer),
         ("id", *OFFER_VALUE_COLUMNS),
         [
             Column("seq", Integer()),
@@ -391,9 +384,9 @@ def _chunks(items: list[int], size: int = CHUNK) -> Iterator[list[int]]:
         yield items[i : i + size]
 
 
-def _native_values(v: ValidOffer) -> dict[str, Any]:
-    money = v.conversion or convert(v.price_per_hour, v.scraped.gpu_count, None)
-    return money.row_values()
+def _conversion(v: ValidOffer) -> Conversion:
+    """The offer's native-currency quote (a USD quote converts to itself)."""
+    return v.conversion or convert(v.price_per_hour, v.scraped.gpu_count, None)
 
 
 def offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
@@ -401,11 +394,10 @@ def offer_values(v: ValidOffer, demo: bool) -> dict[str, Any]:
     return dict(zip(OFFER_VALUE_COLUMNS, _offer_tuple(v, demo), strict=True))
 
 
-def _offer_tuple(v: ValidOffer, demo: bool, as_json: Any = None) -> tuple[Any, ...]:
+def _offer_tuple(v: ValidOffer, demo: bool, as_json: Callable[[Any], str] | None = None) -> tuple[Any, ...]:
     """`offer_values`' values in `OFFER_VALUE_COLUMNS` order; the attributes through `as_json` if given
     (`json.dumps` for COPY, which takes JSON as text)."""
     s = v.scraped
-    money = v.conversion or convert(v.price_per_hour, s.gpu_count, None)
     return (
         v.gpu.id,
         v.gpu.family,
@@ -426,7 +418,7 @@ def _offer_tuple(v: ValidOffer, demo: bool, as_json: Any = None) -> tuple[Any, .
         demo,
         v.price_per_hour,
         v.price_per_gpu_hour,
-        *money.row_tuple(),
+        *_conversion(v).row_tuple(),
     )
 
 
@@ -445,7 +437,7 @@ def _price_row(
         "change_kind": change_kind.value,  # the plain string: COPY writes it as is
         "price_kind": v.scraped.price_kind.value,
         "orderable": v.scraped.orderable,
-    } | _native_values(v)
+    } | _conversion(v).row_values()
 
 
 def _availability_row(offer_id: int, v: ValidOffer, at: datetime, run_id: int | None) -> dict[str, Any]:

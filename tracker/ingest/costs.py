@@ -14,13 +14,13 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from providers.contract import ScrapedOffer
 from providers.cost_terms import COST_TERMS, TERM_KEYS
 from tracker.money import to_money
-from tracker.storage.bulk import copy_rows, insert_rows
+from tracker.storage.bulk import insert_tuples
 from tracker.storage.tables import Offer, OfferCostTerms
 
 __all__ = ["COLUMNS", "record_cost_terms", "stated_terms"]
@@ -199,13 +199,8 @@ def record_cost_terms(
             .where(OfferCostTerms.offer_id.in_(close[i : i + _CHUNK]), OfferCostTerms.valid_to.is_(None))
             .values(valid_to=observed_at)
         )
-    if new and session.connection().dialect.name == "postgresql":
-        # Rows COPYed as built, without a dict each: a first 200,000-offer batch opens a row per offer.
-        table = OfferCostTerms.__table__
-        assert isinstance(table, Table)
-        copy_rows(session, table, _ROW_COLUMNS, new)
-    else:
-        insert_rows(session, OfferCostTerms, [dict(zip(_ROW_COLUMNS, row, strict=True)) for row in new])
+    # Rows as built, without a dict each: a first 200,000-offer batch opens a row per offer.
+    insert_tuples(session, OfferCostTerms, _ROW_COLUMNS, new)
     _CARRIED[provider] = memo.digests  # only what this batch stated: the memo never outgrows a batch
     return len(new)
 

@@ -78,21 +78,17 @@ def epoch_us(moment: datetime) -> int:
     return (moment - EPOCH) // _US
 
 
-def _objects(values: Sequence[object], shared: bool = False) -> npt.NDArray[np.object_]:
+def _objects(values: Sequence[object]) -> npt.NDArray[np.object_]:
     out = np.empty(len(values), dtype=object)
-    out[:] = values if shared else _shared(values)
+    out[:] = values
     return out
 
 
-def _shared(values: Sequence[object]) -> Sequence[object]:
-    """A column of strings with one object per distinct value: the driver makes a new string per row, and
-    at 200,000 offers ten such columns (provider, card, region, ...) held ~100 MB of copies of a few dozen
-    values. Only all-string columns (None aside), where equal means the same value; a Decimal or a number
-    equal to another may still print differently, so those columns are left as they came."""
-    return _shared_into(values, {})
-
-
 def _shared_into(values: Sequence[object], seen: dict[object, object]) -> Sequence[object]:
+    """`values` with one object per distinct string (`seen` holds them across a column's chunks): the driver
+    makes a new string per row, and at 200,000 offers ten such columns (provider, card, region, ...) held
+    ~100 MB of copies of a few dozen values. Only all-string chunks (None aside), where equal means the
+    same value; a Decimal or a number equal to another may still print differently, so those stay as they came."""
     if not values or not set(map(type, values)) <= {str, type(None)}:
         return values
     return list(map(seen.setdefault, values, values))  # in C: a few ms per column
@@ -121,7 +117,7 @@ def _load(session: Session) -> OfferTable:
             raw[name].extend(_shared_into(values, seen[name]))
         n += len(chunk)
     skip = {"last_seen", "reliability"}
-    columns: dict[str, npt.NDArray[Any]] = {c: _objects(v, shared=True) for c, v in raw.items() if c not in skip}
+    columns: dict[str, npt.NDArray[Any]] = {c: _objects(v) for c, v in raw.items() if c not in skip}
     columns["reliability_f"] = np.array([np.nan if v is None else v for v in raw["reliability"]], dtype=np.float64)
     columns["id"] = np.array(raw["id"], dtype=np.int64)
     columns["demo"] = np.array(raw["demo"], dtype=bool)
@@ -263,31 +259,32 @@ class LiveOffers:
             if cached and cached[0] >= version:
                 return cached
             if self.spill_dir is not None:
-                return self._from_disk(session, key)
-            df = _load(session)
-            self._warm(session, key, version, df)
-            self._swap(key, version, df)
-        return version, df
+                return version, self._from_disk(session, key, version)
+            return version, self._loaded(session, key, version)
 
-    def _from_disk(self, session: Session, key: str) -> tuple[int, OfferTable]:
-        """The table kept on disk for this database's current version, else loaded (and `keep` may write it)."""
-        assert self.spill_dir is not None
-        row = session.execute(select(DataVersion.version, DataVersion.changed_at).where(DataVersion.id == 1)).first()
-        version = int(row[0] or 0) if row else 0
-        stamp = spill.fingerprint(version, row[1] if row else None, session.scalar(select(func.max(ScrapeRun.id))))
-        kept = spill.read(spill.path_for(self.spill_dir, key), key, stamp)
-        if kept is not None:
-            df, extras = kept
-            self._swap(key, version, df)
-            for params, value in extras.items():
-                self._store((key, version, params), value)
-            self._unkept.pop(key, None)
-            return version, df
+    def _loaded(self, session: Session, key: str, version: int) -> OfferTable:
+        """The table of `version` read from the database, its warmers run, swapped in."""
         df = _load(session)
         self._warm(session, key, version, df)
         self._swap(key, version, df)
-        self._unkept[key] = stamp
-        return version, df
+        return df
+
+    def _from_disk(self, session: Session, key: str, version: int) -> OfferTable:
+        """The table kept on disk for `version`, else loaded (and `keep` may write it)."""
+        assert self.spill_dir is not None
+        last_run = select(func.max(ScrapeRun.id)).scalar_subquery()
+        row = session.execute(select(DataVersion.changed_at, last_run).where(DataVersion.id == 1)).first()
+        stamp = spill.fingerprint(version, *(row if row is not None else (None, None)))
+        kept = spill.read(spill.path_for(self.spill_dir, key), key, stamp)
+        if kept is None:
+            self._unkept[key] = stamp
+            return self._loaded(session, key, version)
+        df, extras = kept
+        self._swap(key, version, df)
+        for params, value in extras.items():
+            self._store((key, version, params), value)
+        self._unkept.pop(key, None)
+        return df
 
     def keep(self, engine: Engine) -> None:
         """Write the table this process loaded from the database to disk, with the memo entries named by
@@ -332,9 +329,7 @@ class LiveOffers:
                 version = data_version(session)  # the newest by now: a build started late need not repeat
                 cached = self._frames.get(key)
                 if not (cached and cached[0] >= version):
-                    df = _load(session)
-                    self._warm(session, key, version, df)
-                    self._swap(key, version, df)
+                    self._loaded(session, key, version)
         except Exception:  # the previous table keeps serving; the next request that finds it old tries again
             self.rebuild_errors += 1
             log.exception("rebuilding the live offers in the background failed")

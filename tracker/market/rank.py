@@ -30,7 +30,7 @@ from tracker.estimate.serving import PreparedServing, ServingEstimate
 from tracker.market import fabric, serving_rows
 from tracker.market.filters import OfferFilters, warm_filters
 from tracker.market.live import epoch_us
-from tracker.market.table import OfferTable, factorize
+from tracker.market.table import OfferTable
 
 SortKey = Literal["cost_per_run", "hours", "usd_per_mtok"]
 # A ranking prices live offers only (it is handed the fresh ones): "only stale offers" is no ranking.
@@ -179,12 +179,18 @@ def _estimate_combos(
     return codes, fields
 
 
+def card_codes(frame: OfferTable) -> np.ndarray:
+    """A small integer per offer for its card: the live table's own (tracker.market.live), else the table's
+    codes of `gpu_id` (a table built elsewhere)."""
+    return frame["gpu_code"] if "gpu_code" in frame else frame.codes("gpu_id")[0]
+
+
 def table_combos(frame: OfferTable) -> tuple[np.ndarray, np.ndarray, list[ComboKey]]:
     """Every offer's code for its (card, GPU count, slice memory, inter-node link), each code's first offer,
     and each code's key: what an estimate depends on, for the whole table."""
     every = np.arange(len(frame), dtype=np.intp)
     gpu_ids = frame["gpu_id"]
-    cards = frame["gpu_code"] if "gpu_code" in frame else factorize(gpu_ids.tolist())[0]
+    cards = card_codes(frame)
     gpus = frame["gpu_count_f"]
     slice_gb = np.where(gpus < 1, frame["gpu_memory_gb_f"], np.nan)
     inter = fabric.inter_node_links(frame, every)  # NaN: within one node (or not said)
@@ -226,8 +232,7 @@ def rank(
     considered = len(idx)
     if not considered:
         return {"considered": 0, "fitting": 0, "rows": []}
-    # Card codes: precomputed for the whole live table (tracker.market.live), else from the selected offers.
-    cards = frame["gpu_code"][idx] if "gpu_code" in frame else factorize(frame["gpu_id"][idx].tolist())[0]
+    cards = card_codes(frame)[idx]
     codes, est = _estimate_combos(prepared, frame, idx, estimates)
     price_h = frame["price_per_hour_f"][idx]
     tps = est["tokens_per_second"][codes]
@@ -432,18 +437,18 @@ _RADIX_LIMIT = 1 << 62
 
 
 def _listings(frame: OfferTable) -> np.ndarray:
-    """`listing_codes` of the whole table: each part factorised once per column (a dict pass in C over shared
-    strings, ~10-30 ms at 200,000 offers), the parts combined into one integer, not one string per offer."""
+    """`listing_codes` of the whole table: each part is the table's codes of a column (`OfferTable.codes`,
+    shared with the filters), the parts combined into one integer, not one string per offer."""
     n = len(frame)
 
     def codes(name: str) -> np.ndarray:
-        return factorize(frame[name].tolist())[0] if name in frame else np.zeros(n, dtype=np.intp)
+        return frame.codes(name)[0] if name in frame else np.zeros(n, dtype=np.intp)
 
     def named(name: str) -> tuple[np.ndarray, np.ndarray]:
         """Codes, and whether each offer's value is a non-empty string (decided once per distinct value)."""
         if name not in frame:
             return np.zeros(n, dtype=np.intp), np.zeros(n, dtype=bool)
-        found, distinct = factorize(frame[name].tolist())
+        found, distinct = frame.codes(name)
         nonempty = np.array([isinstance(v, str) and bool(v) for v in distinct], dtype=bool)
         return found, nonempty[found] if n else np.zeros(0, dtype=bool)
 
@@ -452,7 +457,7 @@ def _listings(frame: OfferTable) -> np.ndarray:
     ids = frame["id"].astype(np.int64)
     machine_kind = np.where(resale, 0, np.where(typed, 1, 2))
     machine = np.where(resale, upstream, np.where(typed, instance, ids - (ids.min() if n else 0)))
-    card = np.where(resale, codes("gpu_id"), 0)
+    card = np.where(resale, card_codes(frame), 0)
     count = np.where(resale, codes("gpu_count_f"), 0)
     parts = (codes("provider"), codes("pricing"), codes("reserved_term"), machine_kind, machine, card, count)
     return _combine(parts, n)
