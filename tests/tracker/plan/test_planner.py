@@ -241,14 +241,16 @@ def test_serving_on_spot_holds_the_replicas_its_uptime_needs(engine, settings, c
     replica delivers its tokens/s × uptime, so the peak needs ceil(peak ÷ (tokens/s × uptime)) of them."""
     from tracker.costs.serving import offer_uptime
 
-    big = {**SERVE, "volume": {"tokens_per_month": "200B", "peak_to_average": 3}}
+    est = _serving(SERVE["job"], "H100-SXM-80GB")
+    # A load whose peak needs just under 100 always-up replicas: any uptime under 1 needs one more.
+    tokens = int(99.99 * est.tokens_per_second * HOURS_PER_MONTH * 3600 / 3)
+    big = {**SERVE, "volume": {"tokens_per_month": str(tokens), "peak_to_average": 3}}
     _market(engine, settings, clock, prices={"H100-SXM-80GB": "2.00"}, pricing=Pricing.spot)
     entry = _plan(engine, settings, clock, [{**big, "constraints": {"pricing": ["spot"]}}])["workloads"][0]
     assert entry["status"] == "ok", entry["reason"]
-    est = _serving(SERVE["job"], "H100-SXM-80GB")
     share = offer_uptime(resolve("vastai", "spot"), est.prepared.weight_bytes(1) / 1e9, est.request_seconds)
     assert 0.9 < share < 1.0
-    peak = 200e9 / (HOURS_PER_MONTH * 3600) * 3
+    peak = tokens / (HOURS_PER_MONTH * 3600) * 3
     replicas = max(1, math.ceil(peak / (est.tokens_per_second * share) - 1e-9))
     assert replicas > math.ceil(peak / est.tokens_per_second - 1e-9)  # the load chosen so uptime shows
     choice = entry["choice"]

@@ -31,7 +31,7 @@ import numpy as np
 from tracker.catalog.gpus import GpuSpec, get_catalog
 from tracker.estimate.architectures import DATA_DIR, ModelArch, resolve_model
 from tracker.estimate.serving.job import make_serving_job
-from tracker.estimate.serving.model import PreparedServing, prepare_serving
+from tracker.estimate.serving.model import PreparedServing, ServingEstimate, prepare_serving
 from tracker.estimate.serving.params import MODEL_FILE, ServingParams, get_params, memory_class
 
 CALIBRATION_FILE = DATA_DIR / "serving_calibration.toml"
@@ -102,6 +102,9 @@ class ServingRow:
     model_name: str = ""  # as the row names it (an inline config's key in [models])
     version: str = ""  # the engine's version the row ran
     eager: bool = False  # no CUDA graphs (enforce_eager, or vLLM V0 above max_seq_len_to_capture)
+    # Requests that stop at their own EOS: `output_tokens` is then the mean output and this the cap the
+    # longest reach (None: every request generates exactly `output_tokens`, as fixed-length benchmarks do).
+    max_output_tokens: int | None = None
 
     def label(self) -> str:
         c = "max" if self.concurrency is None else str(self.concurrency)
@@ -156,6 +159,7 @@ def load_rows() -> list[ServingRow]:
                     model_name=entry["model"],
                     version=str(entry.get("version", src["version"])),
                     eager=bool(entry.get("eager", False)),
+                    max_output_tokens=int(entry["max_output_tokens"]) if "max_output_tokens" in entry else None,
                 )
             )
     return out
@@ -181,7 +185,47 @@ def predict(row: ServingRow, params: ServingParams) -> float:
     GPUs; "max" rows queue `max_batch` requests and run as many as the KV cache holds."""
     prepared = replace(_prepared(row), params=params, _cache={})
     conc = row.concurrency if row.concurrency is not None else row.max_batch
-    return prepared.on(row.gpu, row.gpus, concurrency=conc).tokens_per_second
+    est = prepared.on(row.gpu, row.gpus, concurrency=conc)
+    if row.max_output_tokens is None or row.max_output_tokens <= row.output_tokens:
+        return est.tokens_per_second
+    return _thinning(prepared, est, conc, row.output_tokens, row.max_output_tokens)
+
+
+# Output lengths of requests that stop at their own EOS, spread evenly from 2 x mean - cap up to the cap
+# (uniform: the mean is the only other figure such sources give), in an order that does not follow the
+# length (the golden-ratio sequence): requests past the KV cache's room start in no particular order.
+def _eos_lengths(n: int, mean: int, cap: int) -> list[float]:
+    low = max(1.0, 2.0 * mean - cap)
+    high = 2.0 * mean - low
+    lengths = [low + (high - low) * (i + 0.5) / n for i in range(n)]
+    order = sorted(range(n), key=lambda i: (i * 0.6180339887498949) % 1.0)
+    return [lengths[i] for i in order]
+
+
+def _thinning(prepared: PreparedServing, est: ServingEstimate, users: int, mean: int, cap: int) -> float:
+    """Aggregate output tokens/s of `users` requests sent at once that end at their own EOS: the batch
+    thins as they finish, so the run lasts as long as its longest request while the step's fixed costs
+    (the weights' read, launches) are paid for fewer and fewer sequences. Requests past what the KV cache
+    holds wait and start as others finish (each start pays its prompt in the step it joins)."""
+    lay, cap_running = est.layout, max(1, est.batch_per_replica)
+    # Replicas split the users evenly; each runs the same process, so one replica's share gives the rate.
+    share = max(1, math.ceil(users / lay.replicas))
+    lengths = _eos_lengths(share, mean, cap)
+    queue = lengths[::-1]  # popped from the end: the first sent start first
+    running = [queue.pop() for _ in range(min(cap_running, len(queue)))]
+    steps: dict[int, float] = {}
+    elapsed = len(running) * est.prefill_in_cycle_seconds
+    while running:
+        b = len(running)
+        if b not in steps:
+            steps[b] = sum(prepared.step_terms(est.gpu, lay, b).values())
+        advance = min(running)
+        elapsed += advance * steps[b]
+        running = [r - advance for r in running if r - advance > 1e-9]
+        while queue and len(running) < cap_running:
+            running.append(queue.pop())
+            elapsed += est.prefill_in_cycle_seconds
+    return float(sum(lengths) * lay.replicas / elapsed) if elapsed > 0 else est.tokens_per_second
 
 
 def _log_errors(rows: Sequence[ServingRow], params: ServingParams) -> np.ndarray:
