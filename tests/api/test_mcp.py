@@ -150,7 +150,12 @@ def test_market_matches_the_api(engine, settings, seeded):
     assert mcp["cards"] and _steady(mcp) == _steady(api)
 
 
-def test_history_matches_the_cli(cli, engine, settings, seeded):
+def test_history_matches_the_cli(cli, engine, settings, seeded, monkeypatch):
+    # Today's bucket weighs each open price up to now: both shells answer for the same instant (else a
+    # quantile on a weight boundary moves between the two calls).
+    now = utcnow()
+    monkeypatch.setattr("tracker.clock.utcnow", lambda: now)
+    monkeypatch.setattr("api.mcp.server.utcnow", lambda: now)
     mcp = _ok(engine, settings, "history", {"gpu": "H100", "days": 7, "interval": "1d"})
     rows = _cli_json(cli, "history", "H100", "--days", "7", "--interval", "1d")
     assert mcp["buckets"] and mcp["buckets"] == rows

@@ -11,9 +11,22 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-from sqlalchemy import BigInteger, Engine, Float, String, extract, func, literal_column
+from sqlalchemy import (
+    BigInteger,
+    Engine,
+    Float,
+    LargeBinary,
+    Select,
+    String,
+    cast,
+    extract,
+    func,
+    literal,
+    literal_column,
+    select,
+)
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.orm import InstrumentedAttribute
+from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.sql.elements import ColumnElement
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
@@ -27,6 +40,7 @@ __all__ = [
     "json_number",
     "json_text",
     "like_escape",
+    "read_columns",
     "seconds_between",
     "starts_with",
 ]
@@ -102,6 +116,84 @@ def bulk_instants_us(values: Sequence[Any], dialect: str) -> np.ndarray:
         us: np.ndarray = np.where(parsed == np.iinfo(np.int64).min, -1, parsed)
         return us
     return np.fromiter((-1 if v is None else v for v in values), dtype=np.int64, count=len(values))
+
+
+def read_columns(session: Session, stmt: Select[Any], kinds: Sequence[str]) -> list[np.ndarray]:
+    """The columns of `stmt` as numpy arrays, read in bulk, by kind: "int" (int64, NULL as -1), "float"
+    (float64, NULL as NaN) or "instant" (a UTC datetime column selected as it is: int64 microseconds since
+    the epoch, as `epoch_us` computes them; NULL as -1).
+
+    On Postgres each column is aggregated in the database into one bytea of its big-endian binary values
+    (`int8send`, `float8send`, `timestamptz_send`: microseconds since 2000-01-01, with no numeric
+    arithmetic per value as EXTRACT(EPOCH) does), by `string_agg` over the rows: one aggregate pass feeds
+    every column the same row at a time, so the columns stay aligned. They are read with np.frombuffer, no
+    Python object per value: a year of one card's history (185,000 price rows x 4 columns at 10x) took
+    0.2 s in the driver's row tuples alone. On SQLite each column is joined into one text in the database
+    (`group_concat`) and parsed by numpy; instants are SQLite's stored text (`bulk_instants_us`)."""
+    if len(kinds) != len(stmt.selected_columns) or not set(kinds) <= {"int", "float", "instant"}:
+        raise ValueError(f"one kind of int, float or instant per column, got {kinds!r}")
+    if session.connection().dialect.name == "postgresql":
+        sub = stmt.subquery()
+        sep = literal(b"", LargeBinary)
+        aggs = [
+            func.string_agg(_binary_pg(col, kind), sep, type_=LargeBinary)
+            for col, kind in zip(sub.c, kinds, strict=True)
+        ]
+        row = session.execute(select(*aggs)).one()
+        out: list[np.ndarray] = []
+        for value, kind in zip(row, kinds, strict=True):
+            data = bytes(value or b"")
+            if kind == "float":
+                out.append(np.frombuffer(data, dtype=">f8").astype(np.float64))
+                continue
+            ints = np.frombuffer(data, dtype=">i8").astype(np.int64)
+            if kind == "instant":  # 'infinity' stands for NULL (string_agg would skip a NULL, shifting the rest)
+                ints = np.where(ints == _PG_INFINITY, -1, ints + _PG_EPOCH_US)
+            out.append(ints)
+        return out
+    # SQLite: each column joined into one text by group_concat (the same single pass keeps them aligned)
+    # and parsed by numpy in C; a row tuple per row and zip(*rows) cost 0.25 s of the 0.4 s read above.
+    sub = stmt.subquery()
+    # The count tells no rows (every text NULL) from one row whose only value is NULL (an instant's '').
+    count, *texts = session.execute(
+        select(
+            func.count(),
+            *(func.group_concat(_text_sqlite(col, kind), ",") for col, kind in zip(sub.c, kinds, strict=True)),
+        )
+    ).one()
+    out = []
+    for value, kind in zip(texts, kinds, strict=True):
+        if not count:
+            out.append(np.zeros(0, dtype=np.float64 if kind == "float" else np.int64))
+        elif kind == "instant":
+            out.append(bulk_instants_us(value.split(","), "sqlite"))  # '' (NULL) reads as NaT: -1
+        else:
+            out.append(np.fromstring(value, dtype=np.float64 if kind == "float" else np.int64, sep=","))
+    return out
+
+
+def _text_sqlite(col: ColumnElement[Any], kind: str) -> ColumnElement[Any]:
+    """`col` as text group_concat can join, never NULL (group_concat skips a NULL, shifting the rest). A REAL
+    reads back as SQLite prints it (15 significant digits: every Numeric(14, 6) price exactly)."""
+    if kind == "float":
+        return func.coalesce(cast(col, Float), "NaN")
+    if kind == "instant":
+        return func.coalesce(col, "")
+    return func.coalesce(col, -1)
+
+
+# timestamptz_send's microseconds count from 2000-01-01 UTC; 'infinity' is the largest int64.
+_PG_EPOCH_US = 946_684_800_000_000
+_PG_INFINITY = np.iinfo(np.int64).max
+
+
+def _binary_pg(col: ColumnElement[Any], kind: str) -> ColumnElement[Any]:
+    """`col` as the 8 big-endian bytes of its binary form, never NULL (read_columns)."""
+    if kind == "float":
+        return func.float8send(func.coalesce(cast(col, Float), literal_column("'NaN'::float8")))
+    if kind == "instant":
+        return func.timestamptz_send(func.coalesce(col, literal_column("'infinity'::timestamptz")))
+    return func.int8send(func.coalesce(cast(col, BigInteger), -1))
 
 
 def seconds_between(engine: Engine, start: Any, stop: Any) -> Any:

@@ -201,8 +201,19 @@ class OfferPrice(Base):
     __tablename__ = "offer_prices"
     __table_args__ = (
         Index("ix_offer_prices_offer_from", "offer_id", "valid_from"),
-        # History of a card scans by (gpu, time) without touching offers.
-        Index("ix_offer_prices_gpu_from", "gpu_id", "valid_from"),
+        # History of a card scans by (gpu, pricing, time) without touching offers or the table: the index
+        # holds every column that query reads or filters on (migration 0019).
+        Index(
+            "ix_offer_prices_history",
+            "gpu_id",
+            "pricing",
+            "valid_from",
+            "valid_to",
+            "price_per_gpu_hour",
+            "offer_id",
+            "price_kind",
+            "orderable",
+        ),
         MONTHLY,
     )
 

@@ -66,3 +66,76 @@ def test_bulk_instants_read_from_the_cursor_are_epoch_us_exactly(engine):
     )
     assert bulk_instants_us(finished, dialect).tolist() == [-1] * len(at)
     assert bulk_instants_us((), dialect).tolist() == []
+
+
+def test_read_columns_returns_aligned_arrays_exactly_with_nulls_marked(engine):
+    """read_columns (one binary or text aggregate per column, tracker.storage.sql) gives every row's values in
+    the same position across columns, instants to the microsecond as `epoch_us` computes them, prices as
+    the nearest double, NULL as -1 / NaN; nothing selected is empty arrays."""
+    from decimal import Decimal
+
+    from sqlalchemy import Float, cast
+
+    from tracker.storage.sql import read_columns
+    from tracker.storage.tables import Offer, OfferPrice
+
+    at = [
+        datetime(2026, 11, 1, 23, 59, 59, 999_999, tzinfo=UTC),
+        datetime(2024, 2, 29, 12, 0, 0, 1, tzinfo=UTC),
+        datetime(1999, 12, 31, 23, 59, 59, 500_000, tzinfo=UTC),
+    ]
+    prices = [Decimal("2.123456"), Decimal("12345678.000001"), Decimal("0.1")]
+    with session_scope(engine) as s:
+        offer = Offer(
+            provider="p",
+            offer_key="k",
+            gpu_id="H100-SXM-80GB",
+            gpu_family="H100",
+            raw_gpu_name="H100 SXM",
+            form_factor="sxm",
+            price_per_hour=Decimal("1"),
+            price_per_gpu_hour=Decimal("1"),
+            gpu_count=1,
+            pricing="on_demand",
+            first_seen=at[2],
+            last_seen=at[0],
+        )
+        s.add(offer)
+        s.flush()
+        for i, (t, price) in enumerate(zip(at, prices, strict=True)):
+            s.add(
+                OfferPrice(
+                    offer_id=offer.id,
+                    gpu_id="H100-SXM-80GB",
+                    pricing="on_demand",
+                    valid_from=t,
+                    valid_to=None if i == 1 else t + timedelta(hours=i + 1),
+                    price_per_hour=price,
+                    price_per_gpu_hour=price,
+                )
+            )
+        offer_id = offer.id
+    query = select(
+        OfferPrice.offer_id, OfferPrice.valid_from, OfferPrice.valid_to, cast(OfferPrice.price_per_gpu_hour, Float)
+    )
+    with session_scope(engine) as s:
+        ids, lo, to, got = read_columns(
+            s, query.order_by(OfferPrice.valid_from), ("int", "instant", "instant", "float")
+        )
+        exact = s.execute(
+            select(epoch_us(OfferPrice.valid_from), epoch_us(OfferPrice.valid_to)).order_by(OfferPrice.valid_from)
+        ).all()
+        empty = read_columns(s, query.where(OfferPrice.offer_id == -5), ("int", "instant", "instant", "float"))
+        # One row whose only instant is NULL: one -1, not no rows.
+        (only_open,) = read_columns(s, select(OfferPrice.valid_to).where(OfferPrice.valid_to.is_(None)), ("instant",))
+    # Rows come back in some order, the same for every column: pair them up by valid_from.
+    order = lo.argsort()
+    assert ids[order].tolist() == [offer_id] * 3
+    assert lo[order].tolist() == [e[0] for e in exact] == sorted((t - EPOCH) // timedelta(microseconds=1) for t in at)
+    assert to[order].tolist() == [-1 if e[1] is None else e[1] for e in exact]
+    by_time = {(t - EPOCH) // timedelta(microseconds=1): float(p) for t, p in zip(at, prices, strict=True)}
+    assert got[order].tolist() == [by_time[v] for v in lo[order].tolist()]
+    assert [len(a) for a in empty] == [0, 0, 0, 0]
+    assert only_open.tolist() == [-1]
+    with pytest.raises(ValueError, match="one kind"):
+        read_columns(s, query, ("int",))
