@@ -102,7 +102,7 @@ class EstimateCostModel:
             saved = estimate.JobInput.model_validate(job)
             plan = costs.plan_for(saved, saved.spec())
             price = Decimal(price_per_gpu_hour) * gpus
-            return costs.run_cost(price, result.hours, costs.resolve("", pricing), plan).total
+            return costs.run_total(price, result.hours, costs.resolve("", pricing), plan)
         if metric == "usd_per_mtok" and job.get("kind") == "inference" and pricing == "spot":
             # A spot replica serves only its uptime's share of the hours it is paid for (tracker.costs.serving),
             # as the ranking prices it; the default spot terms apply, as for a run above.

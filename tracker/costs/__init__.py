@@ -8,7 +8,7 @@ live offer as columns. Layer: between tracker.market (which ranks on it) and tra
 
 from tracker.costs.frame import TermColumns, load_stated, term_columns
 from tracker.costs.plan import RunPlan, plan_for
-from tracker.costs.run import COMPONENTS, RunCost, run_cost, vector_totals
+from tracker.costs.run import COMPONENTS, RunCost, run_cost, run_total, vector_totals
 from tracker.costs.terms import DEFAULTS, CostTerms, resolve, sheet
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "plan_for",
     "resolve",
     "run_cost",
+    "run_total",
     "sheet",
     "term_columns",
     "vector_totals",

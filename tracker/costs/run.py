@@ -131,6 +131,16 @@ def run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan
         return _run_cost(price_per_hour, train_hours, terms, plan)
 
 
+def run_total(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan: RunPlan) -> Decimal:
+    """`run_cost(...).total` alone: the expected cost's components summed and rounded by the money rule,
+    without the spot range, sources and hours a full answer carries (a ranking's band bounds need only the
+    total: two of them per shown row, each a third of run_cost's work on spot)."""
+    with localcontext(prec=_PRECISION):
+        price = Decimal(price_per_hour)
+        shape = _shape(train_hours, terms, plan)
+        return money.to_money(sum(_priced(price, shape, shape.mu, terms, plan).values(), Decimal(0)))
+
+
 def _run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan: RunPlan) -> RunCost:
     price = Decimal(price_per_hour)
     shape = _shape(train_hours, terms, plan)

@@ -24,7 +24,7 @@ from pydantic import Field
 
 from tracker import money
 from tracker.catalog.gpus import get_catalog
-from tracker.costs import RunPlan, TermColumns, run_cost, vector_totals
+from tracker.costs import RunPlan, TermColumns, run_cost, run_total, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing, ServingEstimate
 from tracker.market import fabric, serving_rows
@@ -245,19 +245,24 @@ def rank(
         if terms is not None:  # spot replicas serve only part of their hours (tracker.costs.serving)
             uptime = serving_rows.uptime(prepared, terms, idx, est["request_s"][codes])
         derived["usd_per_mtok"] = serving_rows.usd_per_mtok(prepared, price_h, tps if uptime is None else tps * uptime)
-    whole = plan is not None and terms is not None
-    if whole and not options.gpu_only:  # the whole run's cost orders the offers (tracker.costs.run)
-        assert plan is not None and terms is not None
-        cols = {name: values[idx] for name, values in terms.values.items()}
-        derived["cost_per_run"] = vector_totals(price_h, hours, cols, plan)
+    totals = None
+    if plan is not None and terms is not None and not options.gpu_only:
+        # The whole run's cost orders the offers (tracker.costs.run), computed for the offers it can matter
+        # for: `_whole_run_key` when it is the sort key, the shown rows otherwise.
+        totals = _RunTotals(price_h, hours, idx, terms, plan)
     fitting = int(fits.sum())
     keep = fits | options.include_unfit
     if filters.max_hours is not None:
         keep &= hours <= filters.max_hours
     kept = np.flatnonzero(keep)
+    if totals is not None and sort_by == "cost_per_run":
+        derived["cost_per_run"] = _whole_run_key(frame, idx, kept, fits, derived["cost_per_run"], totals, options)
     key = derived[sort_by]
     order = _order(frame, idx, kept, fits, key, price_h, cards, options)
     top = order[: options.limit]
+    if totals is not None and sort_by != "cost_per_run":
+        derived["cost_per_run"] = np.full(len(idx), np.nan)
+        derived["cost_per_run"][top] = totals.at(top)
     rows = idx[top]
     columns = {c: _column(frame[c][rows], c in _MAYBE_MISSING) for c in _OFFER_FIELDS}
     columns |= {name: values[codes[top]].tolist() for name, values in est.items() if name not in _INTERNAL_FIELDS}
@@ -333,8 +338,56 @@ def _whole_costs(
         if not gpu_only:
             r["cost_per_run"] = r["cost"]["total"]
             if r["cost_per_run_low"] is not None:  # set by _band_fields only for a finite band
-                r["cost_per_run_low"] = run_cost(r["price_per_hour"], h / float(hi), offer_terms, plan).total
-                r["cost_per_run_high"] = run_cost(r["price_per_hour"], h / float(lo), offer_terms, plan).total
+                r["cost_per_run_low"] = run_total(r["price_per_hour"], h / float(hi), offer_terms, plan)
+                r["cost_per_run_high"] = run_total(r["price_per_hour"], h / float(lo), offer_terms, plan)
+
+
+@dataclass(frozen=True, slots=True)
+class _RunTotals:
+    """Whole-run totals (tracker.costs.vector_totals) of offers by position in the ranking's `idx`."""
+
+    price_h: np.ndarray
+    hours: np.ndarray
+    idx: np.ndarray
+    terms: TermColumns
+    plan: RunPlan
+
+    def at(self, pos: np.ndarray) -> np.ndarray:
+        rows = self.idx[pos]
+        cols = {name: values[rows] for name, values in self.terms.values.items()}
+        return vector_totals(self.price_h[pos], self.hours[pos], cols, self.plan)
+
+
+def _whole_run_key(
+    frame: OfferTable,
+    idx: np.ndarray,
+    kept: np.ndarray,
+    fits: np.ndarray,
+    gpu_cost: np.ndarray,
+    totals: _RunTotals,
+    options: RankOptions,
+) -> np.ndarray:
+    """The sort key by whole-run cost: exact for every kept offer that can be among the first `limit`, +inf
+    for the rest. GPU time alone (`gpu_cost`, $/hour x hours) never exceeds the whole run's total (every other
+    component is >= 0 and the billed hours >= the training hours), so an offer whose GPU time already costs
+    more than the `limit`-th best total in its tier cannot be shown. Over 200,000 offers that leaves a few
+    hundred to price (the term columns' gather and the totals were ~10 ms of a 30 ms ranking). Per card or
+    per listing every group's best is shown, so there all are priced."""
+    if options.best_per_card or options.one_per_listing or len(kept) <= 4 * options.limit:
+        key = np.full(len(idx), np.inf)
+        key[kept] = totals.at(kept)
+        return key
+    tier = order_tiers(frame, idx, fits)
+    first = _candidates(kept, tier, gpu_cost, options.limit)
+    first_totals = totals.at(first)
+    # The `limit`-th best (tier, total) among those: no offer past it in (tier, GPU cost) can beat it.
+    pick = np.lexsort((first_totals, tier[first]))[min(options.limit, len(first)) - 1]
+    worst_tier, worst = tier[first][pick], first_totals[pick]
+    t = tier[kept]
+    need = kept[(t < worst_tier) | ((t == worst_tier) & ~(gpu_cost[kept] > worst))]  # NaN: kept, as unknown
+    key = np.full(len(idx), np.inf)
+    key[need] = totals.at(need)
+    return key
 
 
 def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:

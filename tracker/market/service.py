@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from tracker import money
 from tracker.catalog.gpus import get_catalog
 from tracker.config import Settings
-from tracker.costs import RunPlan, TermColumns, load_stated, resolve, run_cost, term_columns
+from tracker.costs import RunPlan, TermColumns, load_stated, resolve, run_total, term_columns
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing
 from tracker.inference_apis import api_alternatives
@@ -286,7 +286,7 @@ def rank_history(
             for p in points:
                 p["gpu_cost_per_run"] = p["cost_per_run"]
                 if not gpu_only:
-                    p["cost_per_run"] = run_cost(p["price_per_gpu_hour"] * gpus, est.hours, defaults, plan).total
+                    p["cost_per_run"] = run_total(p["price_per_gpu_hour"] * gpus, est.hours, defaults, plan)
         series.append(
             {
                 "gpu": gpu_id,

@@ -296,7 +296,6 @@ def _interval_rows(
     row_offer, lo, to_us, price = price_cols
     if not len(row_offer):
         return None
-    ids = np.unique(row_offer)
     labels = resales.columns()
     names = _MACHINE if machine else ("reserved_term",)
     columns = {
@@ -307,13 +306,17 @@ def _interval_rows(
         "pricing": Offer.pricing,
         "reserved_term": Offer.reserved_term,
     }
-    offer_rows: list[Any] = []
-    for chunk in range(0, len(ids), _ID_CHUNK):
-        offer_rows += session.execute(
-            select(Offer.id, epoch_us(Offer.last_seen), Offer.provider, *(columns[n] for n in names)).where(
-                Offer.id.in_(ids[chunk : chunk + _ID_CHUNK].tolist())
-            )
-        ).all()
+    offers = select(Offer.id, epoch_us(Offer.last_seen), Offer.provider, *(columns[n] for n in names))
+    # The card's offers of this pricing type by their own index: what a price row names, but for an offer
+    # listed as another card since (its rows keep the card they were priced as), read by id after.
+    offer_rows: list[Any] = list(
+        session.execute(offers.where(Offer.gpu_id.in_(gpu_ids), Offer.pricing == pricing)).all()
+    )
+    known = np.sort(np.array([r[0] for r in offer_rows], dtype=np.int64))
+    at = np.searchsorted(known, row_offer).clip(0, max(len(known) - 1, 0))
+    others = np.unique(row_offer[known[at] != row_offer]) if len(known) else np.unique(row_offer)
+    for chunk in range(0, len(others), _ID_CHUNK):
+        offer_rows += session.execute(offers.where(Offer.id.in_(others[chunk : chunk + _ID_CHUNK].tolist()))).all()
     offer_rows.sort(key=lambda r: int(r[0]))
     o_id, o_seen, o_provider, *offer_cols = zip(*offer_rows, strict=True) if offer_rows else ((),) * (3 + len(names))
     o_ids = np.array(o_id, dtype=np.int64)

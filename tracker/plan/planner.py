@@ -53,7 +53,7 @@ import numpy as np
 from providers.contract import Pricing
 from tracker import money
 from tracker.catalog.gpus import get_catalog
-from tracker.costs import RunPlan, TermColumns, plan_for, run_cost, vector_totals
+from tracker.costs import RunPlan, TermColumns, plan_for, run_total, vector_totals
 from tracker.costs import serving as spot_serving
 from tracker.estimate import EstimateError, prepare
 from tracker.estimate.serving.model import per_user_rate
@@ -274,7 +274,7 @@ class _Planner:
                 o.cost_per_run = money.cost(price_h, c.hours_per_run)
                 if whole and not reserved[pos]:
                     assert ev.run_plan is not None and self.terms is not None
-                    o.cost_per_run = run_cost(price_h, c.hours_per_run, self.terms.terms_at(row), ev.run_plan).total
+                    o.cost_per_run = run_total(price_h, c.hours_per_run, self.terms.terms_at(row), ev.run_plan)
                     o.cost = money.to_money(o.cost_per_run * Decimal(repr(float(ev.runs))))
             return o
 

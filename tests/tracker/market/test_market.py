@@ -81,6 +81,24 @@ def test_history_buckets_are_exact(engine, settings, clock):
     ]
 
 
+def test_history_counts_rows_of_an_offer_listed_as_another_card_since(engine, settings, clock):
+    """A price row keeps the card it was priced as; its offer, read apart from the rows (by the card's own
+    offers first), is still found when it is listed as another card now."""
+    _three_instants(engine, settings, clock)
+
+    def history() -> list[dict[str, Any]]:
+        with session_scope(engine) as s:
+            return market_history(
+                s, settings, NOW, gpu_ids=["H100-SXM-80GB"], pricing="on_demand", interval="1d", start=T0, end=NOW
+            )
+
+    before = history()
+    with session_scope(engine) as s:
+        moved = s.execute(select(Offer).where(Offer.offer_key == "b")).scalar_one()
+        moved.gpu_id = "A100-SXM4-80GB"
+    assert history() == before and before[0]["offers"] == 3
+
+
 def test_hourly_history_sees_the_delisting(engine, settings, clock):
     _three_instants(engine, settings, clock)
     with session_scope(engine) as s:

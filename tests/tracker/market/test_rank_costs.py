@@ -171,3 +171,31 @@ def test_the_cost_band_is_of_the_cost_shown(engine, settings, two_hosts):
             # The band's low end is the run at the band's fastest speed: the extras do not shrink with it.
             gpu_low = money.cost(r["price_per_hour"], r["hours_low"])
             assert float(r["cost_per_run_low"] - gpu_low) == pytest.approx(float(extras), abs=0.01)
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10])
+def test_the_first_offers_by_whole_run_cost_are_the_same_however_few_are_asked_for(engine, settings, limit):
+    """Only offers whose GPU time alone is within the limit-th best whole-run total are priced in full
+    (tracker.market.rank._whole_run_key): the first `limit` rows are still those of the full ordering, on
+    real Vast hosts whose transfer prices reorder them (and spot, sold-out and unfit tiers among them)."""
+    clock = FakeClock(utcnow())
+    do_ingest(engine, settings, clock, parse({"offers": real_payload("vastai/vast-cli_11ecdfa_search_trimmed.json")}))
+    spec = SEED_JOB.spec()
+    with session_scope(engine) as s:
+
+        def ranked(n: int) -> list[tuple[object, object]]:
+            result = rank_offers(
+                engine,
+                s,
+                settings,
+                clock(),
+                prepare(spec, SEED_JOB.assumptions),
+                RankFilters(),
+                RankOptions(limit=n, include_unfit=True),
+                plan=plan_for(SEED_JOB, spec),
+            )
+            return [(r["offer_id"], r["cost_per_run"]) for r in result["rows"]]
+
+        everything = ranked(1000)
+        assert len(everything) > 4 * limit  # the pruned path is the one taken
+        assert ranked(limit) == everything[:limit]
