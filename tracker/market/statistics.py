@@ -313,8 +313,7 @@ def _interval_rows(
         session.execute(offers.where(Offer.gpu_id.in_(gpu_ids), Offer.pricing == pricing)).all()
     )
     known = np.sort(np.array([r[0] for r in offer_rows], dtype=np.int64))
-    at = np.searchsorted(known, row_offer).clip(0, max(len(known) - 1, 0))
-    others = np.unique(row_offer[known[at] != row_offer]) if len(known) else np.unique(row_offer)
+    others = np.unique(row_offer[~_found(known, row_offer)[1]])
     for chunk in range(0, len(others), _ID_CHUNK):
         offer_rows += session.execute(offers.where(Offer.id.in_(others[chunk : chunk + _ID_CHUNK].tolist()))).all()
     offer_rows.sort(key=lambda r: int(r[0]))
@@ -330,8 +329,8 @@ def _interval_rows(
         wanted &= per_offer["reserved_term"] == term
     if not include_reference and (refs := reference_providers()):
         wanted &= ~np.isin(provider, list(refs))
-    pos = np.searchsorted(o_ids, row_offer).clip(0, max(len(o_ids) - 1, 0))
-    keep = (o_ids[pos] == row_offer) & wanted[pos] if len(o_ids) else np.zeros(len(row_offer), dtype=bool)
+    pos, found = _found(o_ids, row_offer)
+    keep = found & wanted[pos]
     if not keep.any():
         return None
     return _Intervals(
@@ -344,6 +343,24 @@ def _interval_rows(
         ids=o_ids,
         machine=per_offer,
     )
+
+
+def _found(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(position in the sorted unique `ids`, whether it is there) of each of `wanted`. Offer ids of one card
+    are few and close together: a table over their span answers by one gather, where a binary search of
+    185,000 ids took 4 ms a time."""
+    if not len(ids):
+        return np.zeros(len(wanted), dtype=np.intp), np.zeros(len(wanted), dtype=bool)
+    low, span = int(ids[0]), int(ids[-1]) - int(ids[0]) + 1
+    if span <= 8 * len(wanted) + 4096:
+        table = np.full(span, -1, dtype=np.intp)
+        table[ids - low] = np.arange(len(ids))
+        inside = (wanted >= low) & (wanted < low + span)
+        pos = np.where(inside, table[np.where(inside, wanted - low, 0)], -1)
+        found = pos >= 0
+        return np.where(found, pos, 0), found
+    pos = np.searchsorted(ids, wanted).clip(0, len(ids) - 1)
+    return pos, ids[pos] == wanted
 
 
 # Offer ids per IN list (SQLite binds at most 32,766 parameters per statement).
@@ -399,10 +416,10 @@ def history(
     keep = hi > lo
     if not keep.any():
         return []
-    # In price order (stable), so that the pieces come out in price order and one stable sort by bucket
+    # In price order, so that the pieces come out in price order and one stable sort by bucket
     # puts them in (bucket, price) order (_bucket_rows): a lexsort of the pieces cost three times as much.
     kept = np.flatnonzero(keep)
-    kept = kept[np.argsort(price[kept], kind="stable")]
+    kept = kept[np.argsort(price[kept])]  # ties in any order: equal prices count alike
     lo, hi, price, offer_code, provider_code = lo[kept], hi[kept], price[kept], offer_code[kept], provider_code[kept]
 
     # Explode each interval into the buckets it spans, clipped to each bucket.

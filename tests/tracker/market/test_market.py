@@ -463,3 +463,18 @@ def test_epoch_us_is_exact_on_both_backends(engine):
         (at - datetime(1970, 1, 1, tzinfo=UTC)) // US,
         (at - timedelta(seconds=1.5) - datetime(1970, 1, 1, tzinfo=UTC)) // US,
     )
+
+
+@pytest.mark.parametrize("spread", [1, 10**9])  # ids close together (a table) and far apart (a search)
+def test_offer_positions_are_found_either_way(spread):
+    import numpy as np
+
+    from tracker.market.statistics import _found
+
+    ids = np.array([3, 5, 9, 12], dtype=np.int64) * spread
+    wanted = np.array([5, 3, 4, 12, 13, -1, 9, 100], dtype=np.int64) * spread
+    pos, found = _found(ids, wanted)
+    assert found.tolist() == [True, True, False, True, False, False, True, False]
+    assert pos[found].tolist() == [1, 0, 3, 2]
+    empty_pos, empty_found = _found(ids[:0], wanted)
+    assert not empty_found.any() and len(empty_pos) == len(wanted)
