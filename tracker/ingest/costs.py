@@ -103,6 +103,7 @@ class _BatchMemo:
         self.digests: dict[Hashable, str | None] = {}
         self.terms: dict[Hashable, Terms | None] = {}
         self.figures: dict[tuple[Any, type, bool], Decimal | None] = {}
+        self.pieces: dict[tuple[str, type, Any], str] = {}
 
     def _figure(self, raw: Any, is_money: bool) -> Decimal | None:
         # The type is part of the key: True == 1 and 1 == 1.0 would otherwise share an answer.
@@ -128,9 +129,21 @@ class _BatchMemo:
             found = self.carried.get(key, _MISSING)
             if found is _MISSING:
                 terms = self.terms[key] = _normalised(values, self._figure)
-                found = None if terms is None else terms_digest(dict(terms))
+                found = None if terms is None else self._digest(terms)
             self.digests[key] = cast("str | None", found)  # not _MISSING any more
         return cast("str | None", found)
+
+    def _digest(self, terms: Terms) -> str:
+        """terms_digest of normalised terms, each `name=value` piece of its text built once per batch: a first
+        200,000-offer batch digests ~129,000 combinations of a few hundred distinct figures."""
+        pieces = []
+        for name, value in terms:
+            key = (name, type(value), value)  # Decimals equal by value share a canonical text
+            piece = self.pieces.get(key)
+            if piece is None:
+                piece = self.pieces[key] = f"{name}={_canonical(value)}"
+            pieces.append(piece)
+        return hashlib.sha1("|".join(pieces).encode(), usedforsecurity=False).hexdigest()
 
     def normalised(self, values: tuple[Any, ...]) -> Terms | None:
         """The normalised terms of values `digest` has seen (computed again only for a carried combination)."""
