@@ -162,3 +162,20 @@ def test_a_repeated_batch_normalises_nothing_again_and_the_memo_never_outgrows_a
     assert len(calls) == 5
     assert len(ingest_costs._CARRIED["vastai"]) == n + 5  # exactly this batch's combinations
     assert history(engine, f"h{n + 4}")[0][1] == Decimal(100 + n + 4).quantize(Decimal("0.001"))
+
+
+def test_a_batch_digests_exactly_as_the_rule_does():
+    """The batch memo builds each `name=value` piece of a digest's text once; the digests are those of
+    `terms_digest` on the normalised terms, for figures written several ways, booleans and missing values."""
+    memo = ingest_costs._BatchMemo({})
+    combos = [
+        {"egress_usd_per_gb": "0.1", "billing_minimum_s": 60},
+        {"egress_usd_per_gb": "0.100000", "billing_minimum_s": 60.0},
+        {"egress_usd_per_gb": Decimal("0.10"), "stopped_bills": True, "download_mbps": 0},
+        {"ingress_usd_per_gb": 2, "stopped_bills": False, "billing_minimum_s": "60.0004"},
+        {"ingress_usd_per_gb": True, "download_mbps": "1000"},
+    ]
+    for raw in combos:
+        values = _memo_values(**raw)
+        plain = stated_terms({COST_TERMS: raw})
+        assert memo.digest(values) == (None if plain is None else terms_digest(plain))
