@@ -7,6 +7,10 @@ Physics stays in floats; money is computed and rounded by `tracker.money` alone.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
 
 from tracker.estimate.errors import InvalidJob
 from tracker.money import parse_amount
@@ -20,7 +24,11 @@ def tokens_per_second(
     return gpus * peak_flops * efficiency * scaling / flops_per_token
 
 
-def hours_for(tokens: float, tps: float) -> float:
+Rate = TypeVar("Rate", float, npt.NDArray[np.float64])
+
+
+def hours_for(tokens: float, tps: Rate) -> Rate:
+    """Hours to process `tokens` at `tps` (one rate, or an array of them: the same IEEE divisions)."""
     return tokens / tps / SECONDS_PER_HOUR
 
 

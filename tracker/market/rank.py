@@ -14,8 +14,8 @@ by its upstream and card) with `listings` and `other_regions` counting the rest 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Hashable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -27,6 +27,7 @@ from tracker.catalog.gpus import get_catalog
 from tracker.costs import RunPlan, TermColumns, run_cost, run_total, vector_totals
 from tracker.estimate import PreparedJob
 from tracker.estimate.serving import PreparedServing, ServingEstimate
+from tracker.estimate.throughput import hours_for
 from tracker.market import fabric, serving_rows
 from tracker.market.filters import OfferFilters, warm_filters
 from tracker.market.live import epoch_us
@@ -145,6 +146,14 @@ def _estimate(prepared: PreparedJob | PreparedServing, key: ComboKey) -> tuple[A
     )
 
 
+def estimates_key(prepared: PreparedJob | PreparedServing) -> Hashable:
+    """What the per-combination estimates of a ranking depend on (the key of the `estimates` rank is given):
+    the job, but for fine-tuning not its token count, which only scales the hours (`rank` computes them
+    for its own job from the tokens/s). Jobs that differ only in size, the commonest variation, then share
+    the 88 card x count estimates a ranking at 200,000 offers makes (5.5 ms of its ~22 ms)."""
+    return replace(prepared.job, tokens=0.0) if isinstance(prepared, PreparedJob) else prepared.job
+
+
 def _estimate_combos(
     prepared: PreparedJob | PreparedServing,
     frame: OfferTable,
@@ -234,6 +243,9 @@ def rank(
         return {"considered": 0, "fitting": 0, "rows": []}
     cards = card_codes(frame)[idx]
     codes, est = _estimate_combos(prepared, frame, idx, estimates)
+    if isinstance(prepared, PreparedJob):  # the estimates may be another token count's (estimates_key)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            est["hours"] = hours_for(prepared.job.tokens, est["tokens_per_second"])
     price_h = frame["price_per_hour_f"][idx]
     tps = est["tokens_per_second"][codes]
     hours = est["hours"][codes]
@@ -255,10 +267,13 @@ def rank(
     if filters.max_hours is not None:
         keep &= hours <= filters.max_hours
     kept = np.flatnonzero(keep)
+    candidates = kept
     if totals is not None and sort_by == "cost_per_run":
-        derived["cost_per_run"] = _whole_run_key(frame, idx, kept, fits, derived["cost_per_run"], totals, options)
+        derived["cost_per_run"], candidates = _whole_run_key(
+            frame, idx, kept, fits, derived["cost_per_run"], totals, options
+        )
     key = derived[sort_by]
-    order = _order(frame, idx, kept, fits, key, price_h, cards, options)
+    order = _order(frame, idx, candidates, fits, key, price_h, cards, options)
     top = order[: options.limit]
     if totals is not None and sort_by != "cost_per_run":
         derived["cost_per_run"] = np.full(len(idx), np.nan)
@@ -366,17 +381,17 @@ def _whole_run_key(
     gpu_cost: np.ndarray,
     totals: _RunTotals,
     options: RankOptions,
-) -> np.ndarray:
-    """The sort key by whole-run cost: exact for every kept offer that can be among the first `limit`, +inf
-    for the rest. GPU time alone (`gpu_cost`, $/hour x hours) never exceeds the whole run's total (every other
-    component is >= 0 and the billed hours >= the training hours), so an offer whose GPU time already costs
-    more than the `limit`-th best total in its tier cannot be shown. Over 200,000 offers that leaves a few
-    hundred to price (the term columns' gather and the totals were ~10 ms of a 30 ms ranking). Per card or
-    per listing every group's best is shown, so there all are priced."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sort key by whole-run cost, and the kept offers that can be among the first `limit` (the key is
+    exact for them, +inf for the rest). GPU time alone (`gpu_cost`, $/hour x hours) never exceeds the whole
+    run's total (every other component is >= 0 and the billed hours >= the training hours), so an offer whose
+    GPU time already costs more than the `limit`-th best total in its tier cannot be shown. Over 200,000
+    offers that leaves a few hundred to price (the term columns' gather and the totals were ~10 ms of a 30 ms
+    ranking). Per card or per listing every group's best is shown, so there all are priced."""
     if options.best_per_card or options.one_per_listing or len(kept) <= 4 * options.limit:
         key = np.full(len(idx), np.inf)
         key[kept] = totals.at(kept)
-        return key
+        return key, kept
     tier = order_tiers(frame, idx, fits)
     first = _candidates(kept, tier, gpu_cost, options.limit)
     first_totals = totals.at(first)
@@ -387,7 +402,7 @@ def _whole_run_key(
     need = kept[(t < worst_tier) | ((t == worst_tier) & ~(gpu_cost[kept] > worst))]  # NaN: kept, as unknown
     key = np.full(len(idx), np.inf)
     key[need] = totals.at(need)
-    return key
+    return key, need
 
 
 def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:

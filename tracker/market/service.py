@@ -24,7 +24,7 @@ from tracker.market import freshness
 from tracker.market import statistics as market
 from tracker.market import terms as term_structure
 from tracker.market.live import LiveOffers, fresh_mask, live_table
-from tracker.market.rank import RankFilters, RankOptions, rank
+from tracker.market.rank import RankFilters, RankOptions, estimates_key, rank
 from tracker.market.table import OfferTable
 
 # Multi-GPU machine sizes tried when pricing a job from per-GPU market statistics.
@@ -163,9 +163,11 @@ def rank_offers(
     # interruption rate and download bandwidth are terms). Serving on-demand alone reads none.
     spot_serving = isinstance(prepared, PreparedServing) and "spot" in (filters.pricing_values() or ())
     terms = cost_terms(engine, session, table, version, frame) if plan is not None or spot_serving else None
-    # Estimates per (card, GPU count, slice) depend only on the job: shared by its rankings on this version.
+    # Estimates per (card, GPU count, slice) depend only on the job (for fine-tuning, not even on its size:
+    # estimates_key): shared by its rankings on this version.
     a = prepared.assumptions
-    held, estimates = table.memo(engine, version, ("rank-estimates", prepared.job, a.name), lambda: (a, {}))
+    key = ("rank-estimates", estimates_key(prepared), a.name)
+    held, estimates = table.memo(engine, version, key, lambda: (a, {}))
     shared = estimates if held is a or held == a else None
     stale = freshness.stale_sheets(now, settings)
     result = rank(frame, fresh, prepared, filters, options, now, estimates=shared, plan=plan, terms=terms, stale=stale)

@@ -165,6 +165,26 @@ def test_rank_reference_reproduces_seed_cost_table(engine, settings, clock, live
         assert float(r["cost_per_run"]) == pytest.approx(SEED_8B_COSTS[r["gpu"]], rel=0.005), r["gpu"]
 
 
+def test_jobs_of_another_size_share_the_estimates_and_rank_as_their_own(engine, settings, clock, live):
+    """A job's size (tokens) is not part of what its per-card estimates are kept under (estimates_key): a
+    ranking that finds another size's estimates gives exactly what it computes alone."""
+    from tracker.market.rank import estimates_key
+
+    _reference(engine, settings, clock)
+    with session_scope(engine) as s:
+        _, frame = live.frame(engine, s)
+    fresh = fresh_mask(frame, clock(), settings)
+    small, large = (prepare(make_job("llama-3.1-8b", "qlora", tokens=t), "hf-peft") for t in ("7.0137M", "931M"))
+    assert estimates_key(small) == estimates_key(large) and small.job != large.job
+    shared: dict = {}
+    options = RankOptions(include_unfit=True, limit=1000)
+    first = rank(frame, fresh, large, RankFilters(), options, clock(), estimates=shared)
+    assert shared  # filled by the first job
+    again = rank(frame, fresh, small, RankFilters(), options, clock(), estimates=shared)
+    alone = rank(frame, fresh, small, RankFilters(), options, clock())
+    assert again == alone and again["rows"] and again["rows"][0]["hours"] < first["rows"][0]["hours"]
+
+
 def test_rank_70b_qlora_leaves_out_cards_it_does_not_fit(engine, settings, clock, live):
     _reference(engine, settings, clock)
     job = prepare(make_job("llama-3.1-70b", "qlora", examples=2000, tokens_per_example=2000, epochs=2), "seed")
