@@ -388,7 +388,7 @@ def _whole_run_key(
     GPU time already costs more than the `limit`-th best total in its tier cannot be shown. Over 200,000
     offers that leaves a few hundred to price (the term columns' gather and the totals were ~10 ms of a 30 ms
     ranking). Per card or per listing every group's best is shown, so there all are priced."""
-    if options.best_per_card or options.one_per_listing or len(kept) <= 4 * options.limit:
+    if options.best_per_card or options.one_per_listing or options.limit < 1 or len(kept) <= 4 * options.limit:
         key = np.full(len(idx), np.inf)
         key[kept] = totals.at(kept)
         return key, kept

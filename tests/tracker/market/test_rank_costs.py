@@ -199,3 +199,4 @@ def test_the_first_offers_by_whole_run_cost_are_the_same_however_few_are_asked_f
         everything = ranked(1000)
         assert len(everything) > 4 * limit  # the pruned path is the one taken
         assert ranked(limit) == everything[:limit]
+        assert ranked(0) == []  # no row asked for: nothing to price, nothing to fail on
