@@ -137,13 +137,13 @@ class _BatchMemo:
         """terms_digest of normalised terms, each `name=value` piece of its text built once per batch: a first
         200,000-offer batch digests ~129,000 combinations of a few hundred distinct figures."""
         pieces = []
-        for name, value in terms:
+        for name, value in terms:  # every column, in COLUMNS order, as terms_digest reads them
             key = (name, type(value), value)  # Decimals equal by value share a canonical text
             piece = self.pieces.get(key)
             if piece is None:
-                piece = self.pieces[key] = f"{name}={_canonical(value)}"
+                piece = self.pieces[key] = _piece(name, value)
             pieces.append(piece)
-        return hashlib.sha1("|".join(pieces).encode(), usedforsecurity=False).hexdigest()
+        return _hexdigest(pieces)
 
     def normalised(self, values: tuple[Any, ...]) -> Terms | None:
         """The normalised terms of values `digest` has seen (computed again only for a carried combination)."""
@@ -164,8 +164,15 @@ _CARRIED: dict[str, dict[Hashable, str | None]] = {}
 
 def terms_digest(terms: dict[str, Any]) -> str:
     """A stable digest of normalised terms (Decimals by value: 0.1 and 0.100000 are the same term)."""
-    text = "|".join(f"{name}={_canonical(terms.get(name))}" for name in COLUMNS)
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+    return _hexdigest([_piece(name, terms.get(name)) for name in COLUMNS])
+
+
+def _piece(name: str, value: object) -> str:
+    return f"{name}={_canonical(value)}"
+
+
+def _hexdigest(pieces: list[str]) -> str:
+    return hashlib.sha1("|".join(pieces).encode(), usedforsecurity=False).hexdigest()
 
 
 def _canonical(value: object) -> str:

@@ -12,10 +12,9 @@ import csv
 import io
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 import numpy as np
-from sqlalchemy import Executable, Float, cast, or_, select
+from sqlalchemy import Float, cast, or_, select
 from sqlalchemy.orm import Session
 
 from tracker.catalog.gpus import get_catalog
@@ -31,7 +30,8 @@ from tracker.market.index import (
     compute,
     method,
 )
-from tracker.storage.sql import bulk_instant, bulk_instants_us
+from tracker.market.table import positions
+from tracker.storage.sql import read_columns, read_columns_by
 from tracker.storage.tables import Offer, OfferPrice, ScrapeRun
 
 __all__ = ["CSV_COLUMNS", "MAX_DAYS", "Basket", "baskets", "index_csv", "index_values", "load_history"]
@@ -57,17 +57,6 @@ def baskets(card: str | None) -> list[Basket]:
 
 def _midnight(d: date) -> datetime:
     return datetime(d.year, d.month, d.day, tzinfo=UTC)
-
-
-def _raw_rows(session: Session, stmt: Executable) -> Sequence[Any]:
-    """The rows of `stmt` from the DBAPI cursor as it returns them, with no Row object and no type
-    processing per row: for columns computed to plain values in SQL (a year is tens of thousands of rows)."""
-    result = session.connection().execute(stmt)
-    try:
-        rows: Sequence[Any] = result.cursor.fetchall()
-    finally:
-        result.close()
-    return rows
 
 
 def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: date, settings: Settings) -> IndexHistory:
@@ -108,48 +97,35 @@ def load_history(session: Session, gpu_ids: Sequence[str], start: date, end: dat
         )
         for r in offer_rows
     ]
-    # The price rows straight into arrays (tracker.storage.sql.bulk_instant: no datetime per value; prices
-    # as the nearest double, as market history reads them). Each row names its offer by id, mapped here
-    # to the offer's position, so offers are not joined in.
-    dialect = session.connection().dialect.name
-    rows = _raw_rows(
+    # The price rows straight into arrays (tracker.storage.sql.read_columns: no Python object per value;
+    # prices as the nearest double, as market history reads them). Each row names its offer by id, mapped
+    # here to the offer's position, so offers are not joined in.
+    offer_id, valid_from, valid_to, price = read_columns(
         session,
         select(
-            OfferPrice.offer_id,
-            bulk_instant(OfferPrice.valid_from),
-            bulk_instant(OfferPrice.valid_to),
-            cast(OfferPrice.price_per_gpu_hour, Float),
+            OfferPrice.offer_id, OfferPrice.valid_from, OfferPrice.valid_to, cast(OfferPrice.price_per_gpu_hour, Float)
         ).where(
             OfferPrice.gpu_id.in_(list(gpu_ids)),
             OfferPrice.valid_from < hi,
             or_(OfferPrice.valid_to.is_(None), OfferPrice.valid_to > lo),
         ),
+        ("int", "instant", "instant", "float"),
     )
-    offer_id, valid_from, valid_to, price = zip(*rows, strict=True) if rows else ((), (), (), ())
-    ids = np.array([r[0] for r in offer_rows], dtype=np.int64)
-    by_id = np.argsort(ids)
-    found = by_id[np.searchsorted(ids, offer_id, sorter=by_id).clip(0, len(ids) - 1)] if len(ids) else by_id
     # A row whose offer is not among the card's offers (listed as another card since) is not its history.
-    known = ids[found] == np.array(offer_id, dtype=np.int64) if len(ids) else np.zeros(len(rows), dtype=bool)
-    prices = PriceColumns(
-        found[known],
-        bulk_instants_us(valid_from, dialect)[known],
-        bulk_instants_us(valid_to, dialect)[known],
-        np.array(price, dtype=np.float64)[known],
-    )
+    found, known = positions(np.array([r[0] for r in offer_rows], dtype=np.int64), offer_id)
+    prices = PriceColumns(found[known], valid_from[known], valid_to[known], price[known])
     providers = sorted({o.provider for o in offers})
-    seen = _raw_rows(
+    seen = read_columns_by(
         session,
-        select(ScrapeRun.provider, bulk_instant(ScrapeRun.observed_at)).where(
+        select(ScrapeRun.provider, ScrapeRun.observed_at).where(
             ScrapeRun.provider.in_(providers),
             ScrapeRun.status == "ok",
             ScrapeRun.observed_at.is_not(None),
             ScrapeRun.observed_at < hi,
         ),
+        ("instant",),
     )
-    seen_by, seen_at = zip(*seen, strict=True) if seen else ((), ())
-    instants, by = bulk_instants_us(seen_at, dialect), np.array(seen_by, dtype=object)
-    observations = {p: instants[by == p].tolist() for p in providers if (by == p).any()}
+    observations = {p: at.tolist() for p, (at,) in seen.items()}
     return IndexHistory(offers, prices, observations)
 
 

@@ -185,6 +185,9 @@ def _estimate_combos(
         name: np.array(col, dtype=bool if name == "fits" else float)
         for name, col in zip(ESTIMATE_FIELDS, columns, strict=True)
     }
+    if isinstance(prepared, PreparedJob):  # `cache` may hold another token count's (estimates_key): this job's
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fields["hours"] = hours_for(prepared.job.tokens, fields["tokens_per_second"])
     return codes, fields
 
 
@@ -243,9 +246,6 @@ def rank(
         return {"considered": 0, "fitting": 0, "rows": []}
     cards = card_codes(frame)[idx]
     codes, est = _estimate_combos(prepared, frame, idx, estimates)
-    if isinstance(prepared, PreparedJob):  # the estimates may be another token count's (estimates_key)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            est["hours"] = hours_for(prepared.job.tokens, est["tokens_per_second"])
     price_h = frame["price_per_hour_f"][idx]
     tps = est["tokens_per_second"][codes]
     hours = est["hours"][codes]

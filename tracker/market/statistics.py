@@ -43,6 +43,7 @@ from tracker.market import aggregated as resales
 from tracker.market import freshness
 from tracker.market import price_kinds as kinds
 from tracker.market.outages import cut, outages
+from tracker.market.table import positions
 from tracker.money import to_money
 from tracker.storage.sql import epoch_us, read_columns
 from tracker.storage.tables import Offer, OfferPrice
@@ -312,11 +313,10 @@ def _interval_rows(
     offer_rows: list[Any] = list(
         session.execute(offers.where(Offer.gpu_id.in_(gpu_ids), Offer.pricing == pricing)).all()
     )
-    known = np.sort(np.array([r[0] for r in offer_rows], dtype=np.int64))
-    others = np.unique(row_offer[~_found(known, row_offer)[1]])
+    known = np.array([r[0] for r in offer_rows], dtype=np.int64)
+    others = np.unique(row_offer[~positions(known, row_offer)[1]])
     for chunk in range(0, len(others), _ID_CHUNK):
         offer_rows += session.execute(offers.where(Offer.id.in_(others[chunk : chunk + _ID_CHUNK].tolist()))).all()
-    offer_rows.sort(key=lambda r: int(r[0]))
     o_id, o_seen, o_provider, *offer_cols = zip(*offer_rows, strict=True) if offer_rows else ((),) * (3 + len(names))
     o_ids = np.array(o_id, dtype=np.int64)
     provider = np.array(o_provider, dtype=object)
@@ -329,7 +329,7 @@ def _interval_rows(
         wanted &= per_offer["reserved_term"] == term
     if not include_reference and (refs := reference_providers()):
         wanted &= ~np.isin(provider, list(refs))
-    pos, found = _found(o_ids, row_offer)
+    pos, found = positions(o_ids, row_offer)
     keep = found & wanted[pos]
     if not keep.any():
         return None
@@ -343,24 +343,6 @@ def _interval_rows(
         ids=o_ids,
         machine=per_offer,
     )
-
-
-def _found(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(position in the sorted unique `ids`, whether it is there) of each of `wanted`. Offer ids of one card
-    are few and close together: a table over their span answers by one gather, where a binary search of
-    185,000 ids took 4 ms a time."""
-    if not len(ids):
-        return np.zeros(len(wanted), dtype=np.intp), np.zeros(len(wanted), dtype=bool)
-    low, span = int(ids[0]), int(ids[-1]) - int(ids[0]) + 1
-    if span <= 8 * len(wanted) + 4096:
-        table = np.full(span, -1, dtype=np.intp)
-        table[ids - low] = np.arange(len(ids))
-        inside = (wanted >= low) & (wanted < low + span)
-        pos = np.where(inside, table[np.where(inside, wanted - low, 0)], -1)
-        found = pos >= 0
-        return np.where(found, pos, 0), found
-    pos = np.searchsorted(ids, wanted).clip(0, len(ids) - 1)
-    return pos, ids[pos] == wanted
 
 
 # Offer ids per IN list (SQLite binds at most 32,766 parameters per statement).

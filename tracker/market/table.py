@@ -88,3 +88,25 @@ def factorize(values: Iterable[object]) -> tuple[npt.NDArray[np.intp], list[obje
     dense[np.fromiter(index.values(), dtype=np.intp, count=len(index))] = np.arange(len(index), dtype=np.intp)
     codes: npt.NDArray[np.intp] = dense[first]
     return codes, list(index)
+
+
+def positions(
+    ids: npt.NDArray[np.int64], wanted: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """(position in `ids`, whether it is there) of each of `wanted`: rows naming their offer by id, mapped
+    to the offer's place. `ids` are unique, in any order. The offer ids of one card are few and close
+    together: a table over their span answers by one gather, where a binary search of 185,000 ids took 4 ms."""
+    if not len(ids):
+        return np.zeros(len(wanted), dtype=np.intp), np.zeros(len(wanted), dtype=bool)
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    if span <= 8 * len(wanted) + 4096:
+        table = np.full(span, -1, dtype=np.intp)
+        table[ids - low] = np.arange(len(ids))
+        inside = (wanted >= low) & (wanted < low + span)
+        pos = np.where(inside, table[np.where(inside, wanted - low, 0)], -1)
+        found = pos >= 0
+        return np.where(found, pos, 0), found
+    order = np.argsort(ids)
+    at = order[np.searchsorted(ids, wanted, sorter=order).clip(0, len(ids) - 1)]
+    return at, ids[at] == wanted

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import numpy as np
 from sqlalchemy import (
@@ -33,17 +33,18 @@ from sqlalchemy.sql.visitors import InternalTraversal
 
 __all__ = [
     "LIKE_ESCAPE",
-    "bulk_instant",
-    "bulk_instants_us",
     "epoch_us",
     "json_members",
     "json_number",
     "json_text",
     "like_escape",
     "read_columns",
+    "read_columns_by",
     "seconds_between",
     "starts_with",
 ]
+
+AnySelect: TypeAlias = "Select[*tuple[Any, ...]]"  # a SELECT of any columns (read_columns)
 
 # The escape character of every LIKE pattern we build from user text (both backends accept ESCAPE).
 LIKE_ESCAPE = "/"
@@ -87,38 +88,15 @@ def _epoch_us_sqlite(element: epoch_us, compiler: Any, **kw: Any) -> str:
     return f"({seconds} * 1000000 + CAST(substr({col} || '000000', 21, 6) AS INTEGER))"
 
 
-class bulk_instant(FunctionElement[Any]):
-    """A UTC datetime column as the cheapest exact value to read by the ten thousand; `bulk_instants_us`
-    turns what was read into microseconds since the epoch, as `epoch_us` computes them.
-
-    On SQLite that is the stored text itself: its date functions cost about twice the fetch, while numpy
-    parses the fixed 'YYYY-MM-DD HH:MM:SS[.ffffff]' form (naive UTC) in C; Postgres computes `epoch_us`.
-    Read the column from the DBAPI cursor (no UTCDateTime processing: it is text or an integer)."""
-
-    name = "bulk_instant"
-    inherit_cache = True
+def _sqlite_instants_us(texts: Sequence[str]) -> np.ndarray:
+    """SQLite's stored UTC text ('YYYY-MM-DD HH:MM:SS[.ffffff]', naive UTC) as int64 microseconds since the
+    epoch, parsed by numpy in C (its date functions cost about twice the read); '' (NULL) as -1."""
+    parsed = np.array(texts, dtype="datetime64[us]").view(np.int64)  # '' reads as NaT
+    us: np.ndarray = np.where(parsed == np.iinfo(np.int64).min, -1, parsed)
+    return us
 
 
-@compiles(bulk_instant)
-def _bulk_instant_default(element: bulk_instant, compiler: Any, **kw: Any) -> str:
-    return _epoch_us_default(element, compiler, **kw)
-
-
-@compiles(bulk_instant, "sqlite")
-def _bulk_instant_sqlite(element: bulk_instant, compiler: Any, **kw: Any) -> str:
-    return str(compiler.process(element.clauses, **kw))
-
-
-def bulk_instants_us(values: Sequence[Any], dialect: str) -> np.ndarray:
-    """What `bulk_instant` read on `dialect`, as int64 microseconds since the epoch; NULL as -1."""
-    if dialect == "sqlite":
-        parsed = np.array(values, dtype="datetime64[us]").view(np.int64)  # None reads as NaT
-        us: np.ndarray = np.where(parsed == np.iinfo(np.int64).min, -1, parsed)
-        return us
-    return np.fromiter((-1 if v is None else v for v in values), dtype=np.int64, count=len(values))
-
-
-def read_columns(session: Session, stmt: Select[Any], kinds: Sequence[str]) -> list[np.ndarray]:
+def read_columns(session: Session, stmt: AnySelect, kinds: Sequence[str]) -> list[np.ndarray]:
     """The columns of `stmt` as numpy arrays, read in bulk, by kind: "int" (int64, NULL as -1), "float"
     (float64, NULL as NaN) or "instant" (a UTC datetime column selected as it is: int64 microseconds since
     the epoch, as `epoch_us` computes them; NULL as -1).
@@ -129,47 +107,61 @@ def read_columns(session: Session, stmt: Select[Any], kinds: Sequence[str]) -> l
     every column the same row at a time, so the columns stay aligned. They are read with np.frombuffer, no
     Python object per value: a year of one card's history (185,000 price rows x 4 columns at 10x) took
     0.2 s in the driver's row tuples alone. On SQLite each column is joined into one text in the database
-    (`group_concat`) and parsed by numpy; instants are SQLite's stored text (`bulk_instants_us`)."""
-    if len(kinds) != len(stmt.selected_columns) or not set(kinds) <= {"int", "float", "instant"}:
+    (`group_concat`) and parsed by numpy; instants are SQLite's stored text (`_sqlite_instants_us`)."""
+    grouped = _read(session, stmt, kinds, by=False)
+    return grouped.get(None) or [_empty(kind) for kind in kinds]
+
+
+def read_columns_by(session: Session, stmt: AnySelect, kinds: Sequence[str]) -> dict[Any, list[np.ndarray]]:
+    """`read_columns` per value of `stmt`'s first column (a key such as a provider): one query, a row of
+    arrays per key (`kinds` are those of the other columns). Keys with no rows are absent."""
+    return _read(session, stmt, kinds, by=True)
+
+
+def _read(session: Session, stmt: AnySelect, kinds: Sequence[str], *, by: bool) -> dict[Any, list[np.ndarray]]:
+    if len(kinds) + by != len(stmt.selected_columns) or not set(kinds) <= {"int", "float", "instant"}:
         raise ValueError(f"one kind of int, float or instant per column, got {kinds!r}")
-    if session.connection().dialect.name == "postgresql":
-        sub = stmt.subquery()
-        sep = literal(b"", LargeBinary)
-        aggs = [
-            func.string_agg(_binary_pg(col, kind), sep, type_=LargeBinary)
-            for col, kind in zip(sub.c, kinds, strict=True)
-        ]
-        row = session.execute(select(*aggs)).one()
-        out: list[np.ndarray] = []
-        for value, kind in zip(row, kinds, strict=True):
-            data = bytes(value or b"")
-            if kind == "float":
-                out.append(np.frombuffer(data, dtype=">f8").astype(np.float64))
-                continue
-            ints = np.frombuffer(data, dtype=">i8").astype(np.int64)
-            if kind == "instant":  # 'infinity' stands for NULL (string_agg would skip a NULL, shifting the rest)
-                ints = np.where(ints == _PG_INFINITY, -1, ints + _PG_EPOCH_US)
-            out.append(ints)
-        return out
-    # SQLite: each column joined into one text by group_concat (the same single pass keeps them aligned)
-    # and parsed by numpy in C; a row tuple per row and zip(*rows) cost 0.25 s of the 0.4 s read above.
     sub = stmt.subquery()
-    # The count tells no rows (every text NULL) from one row whose only value is NULL (an instant's '').
-    count, *texts = session.execute(
-        select(
-            func.count(),
-            *(func.group_concat(_text_sqlite(col, kind), ",") for col, kind in zip(sub.c, kinds, strict=True)),
-        )
-    ).one()
-    out = []
-    for value, kind in zip(texts, kinds, strict=True):
-        if not count:
-            out.append(np.zeros(0, dtype=np.float64 if kind == "float" else np.int64))
-        elif kind == "instant":
-            out.append(bulk_instants_us(value.split(","), "sqlite"))  # '' (NULL) reads as NaT: -1
-        else:
-            out.append(np.fromstring(value, dtype=np.float64 if kind == "float" else np.int64, sep=","))
+    key, *cols = sub.c if by else (None, *sub.c)
+    pg = session.connection().dialect.name == "postgresql"
+    if pg:
+        sep = literal(b"", LargeBinary)
+        aggs = [func.string_agg(_binary_pg(c, k), sep, type_=LargeBinary) for c, k in zip(cols, kinds, strict=True)]
+    else:
+        aggs = [func.group_concat(_text_sqlite(c, k), ",") for c, k in zip(cols, kinds, strict=True)]
+    # The count tells no rows (every aggregate NULL) from one row whose only value is NULL (SQLite's '').
+    query = select(*([key] if by else []), func.count(), *aggs)
+    if by:
+        query = query.group_by(key)
+    out: dict[Any, list[np.ndarray]] = {}
+    for row in session.execute(query):
+        group, (count, *values) = (row[0], row[1:]) if by else (None, row)
+        if count:
+            decode = _decode_pg if pg else _decode_sqlite
+            out[group] = [decode(value, kind) for value, kind in zip(values, kinds, strict=True)]
     return out
+
+
+def _empty(kind: str) -> np.ndarray:
+    return np.zeros(0, dtype=np.float64 if kind == "float" else np.int64)
+
+
+def _decode_pg(value: bytes | None, kind: str) -> np.ndarray:
+    data = bytes(value or b"")
+    if kind == "float":
+        floats: np.ndarray = np.frombuffer(data, dtype=">f8").astype(np.float64)
+        return floats
+    ints: np.ndarray = np.frombuffer(data, dtype=">i8").astype(np.int64)
+    if kind == "instant":  # 'infinity' stands for NULL (string_agg would skip a NULL, shifting the rest)
+        ints = np.where(ints == _PG_INFINITY, -1, ints + _PG_EPOCH_US)
+    return ints
+
+
+def _decode_sqlite(value: str, kind: str) -> np.ndarray:
+    if kind == "instant":
+        return _sqlite_instants_us(value.split(","))
+    parsed: np.ndarray = np.fromstring(value, dtype=np.float64 if kind == "float" else np.int64, sep=",")
+    return parsed
 
 
 def _text_sqlite(col: ColumnElement[Any], kind: str) -> ColumnElement[Any]:

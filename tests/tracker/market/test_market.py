@@ -486,15 +486,16 @@ def test_epoch_us_is_exact_on_both_backends(engine):
 
 
 @pytest.mark.parametrize("spread", [1, 10**9])  # ids close together (a table) and far apart (a search)
-def test_offer_positions_are_found_either_way(spread):
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [2, 0, 3, 1]])  # sorted or not
+def test_offer_positions_are_found_either_way(spread, order):
     import numpy as np
 
-    from tracker.market.statistics import _found
+    from tracker.market.table import positions
 
-    ids = np.array([3, 5, 9, 12], dtype=np.int64) * spread
+    ids = (np.array([3, 5, 9, 12], dtype=np.int64) * spread)[order]
     wanted = np.array([5, 3, 4, 12, 13, -1, 9, 100], dtype=np.int64) * spread
-    pos, found = _found(ids, wanted)
+    pos, found = positions(ids, wanted)
     assert found.tolist() == [True, True, False, True, False, False, True, False]
-    assert pos[found].tolist() == [1, 0, 3, 2]
-    empty_pos, empty_found = _found(ids[:0], wanted)
+    assert ids[pos[found]].tolist() == [5 * spread, 3 * spread, 12 * spread, 9 * spread]
+    empty_pos, empty_found = positions(ids[:0], wanted)
     assert not empty_found.any() and len(empty_pos) == len(wanted)

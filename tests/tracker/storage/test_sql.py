@@ -10,7 +10,7 @@ from sqlalchemy import literal, select
 from sqlalchemy.types import JSON
 
 from tracker.storage.engine import session_scope
-from tracker.storage.sql import bulk_instant, bulk_instants_us, epoch_us, json_members
+from tracker.storage.sql import epoch_us, json_members, read_columns, read_columns_by
 from tracker.storage.tables import ScrapeRun
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,9 +42,10 @@ def test_json_members_accepts_only_our_own_member_names():
         json_members(literal("{}"), ("alone",))
 
 
-def test_bulk_instants_read_from_the_cursor_are_epoch_us_exactly(engine):
-    """What the index reads by the ten thousand (tracker.storage.sql.bulk_instant, straight from the DBAPI
-    cursor) is what `epoch_us` computes in SQL, to the microsecond, NULL as -1."""
+def test_instants_read_in_bulk_are_epoch_us_exactly(engine):
+    """What the index and market history read by the ten thousand (tracker.storage.sql.read_columns, one
+    aggregate per column) is what `epoch_us` computes in SQL, to the microsecond, NULL as -1; per key too
+    (read_columns_by), and nothing read is empty."""
     at = [
         datetime(2026, 11, 1, 23, 59, 59, 999_999, tzinfo=UTC),
         datetime(2025, 1, 1, tzinfo=UTC),
@@ -53,19 +54,21 @@ def test_bulk_instants_read_from_the_cursor_are_epoch_us_exactly(engine):
     ]
     with session_scope(engine) as s:
         for i, t in enumerate(at):
-            s.add(ScrapeRun(provider=f"p{i}", status="ok", started_at=t, finished_at=None, source="live"))
+            s.add(ScrapeRun(provider=f"p{i % 2}", status="ok", started_at=t, finished_at=None, source="live"))
     with session_scope(engine) as s:
-        query = select(bulk_instant(ScrapeRun.started_at), bulk_instant(ScrapeRun.finished_at)).order_by(ScrapeRun.id)
-        result = s.connection().execute(query)
-        started, finished = zip(*result.cursor.fetchall(), strict=True)
-        result.close()
-        dialect = s.connection().dialect.name
+        query = select(ScrapeRun.id, ScrapeRun.started_at, ScrapeRun.finished_at)
+        ids, started, finished = read_columns(s, query, ("int", "instant", "instant"))
+        by_provider = read_columns_by(s, select(ScrapeRun.provider, ScrapeRun.started_at), ("instant",))
         exact = s.execute(select(epoch_us(ScrapeRun.started_at)).order_by(ScrapeRun.id)).scalars().all()
-    assert (
-        bulk_instants_us(started, dialect).tolist() == exact == [(t - EPOCH) // timedelta(microseconds=1) for t in at]
-    )
-    assert bulk_instants_us(finished, dialect).tolist() == [-1] * len(at)
-    assert bulk_instants_us((), dialect).tolist() == []
+        empty = read_columns(s, query.where(ScrapeRun.id < 0), ("int", "instant", "instant"))
+    in_order = started[ids.argsort()].tolist()
+    assert in_order == exact == [(t - EPOCH) // timedelta(microseconds=1) for t in at]
+    assert finished.tolist() == [-1] * len(at)
+    assert {k: sorted(v[0].tolist()) for k, v in by_provider.items()} == {
+        "p0": sorted(exact[0::2]),
+        "p1": sorted(exact[1::2]),
+    }
+    assert [a.tolist() for a in empty] == [[], [], []]
 
 
 def test_read_columns_returns_aligned_arrays_exactly_with_nulls_marked(engine):
@@ -76,7 +79,6 @@ def test_read_columns_returns_aligned_arrays_exactly_with_nulls_marked(engine):
 
     from sqlalchemy import Float, cast
 
-    from tracker.storage.sql import read_columns
     from tracker.storage.tables import Offer, OfferPrice
 
     at = [
