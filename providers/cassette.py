@@ -22,7 +22,7 @@ the same JSON body. Identical requests consume matching interactions in order (s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
@@ -147,16 +147,79 @@ def _body_of(request: httpx.Request) -> JSONValue:
         return raw.decode("utf-8", "replace")
 
 
-@dataclass
+class _Pieces(httpx.AsyncByteStream, httpx.SyncByteStream):
+    """A recorded body served in pieces of the size a network read brings, as a live answer streams in. Served
+    whole, a replayed marketplace answer reached the streaming parser (providers.http.stream_json_items) as
+    one piece, so every one of its items was decoded before the first was handed on: a transient of ~1.3 GB
+    at 200,000 offers that no live scrape has."""
+
+    PIECE = 64 * 1024
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def __iter__(self) -> Iterator[bytes]:
+        for start in range(0, len(self._body), self.PIECE):
+            yield self._body[start : start + self.PIECE]
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self:
+            yield piece
+
+
+@dataclass(init=False)
 class Interaction:
+    """One recorded exchange. A JSON response is held either as decoded values (`json_body`) or, once
+    `compact` has run, only as the bytes it is served as: a replayed marketplace answer (~77 MB of JSON at
+    200,000 offers) costs several times that as Python objects, held for the whole scrape."""
+
     method: str
     url: str
     body: JSONValue
     status: int
     headers: dict[str, str]
-    json_body: JSONValue = None
-    text: str | None = None
-    uses: int = 0
+    text: str | None
+    uses: int
+
+    def __init__(
+        self,
+        method: str,
+        url: str,
+        body: JSONValue,
+        status: int,
+        headers: dict[str, str],
+        json_body: JSONValue = None,
+        text: str | None = None,
+        uses: int = 0,
+    ) -> None:
+        self.method, self.url, self.body, self.status, self.headers = method, url, body, status, headers
+        self.text, self.uses = text, uses
+        self._json: JSONValue = json_body
+        self._encoded: bytes | None = None
+
+    @property
+    def json_body(self) -> JSONValue:
+        """The recorded JSON response (decoded again from its bytes after `compact`)."""
+        if self._json is None and self._encoded is not None:
+            decoded: JSONValue = json.loads(self._encoded)
+            return decoded
+        return self._json
+
+    @json_body.setter
+    def json_body(self, value: JSONValue) -> None:
+        self._json, self._encoded = value, None
+
+    def encoded(self) -> bytes:
+        """The JSON response as served (encoded once, then kept)."""
+        if self._encoded is None:
+            self._encoded = json.dumps(self._json).encode()
+        return self._encoded
+
+    def compact(self) -> None:
+        """Keep a JSON response only as its bytes."""
+        if self.text is None:
+            self.encoded()
+            self._json = None
 
     def matches(self, request: httpx.Request) -> bool:
         if request.method.upper() != self.method.upper():
@@ -171,9 +234,10 @@ class Interaction:
         headers = dict(self.headers)
         if self.text is not None:
             return httpx.Response(self.status, headers=headers, text=self.text, request=request)
-        content = json.dumps(self.json_body).encode()
+        content = self.encoded()
         headers.setdefault("content-type", "application/json")
-        return httpx.Response(self.status, headers=headers, content=content, request=request)
+        headers["content-length"] = str(len(content))
+        return httpx.Response(self.status, headers=headers, stream=_Pieces(content), request=request)
 
     def to_json(self) -> InteractionJSON:
         response: ResponseJSON = {"status": self.status, "headers": self.headers}
@@ -201,7 +265,11 @@ class Cassette:
             raise CassetteError(f"cassette not found: {path}") from None
         except ValueError as exc:
             raise CassetteError(f"cassette {path} is not valid JSON: {exc}") from None
-        return cls.from_json(raw, path)
+        cassette = cls.from_json(raw, path)
+        del raw  # the decoded tree goes before the scrape that replays it allocates its offers
+        for interaction in cassette.interactions:
+            interaction.compact()
+        return cassette
 
     @classmethod
     def from_json(cls, raw: object, path: Path | None = None) -> Cassette:

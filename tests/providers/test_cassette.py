@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -100,3 +101,50 @@ def test_recording_a_gzip_response_hands_the_client_a_readable_body():
 
     assert asyncio.run(go()) == {"offers": [1, 2, 3]}
     assert recorder.interactions[0].json_body == {"offers": [1, 2, 3]}
+
+
+def test_a_loaded_cassette_keeps_only_bytes_and_serves_and_saves_the_same(tmp_path):
+    """`Cassette.load` keeps each JSON answer as the bytes it is served as (a replayed marketplace answer
+    costs several times its size as Python objects): what the client reads, and what `save` writes back,
+    are what was recorded, every time it is replayed."""
+    body = {"offers": [{"id": i, "price": "1.25", "gpu": "H100", "tags": [None, True, 0.5]} for i in range(50)]}
+    src = tmp_path / "c.json"
+    _cassette(_i("GET", "https://x.test/offers", json_body=body), _i("GET", "https://x.test/t", text="ok")).save(src)
+    cassette = Cassette.load(src)
+    first = cassette.interactions[0]
+    assert first._json is None and first._encoded is not None  # compacted: no decoded tree held
+    served = _send(cassette, ("GET", "https://x.test/offers", {}), ("GET", "https://x.test/offers", {}))
+    assert [r.json() for r in served] == [body, body]
+    assert served[0].headers["content-type"] == "application/json"
+    assert first.json_body == body
+    assert _send(cassette, ("GET", "https://x.test/t", {}))[0].text == "ok"
+    out = tmp_path / "out.json"
+    cassette.save(out)
+    assert Cassette.load(out).to_json() == Cassette.load(src).to_json()
+
+
+def test_setting_a_json_body_replaces_the_compacted_bytes():
+    cassette = _cassette(_i("GET", "https://x.test/a", json_body={"v": 1}))
+    interaction = cassette.interactions[0]
+    interaction.compact()
+    interaction.json_body = {"v": 2}
+    assert _send(cassette, ("GET", "https://x.test/a", {}))[0].json() == {"v": 2}
+
+
+def test_a_replayed_body_streams_in_network_sized_pieces_with_its_length_declared():
+    """A large recorded answer reaches a streaming parser piece by piece, as a live one does: served in one
+    piece, every item of a 200,000-offer marketplace was decoded before the first was handed on."""
+    body = {"offers": [{"id": i, "pad": "x" * 200} for i in range(2_000)]}
+    cassette = _cassette(_i("GET", "https://x.test/offers", json_body=body))
+
+    async def go():
+        client = httpx.AsyncClient(transport=ReplayTransport(cassette))
+        async with client, client.stream("GET", "https://x.test/offers") as response:
+            pieces = [piece async for piece in response.aiter_raw()]
+            return response.headers["content-length"], pieces
+
+    length, pieces = asyncio.run(go())
+    whole = b"".join(pieces)
+    assert int(length) == len(whole) > 4 * 64 * 1024
+    assert len(pieces) == -(-len(whole) // (64 * 1024)) and max(map(len, pieces)) == 64 * 1024
+    assert json.loads(whole) == body

@@ -253,8 +253,8 @@ def test_cassette_replay_is_held_to_the_limit_too():
     async def go() -> None:
         transport = ReplayTransport(Cassette("probe", [big, small]))
         async with httpx.AsyncClient(transport=transport) as client:
-            # a replayed body is in memory already: it is measured once decoded
-            with pytest.raises(ResponseTooLarge, match=r"exceeds 1 MiB \(decompressed\)"):
+            # a replayed body streams as a live one does (in pieces, its length declared): refused up front
+            with pytest.raises(ResponseTooLarge, match=r"exceeds 1 MiB \(Content-Length \d+ on the wire\)"):
                 await fetch_offers(Two, FetchContext(client=client, retries=0, backoff_base_s=0))
 
     asyncio.run(go())

@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from decimal import Decimal
+from itertools import chain
 from typing import Any, cast
 
 from sqlalchemy import (
@@ -49,7 +50,7 @@ from tracker.catalog.locations import get_locations, location_row
 from tracker.ingest.diff import ChangeKind, Changes, ListedOffer
 from tracker.ingest.fx import NATIVE_COLUMNS, Conversion, convert
 from tracker.ingest.validate import Prepared, ValidOffer
-from tracker.storage.bulk import copy_rows, insert_rows, staging_table, table_of
+from tracker.storage.bulk import INSERT_CHUNK, copy_rows, insert_rows, staging_table, table_of
 from tracker.storage.sql import json_members
 from tracker.storage.tables import (
     QUALITY_ATTRIBUTES,
@@ -149,16 +150,22 @@ def write_changes(
     if session.connection().dialect.name in SET_BASED_DIALECTS:
         return _write_set_based(session, provider, changes, listed, observed_at=observed_at, run_id=run_id, demo=demo)
     ids = _insert_new(session, provider, changes.new, observed_at, demo)
-    price_rows = [_price_row(oid, v, observed_at, run_id, kind) for oid, v, kind in changes.prices]
-    price_rows += [_price_row(ids[v.scraped.key], v, observed_at, run_id) for v in changes.new]
-    availability_rows = [_availability_row(oid, v, observed_at, run_id) for oid, v in changes.availability]
-    availability_rows += [_availability_row(ids[v.scraped.key], v, observed_at, run_id) for v in changes.new]
-    if changes.rewritten:
+    # Generators, written a chunk at a time (insert_rows): a first batch has a price and an availability
+    # row per offer, and a dict each for all of them at once was the worker's largest allocation.
+    price_rows = chain(
+        (_price_row(oid, v, observed_at, run_id, kind) for oid, v, kind in changes.prices),
+        (_price_row(ids[v.scraped.key], v, observed_at, run_id) for v in changes.new),
+    )
+    availability_rows = chain(
+        (_availability_row(oid, v, observed_at, run_id) for oid, v in changes.availability),
+        (_availability_row(ids[v.scraped.key], v, observed_at, run_id) for v in changes.new),
+    )
+    for i in range(0, len(changes.rewritten), INSERT_CHUNK):
         session.execute(
             update(Offer),
             [
                 {"id": oid, "last_seen": observed_at, "delisted_at": None} | offer_values(v, demo)
-                for oid, v in changes.rewritten
+                for oid, v in changes.rewritten[i : i + INSERT_CHUNK]
             ],
         )
     # Close open rows before inserting their successors, so at most one row per offer is open.
@@ -348,7 +355,7 @@ def _insert_new(
 ) -> dict[str, int]:
     if not new:
         return {}
-    rows = [
+    rows = (
         {
             "provider": provider,
             "offer_key": v.scraped.key,
@@ -358,7 +365,7 @@ def _insert_new(
         }
         | offer_values(v, demo)
         for v in new
-    ]
+    )
     insert_rows(session, Offer, rows)
     return _new_ids(session, provider, observed_at)
 

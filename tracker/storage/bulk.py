@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 from typing import Any
 
 from sqlalchemy import JSON, Column, MetaData, Table, insert
@@ -22,27 +23,36 @@ def table_of(model: type[DeclarativeBase]) -> Table:
     return table
 
 
-def insert_rows(session: Session, model: type[DeclarativeBase], rows: Sequence[dict[str, Any]]) -> None:
-    """Insert rows (all with the same keys) of `model`'s table in the session's transaction."""
-    if not rows:
+# Rows per executemany on the portable path: the rows are built from the caller's iterable one chunk at a
+# time, so a 200,000-offer first batch holds a few thousand row dicts, not a dict per offer at once.
+INSERT_CHUNK = 5_000
+
+
+def insert_rows(session: Session, model: type[DeclarativeBase], rows: Iterable[dict[str, Any]]) -> None:
+    """Insert rows (all with the same keys) of `model`'s table in the session's transaction. `rows` is read
+    once, as it is written (a generator keeps a large batch's rows from all being alive together)."""
+    it = iter(rows)
+    first = next(it, None)
+    if first is None:
         return
+    every = chain((first,), it)
     if session.connection().dialect.name != "postgresql":
-        session.execute(insert(table_of(model)), list(rows))
+        statement = insert(table_of(model))
+        while chunk := list(islice(every, INSERT_CHUNK)):
+            session.execute(statement, chunk)
         return
-    columns = list(rows[0])
-    insert_tuples(session, model, columns, [[row[c] for c in columns] for row in rows])
+    columns = list(first)
+    insert_tuples(session, model, columns, ([row[c] for c in columns] for row in every))
 
 
 def insert_tuples(
-    session: Session, model: type[DeclarativeBase], columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    session: Session, model: type[DeclarativeBase], columns: Sequence[str], rows: Iterable[Sequence[Any]]
 ) -> None:
     """`insert_rows` for rows given as values in `columns`' order: on Postgres COPYed as they are, without
     the dict per row (a first 200,000-offer batch writes one row per offer)."""
-    if not rows:
-        return
     table = table_of(model)
     if session.connection().dialect.name != "postgresql":
-        session.execute(insert(table), [dict(zip(columns, row, strict=True)) for row in rows])
+        insert_rows(session, model, (dict(zip(columns, row, strict=True)) for row in rows))
         return
     json_at = [i for i, c in enumerate(columns) if isinstance(table.c[c].type, JSON)]
     copy_rows(session, table, columns, (_json_text(row, json_at) for row in rows) if json_at else rows)
