@@ -24,13 +24,15 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
     own = alt["self_hosted"]
     sheet = alt["sheet"]
     stale = " [red](stale)[/]" if sheet["stale"] else ""
-    title = f"serverless APIs for {alt['model']} (prices read {sheet['read_on']}{stale})"
+    # Printed above the table, not as its title: rich wraps a title to the table's own width (~40 columns
+    # once the optional columns are hidden), which broke it into four centred fragments.
+    console.print(f"[bold]serverless APIs[/] for {alt['model']} (prices read {sheet['read_on']}{stale})")
     if own:
-        title += (
-            f" vs {own['gpus']:g}× {own['gpu']} at {own['provider']}, ${own['price_per_hour']:.2f}/h = "
-            f"${own['machine_usd_per_month']:,.0f}/month, ${own['usd_per_mtok']:.4f}/Mtok at full load"
+        console.print(
+            f"vs {own['gpus']:g}× {own['gpu']} at {own['provider']}, ${own['price_per_hour']:.2f}/h = "
+            f"${own['machine_usd_per_month']:,.0f}/month,\n${own['usd_per_mtok']:.4f}/Mtok at full load"
         )
-    table = Table(title=title)
+    table = Table()
     for col in ("api", "model", "$/Mtok in", "$/Mtok out", "$/Mtok job", "renting wins from", "band (slow-fast)"):
         table.add_column(col, justify="left" if col in ("api", "model") else "right")
     for api in alt["apis"]:
@@ -51,8 +53,8 @@ def print_api_alternatives(alt: dict[str, Any] | None) -> None:
         more="--json shows every field",
     )
     console.print(
-        "$/Mtok job: per generated token, with its share of the prompt; renting wins from: output"
-        " tokens a month (machine utilisation there); * a third party's listing of the provider's rates."
+        "$/Mtok job: per generated token, with its share of the prompt;\nrenting wins from: output"
+        " tokens a month (machine utilisation there);\n* a third party's listing of the provider's rates."
     )
 
 

@@ -85,6 +85,6 @@ def _print(rows: list[dict[str, Any]], gpu: str, minimum: Decimal | None, days: 
         )
     show_table(table, drop=("live", "last available", "gpu"), wide=wide)
     console.print(
-        f"[dim]share: of the last {days} days since tracking began (since: when the card was first on "
-        f"record; {days}d+: the whole window), the time at least one matching offer was available.[/]"
+        f"[dim]share: of the last {days} days since tracking began, the time at least one matching offer\n"
+        f"was available. since: when the card was first on record ({days}d+: the whole window).[/]"
     )

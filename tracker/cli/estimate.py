@@ -262,7 +262,7 @@ def calibrate_cmd(
         eff.add_row(arch, *(f"{by_method[m]:.3f}" for m in ("full", "lora", "qlora")))
     show_table(eff)
     if aset.fitted:
-        console.print("[dim]" + "\n".join(f"{k}: {v}" for k, v in aset.efficiency.source.items()) + "[/]")
+        console.print("[dim]" + "\n".join(f"{k}: {escape(v)}" for k, v in aset.efficiency.source.items()) + "[/]")
 
 
 def _print_step_model(name: str, s: dict[str, Any]) -> None:
@@ -287,7 +287,10 @@ def _print_step_model(name: str, s: dict[str, Any]) -> None:
             f"  {k}: {_terms(v)}" for k, v in step.items() if k not in ("source", "link_gb_s", "activation_elements")
         )
     )
-    console.print("[bold]sources:[/]\n[dim]" + "\n".join(f"  {k}: {v}" for k, v in step["source"].items()) + "[/]")
+    # Escaped: a source may cite a setting as [section.key], which rich would take for a tag and drop.
+    console.print(
+        "[bold]sources:[/]\n[dim]" + "\n".join(f"  {k}: {escape(v)}" for k, v in step["source"].items()) + "[/]"
+    )
     if s["card_ratios"]:
         ratios = Table(title="card speed ratios (same source, same job)", box=box.SIMPLE_HEAD, pad_edge=False)
         for col in ("rows", "cards", "measured", "est.", "err", "LOSO err"):

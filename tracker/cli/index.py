@@ -74,4 +74,4 @@ def _print(values: Sequence[IndexValue], *, wide: bool) -> None:
         table.add_row(
             v.day.isoformat(), v.basket, v.area, value, band, str(len(v.providers)), str(v.offers), v.reason or ""
         )
-    show_table(table, drop=("note", "offers", "p25-p75"), wrap=("note",), wide=wide)
+    show_table(table, drop=("offers", "p25-p75", "note"), wrap=("note",), wide=wide)

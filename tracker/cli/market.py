@@ -197,18 +197,20 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
     from tracker.market.fabric import label as fabric_label
 
     job = result["job"]
-    fitting = f"({result['fitting']} of {result['considered']} live offers fit)"
+    # On a line of its own: beside the job it ran past 80 columns and wrapped mid-phrase.
+    fitting = f"[dim]{result['fitting']:,} of {result['considered']:,} live offers fit[/]"
     if job.get("kind") == "inference":  # serving: $/Mtok at the load, the month's cost, the layout
         users = job["concurrency"] or "most that fit"
         console.print(
             f"[bold]job:[/] {job['model_name']} · {job['precision']} · {job['prompt_tokens']:,} in / "
-            f"{job['output_tokens']:,} out · {users} users · {job['engine']}   {fitting}"
+            f"{job['output_tokens']:,} out · {users} users · {job['engine']}"
         )
     else:
         console.print(
             f"[bold]assumptions:[/] {result['assumptions']}   [bold]job:[/] {job['model_name']} · {job['method']}"
-            f" · {job['tokens'] / 1e6:,.2f}M tokens   {fitting}"
+            f" · {job['tokens'] / 1e6:,.2f}M tokens"
         )
+    console.print(fitting)
     if job.get("kind") == "inference":
         show_table(
             _serving_table(result["rows"]),
@@ -283,13 +285,13 @@ def _print_notes(result: dict[str, Any], top: int) -> None:
     rows = result["rows"]
     if any("listings" in r for r in rows):
         console.print(
-            "[dim]one row per listing (provider, instance type, pricing) at its cheapest region; "
+            "[dim]one row per listing (provider, instance type, pricing) at its cheapest region;\n"
             "region +N: offered in N more (--all-regions lists each).[/]"
         )
     if any(r.get("unavailable") for r in rows):
         console.print("[dim]sold out: the provider says it cannot be rented now; ranked after every other offer.[/]")
     if len(rows) == top and result["fitting"] > top:
-        console.print(f"[dim]showing the top {top} of {result['fitting']} fitting offers (--top N shows more).[/]")
+        console.print(f"[dim]showing the top {top} of {result['fitting']:,} fitting offers (--top N shows more).[/]")
     if "api_alternatives" in result:  # serving: the per-token APIs beside self-hosting
         from tracker.cli.api_view import print_api_alternatives
 
@@ -299,8 +301,8 @@ def _print_notes(result: dict[str, Any], top: int) -> None:
             if (why := _beyond(r.get("cost"))) != "-":
                 console.print(f"  {i}. beyond GPU time: {why}")
         console.print(
-            "beyond GPU time: components over 1¢ (* a default, not the provider's figure); spot: the range"
-            " from no interruption to the 95th percentile.  --gpu-only ranks on GPU time alone."
+            "beyond GPU time: components over 1¢ (* a default, not the provider's figure);\n"
+            "spot: the range from no interruption to the 95th percentile.\n--gpu-only ranks on GPU time alone."
         )
 
 

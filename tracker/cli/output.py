@@ -85,13 +85,23 @@ def gpu_count(value: Any) -> str:
     return f"{number.normalize():f}"
 
 
+WRAP_MIN = 24  # the narrowest a free-text column is wrapped to (`show_table`)
+
+
+def _cell_width(cell: object) -> int:
+    from rich.text import Text
+
+    return Text.from_markup(cell).cell_len if isinstance(cell, str) else WRAP_MIN
+
+
 def _needed_width(console_: Console, table: Table) -> int:
-    """The narrowest this table prints with no cell cut: a wrapping column at its longest word, the rest whole."""
+    """The narrowest this table prints with no cell cut: a wrapping column at its longest word (or its
+    `min_width`), the rest whole."""
     options = console_.options.update_width(10_000)
     total = table._extra_width
     for column in table.columns:
         measured = table._measure_column(console_, options, column)
-        total += measured.maximum if column.no_wrap else measured.minimum
+        total += measured.maximum if column.no_wrap else max(measured.minimum, column.min_width or 0)
     return total
 
 
@@ -116,6 +126,10 @@ def show_table(
     for column in table.columns:
         column.no_wrap = str(column.header) not in wrapping
         column.overflow = "fold"
+        if not column.no_wrap:
+            # A short phrase ("no offers") stays on one line: a free-text column is narrowed only down to
+            # WRAP_MIN characters, so an optional column leaves before a two-word note is broken in two.
+            column.min_width = min(WRAP_MIN, max((_cell_width(c) for c in column._cells), default=0)) or None
     hidden: list[str] = []
     if wide:
         terminal = out.width
@@ -139,7 +153,9 @@ def show_table(
             column.no_wrap = False
     out.print(table)
     if hidden:
-        out.print(f"[dim]hidden at {out.width} columns: {', '.join(hidden)} ({more})[/]")
+        note = f"hidden at {out.width} columns: {', '.join(hidden)}"
+        # The hint on a line of its own when both would not fit: rich would break the phrase mid-way.
+        out.print(f"[dim]{note} ({more})[/]" if len(note) + len(more) + 3 <= out.width else f"[dim]{note}\n({more})[/]")
     return hidden
 
 

@@ -153,12 +153,14 @@ def providers_cmd(
         )
     show_table(table, drop=("interval", "kind", "unknown", "credentials", "republish"), wrap=("error",), wide=wide)
     console.print(
-        "republish: what each source's terms say (yes/no/unknown, as read on a date: providers/terms.toml) and "
-        "whether this install's export includes it (TRACKER_REPUBLISH; docs/configuration.md)."
+        # Broken where a phrase ends: wrapped by rich at 80 columns, the parentheses fell across lines.
+        "republish: what each source's terms say, as read on a date (providers/terms.toml):\n"
+        "yes, no or unknown; and whether this install's export includes it\n"
+        "(TRACKER_REPUBLISH; docs/configuration.md)."
     )
     if rows and all((r["last_run"] or {}).get("source") == "demo" for r in rows):
         console.print(
-            "[yellow]every last run was a demo replay[/] (recorded responses, `scrape --demo`): "
+            "[yellow]every last run was a demo replay[/] (recorded responses, `scrape --demo`):\n"
             "no provider has been asked live yet."
         )
 
