@@ -66,21 +66,30 @@ def _key(value: object) -> object:
 
 
 def encode(values: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int32], list[object]]:
-    """Codes into the distinct values of an object column (each kept as first seen)."""
+    """Codes into the distinct values of an object column.
+
+    The objects are told apart by identity first, in C (`np.unique` of their ids): the live table shares one
+    object per distinct value (tracker.market.live), so a column of 200,000 offers names a few dozen objects,
+    and only those are compared by value. A Python `_key` per element took 8.6 s of a 22 s first `cheapest`
+    at 200,000 offers; this takes ~1 s for the whole table."""
+    items = values.tolist()
+    if not items:
+        return np.empty(0, dtype=np.int32), []
+    ids = np.fromiter(map(id, items), dtype=np.int64, count=len(items))  # unique while `values` holds them
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     index: dict[object, int] = {}
     distinct: list[object] = []
-    codes = np.empty(len(values), dtype=np.int32)
-    for i, v in enumerate(values.tolist()):
-        k = _key(v)
-        code = index.get(k)
-        if code is None:
-            code = index[k] = len(distinct)
+    merged = np.empty(len(first), dtype=np.int32)
+    for j, at in enumerate(first.tolist()):  # equal values held as different objects share one code
+        v = items[at]
+        code = index.setdefault(_key(v), len(distinct))
+        if code == len(distinct):
             distinct.append(v)
-        codes[i] = code
-    return codes, distinct
+        merged[j] = code
+    return merged[inverse.reshape(-1)], distinct
 
 
-def decode(codes: npt.NDArray[np.int32], distinct: list[object]) -> npt.NDArray[np.object_]:
+def decode(codes: npt.NDArray[np.integer[Any]], distinct: list[object]) -> npt.NDArray[np.object_]:
     values = np.empty(len(distinct), dtype=object)
     values[:] = distinct
     return values[codes] if len(codes) else np.empty(0, dtype=object)

@@ -137,3 +137,21 @@ def test_cheapest_twice_answers_the_same_and_the_second_reads_the_file(
     assert second.exit_code == 0, second.output
     strip = [{k: v for k, v in r.items() if k != "price_age_s"} for r in json.loads(first.stdout)]
     assert strip == [{k: v for k, v in r.items() if k != "price_age_s"} for r in json.loads(second.stdout)]
+
+
+def test_codes_are_by_value_whether_the_objects_are_shared_or_not():
+    """Encoding tells objects apart by identity first, then merges equal values held as different objects:
+    a column of shared objects and one of copies encode to the same codes and read back equal."""
+    shared = [Decimal("1.50"), "us-east", None, 8]
+    copies = np.empty(8, dtype=object)
+    copies[:] = [Decimal("1.50"), "us-" + "east", None, 8, Decimal("1.50"), "".join(["us-", "east"]), None, 8]
+    same = np.empty(8, dtype=object)
+    same[:] = shared + shared
+    for values in (copies, same):
+        codes, distinct = spill.encode(values)
+        c = codes.tolist()
+        assert c[4:] == c[:4] and len(set(c)) == len(distinct) == 4
+        back = spill.decode(codes, distinct)
+        assert [(type(x), repr(x)) for x in back] == [(type(x), repr(x)) for x in values]
+    empty = np.empty(0, dtype=object)
+    assert spill.decode(*spill.encode(empty)).tolist() == []
