@@ -198,7 +198,8 @@ def _print_rank(result: dict[str, Any], *, wide: bool, top: int) -> None:
 
     job = result["job"]
     # On a line of its own: beside the job it ran past 80 columns and wrapped mid-phrase.
-    fitting = f"[dim]{result['fitting']:,} of {result['considered']:,} live offers fit[/]"
+    # Not starting with a number: only the table's rows do, for whoever picks them out of the text.
+    fitting = f"[dim]fit the job: {result['fitting']:,} of {result['considered']:,} live offers[/]"
     if job.get("kind") == "inference":  # serving: $/Mtok at the load, the month's cost, the layout
         users = job["concurrency"] or "most that fit"
         console.print(
