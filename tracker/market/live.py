@@ -37,8 +37,9 @@ from providers.registry import reference_providers
 from tracker.config import Settings
 from tracker.market import aggregated, fabric, freshness, quality, spill
 from tracker.market.table import EPOCH, OfferTable, factorize
+from tracker.storage.bulk import table_of
 from tracker.storage.sql import epoch_us as sql_epoch_us
-from tracker.storage.sql import json_text
+from tracker.storage.sql import json_parsed_once, json_text
 from tracker.storage.tables import DataVersion, Offer, ScrapeRun
 
 if TYPE_CHECKING:  # type-only: importing numpy.typing or pandas costs a command-line call tens of ms
@@ -111,7 +112,13 @@ def _load(session: Session) -> OfferTable:
     # load in the column type's conversion and `epoch_us` in Python.
     extracted["last_seen_us"] = sql_epoch_us(Offer.last_seen)
     selected = [*COLUMNS, *extracted]
-    stmt = select(*[getattr(Offer, c) for c in COLUMNS], *extracted.values()).where(Offer.delisted_at.is_(None))
+    stmt = json_parsed_once(  # the attributes parsed once per offer, not once per member (Postgres)
+        [*[getattr(Offer, c) for c in COLUMNS], *extracted.values()],
+        table_of(Offer),
+        "attributes",
+        Offer.delisted_at.is_(None),
+        session.get_bind().dialect.name,
+    )
     raw: dict[str, list[Any]] = {c: [] for c in selected}
     seen: dict[str, dict[object, object]] = {c: {} for c in selected}
     n = 0

@@ -141,3 +141,59 @@ def test_read_columns_returns_aligned_arrays_exactly_with_nulls_marked(engine):
     assert only_open.tolist() == [-1]
     with pytest.raises(ValueError, match="one kind"):
         read_columns(s, query, ("int",))
+
+
+def test_a_document_parsed_once_reads_every_member_as_parsed_per_member(engine):
+    """`json_parsed_once` (Postgres: the document cast to jsonb once per row) reads what the plain statement
+    reads, member by member, for documents of every shape: strings, numbers (and a number written as a
+    string), booleans, nulls, nested values, a missing member, and documents that are not objects."""
+    from sqlalchemy import Boolean, Column, Integer, MetaData, Table, insert
+
+    from tracker.storage.sql import json_number, json_parsed_once, json_text
+
+    docs = [
+        {"v": "verified", "r": 0.98, "n": 3, "b": True, "z": None, "o": {"x": 1}, "s": "0.5"},
+        {"v": "unverified", "r": "0.9", "n": 1e2, "b": False},
+        {},
+        None,
+        [1, 2],
+        "text",
+        7,
+    ]
+    table = Table(
+        "json_docs_probe",
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("doc", JSON(none_as_null=True)),
+        Column("live", Boolean),
+    )
+    table.create(engine)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(table), [{"id": i, "doc": d, "live": i != 2} for i, d in enumerate(docs)])
+        columns = [
+            table.c.id,
+            *(json_text(table.c.doc, k) for k in ("v", "r", "n", "b", "z", "s", "missing")),
+            *(json_number(table.c.doc, k) for k in ("r", "n", "s", "v")),
+            json_members(table.c.doc, ("v", "r", "o", "missing")),
+        ]
+        live = table.c.live.is_(True)
+        with engine.connect() as conn:
+            plain = conn.execute(select(*columns).where(live).order_by(table.c.id)).all()
+            once = json_parsed_once(columns, table, "doc", live, engine.dialect.name)
+            parsed = sorted(conn.execute(once).all())
+        sql = str(once.compile(dialect=engine.dialect))
+        assert ("AS JSONB" in sql and "::json" not in sql) == (engine.dialect.name == "postgresql"), sql
+        assert len(plain) == len(docs) - 1
+        for a, b in zip(plain, parsed, strict=True):
+            # Text of a JSON string, a number's value and the members' JSON values agree; jsonb prints a
+            # number in its canonical form (1e2 -> 100), which only a word comparison would see, and
+            # json_text is compared with words only.
+            assert a[0] == b[0]
+            assert [a[1], a[5], a[6], a[7]] == [b[1], b[5], b[6], b[7]], (a, b)
+            assert a[8:12] == b[8:12], (a, b)
+            assert (a[12] is None) == (b[12] is None)
+            if a[12] is not None:
+                assert json.loads(a[12]) == json.loads(b[12])
+    finally:
+        table.drop(engine)
