@@ -69,9 +69,9 @@ def encode(values: npt.NDArray[Any]) -> tuple[npt.NDArray[np.int32], list[object
     """Codes into the distinct values of an object column.
 
     The objects are told apart by identity first, in C (`np.unique` of their ids): the live table shares one
-    object per distinct value (tracker.market.live), so a column of 200,000 offers names a few dozen objects,
-    and only those are compared by value. A Python `_key` per element took 8.6 s of a 22 s first `cheapest`
-    at 200,000 offers; this takes ~1 s for the whole table."""
+    object per distinct string (tracker.market.live), so most columns of 200,000 offers name a few dozen
+    objects, and only those are compared by value. A Python `_key` per element took 2.1 s for the table's 27
+    object columns at 200,000 offers; this takes 0.77 s."""
     items = values.tolist()
     if not items:
         return np.empty(0, dtype=np.int32), []
