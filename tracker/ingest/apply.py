@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from decimal import Decimal
 from itertools import chain
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
@@ -65,6 +65,7 @@ from tracker.storage.tables import (
 )
 
 CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
+_T = TypeVar("_T")
 # The backends whose writes take `_write_set_based` (COPY, staging, set-based SQL); the others take the
 # portable statements. A name, so a test can run Postgres through the portable path and compare.
 SET_BASED_DIALECTS = frozenset({"postgresql"})
@@ -160,12 +161,12 @@ def write_changes(
         (_availability_row(oid, v, observed_at, run_id) for oid, v in changes.availability),
         (_availability_row(ids[v.scraped.key], v, observed_at, run_id) for v in changes.new),
     )
-    for i in range(0, len(changes.rewritten), INSERT_CHUNK):
+    for rewritten in _chunks(changes.rewritten, INSERT_CHUNK):
         session.execute(
             update(Offer),
             [
                 {"id": oid, "last_seen": observed_at, "delisted_at": None} | offer_values(v, demo)
-                for oid, v in changes.rewritten[i : i + INSERT_CHUNK]
+                for oid, v in rewritten
             ],
         )
     # Close open rows before inserting their successors, so at most one row per offer is open.
@@ -386,7 +387,7 @@ def _close_open(
         session.execute(update(model).where(model.offer_id.in_(chunk), model.valid_to.is_(None)).values(valid_to=at))
 
 
-def _chunks(items: list[int], size: int = CHUNK) -> Iterator[list[int]]:
+def _chunks(items: list[_T], size: int = CHUNK) -> Iterator[list[_T]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
 

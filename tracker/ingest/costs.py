@@ -220,11 +220,9 @@ def record_cost_terms(
     )
     close = [oid for oid, old in open_rows.items() if oid not in stated or stated[oid][1] != old]
     closing = set(close)
-    opened = sum(1 for oid in stated if oid not in open_rows or oid in closing)
+    opening = [oid for oid in stated if oid not in open_rows or oid in closing]
     new = (  # a generator: written as built (insert_tuples), not a tuple per offer held at once
-        (oid, observed_at, None, run_id, digest, *_terms_values(memo, values))
-        for oid, (values, digest) in stated.items()
-        if oid not in open_rows or oid in closing
+        (oid, observed_at, None, run_id, stated[oid][1], *_terms_values(memo, stated[oid][0])) for oid in opening
     )
     for i in range(0, len(close), _CHUNK):
         session.execute(
@@ -235,7 +233,7 @@ def record_cost_terms(
     # Rows as built, without a dict each: a first 200,000-offer batch opens a row per offer.
     insert_tuples(session, OfferCostTerms, _ROW_COLUMNS, new)
     _CARRIED[provider] = memo.digests  # only what this batch stated: the memo never outgrows a batch
-    return opened
+    return len(opening)
 
 
 _ROW_COLUMNS = ("offer_id", "valid_from", "valid_to", "run_id", "digest", *COLUMNS)

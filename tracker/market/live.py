@@ -124,7 +124,7 @@ def _load(session: Session) -> OfferTable:
     n = 0
     for chunk in session.execute(stmt.execution_options(yield_per=LOAD_CHUNK)).partitions():
         for name, values in zip(selected, zip(*chunk, strict=True), strict=True):
-            raw[name].extend(values if name == "last_seen_us" else _shared_into(values, seen[name]))
+            raw[name].extend(_shared_into(values, seen[name]))
         n += len(chunk)
     skip = {"last_seen_us", "reliability"}
     columns: dict[str, npt.NDArray[Any]] = {c: _objects(v) for c, v in raw.items() if c not in skip}

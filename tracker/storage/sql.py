@@ -282,12 +282,13 @@ def _pg_document(element: FunctionElement[Any], compiler: Any, **kw: Any) -> tup
     sql = compiler.process(element.clauses, **kw)
     if isinstance(clause.type, JSONB):
         return f"({sql})", "jsonb"
-    return f"({sql})::json", "json"  # a json column, or a jsonb one of a table's own
+    return f"({sql})::json", "json"  # the portable JSON column type: json on Postgres
 
 
-def _pg_member(element: _json_member[Any], compiler: Any, **kw: Any) -> tuple[str, str]:
-    col, _ = _pg_document(element, compiler, **kw)
-    return f"{col} -> '{element.key}'", f"{col} ->> '{element.key}'"
+def _pg_member(element: _json_member[Any], compiler: Any, **kw: Any) -> tuple[str, str, str]:
+    """The member as a JSON value and as text, and the prefix of the document's functions."""
+    col, fn = _pg_document(element, compiler, **kw)
+    return f"{col} -> '{element.key}'", f"{col} ->> '{element.key}'", fn
 
 
 def json_parsed_once(
@@ -334,8 +335,7 @@ def _json_text_pg(element: json_text, compiler: Any, **kw: Any) -> str:
 
 @compiles(json_number)
 def _json_number_pg(element: json_number, compiler: Any, **kw: Any) -> str:
-    member, text = _pg_member(element, compiler, **kw)
-    _, fn = _pg_document(element, compiler, **kw)
+    member, text, fn = _pg_member(element, compiler, **kw)
     return f"(CASE WHEN {fn}_typeof({member}) = 'number' THEN CAST({text} AS DOUBLE PRECISION) END)"
 
 
