@@ -48,6 +48,7 @@ from fastapi.responses import Response
 from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
+from tracker import money
 from tracker.market import freshness
 from tracker.storage.engine import session_scope
 from tracker.storage.versions import VersionReads, data_version
@@ -148,7 +149,10 @@ def version_reads(request: Request) -> VersionReads:
 
 def _default(value: Any) -> Any:
     if isinstance(value, Decimal):
-        return decimal_encoder(value)
+        # Most Decimals of an answer are money at six places: a float, as decimal_encoder makes any
+        # Decimal with a negative exponent; tested here in ~0.1 µs instead of decimal_encoder's ~1 µs
+        # `as_tuple` (a ranking's answer holds ~850 of them).
+        return float(value) if value.same_quantum(money.QUANTUM) else decimal_encoder(value)
     if isinstance(value, datetime | date | time):
         return value.isoformat()
     return jsonable_encoder(value)

@@ -244,6 +244,10 @@ def test_encoder_matches_jsonable_encoder(clock):
         "f": Pricing.spot,
         "g": ("x", 1.25),
         "h": "ünïcode",
+        # Money's six places take the encoder's fast path; every other exponent goes through
+        # decimal_encoder, and both must send what jsonable_encoder does.
+        "i": [Decimal("0.000001"), Decimal("-2.000000"), Decimal("0E-6"), Decimal("1.0"), Decimal("1E+2")],
+        "j": [Decimal("12345678901234.123456"), Decimal("2.5000000"), Decimal("-0")],
     }
     assert encode(content) == _json_bytes(content)
     for first in (True, False):

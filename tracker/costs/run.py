@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, Decimal, localcontext
+from decimal import ROUND_CEILING, Context, Decimal, localcontext
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -53,6 +54,11 @@ def _d(x: float) -> Decimal:
     return Decimal(repr(float(x)))
 
 
+_CONTEXT = Context(prec=_PRECISION)
+_ZERO, _ONE = Decimal(0), Decimal(1)
+_WRITE = _d(WRITE_GB_PER_S)
+
+
 @dataclass(frozen=True, slots=True)
 class RunCost:
     components: dict[str, Decimal]
@@ -74,6 +80,33 @@ class RunCost:
 
 
 @dataclass(frozen=True, slots=True)
+class _Exact:
+    """A plan's figures as exact decimals (`_d` of each float), made once per plan: a ranking prices
+    every shown row, and each row's band ends, with the same plan."""
+
+    download_gb: Decimal
+    disk_gb: Decimal
+    output_gb: Decimal
+    checkpoint_gb: Decimal
+    interval_h: Decimal
+    setup_h: Decimal | None
+    restart_h: Decimal | None
+
+
+@lru_cache(maxsize=64)
+def _exact(plan: RunPlan) -> _Exact:
+    return _Exact(
+        download_gb=_d(plan.download_gb),
+        disk_gb=_d(plan.disk_gb),
+        output_gb=_d(plan.output_gb),
+        checkpoint_gb=_d(plan.checkpoint_gb),
+        interval_h=_d(plan.checkpoint_interval_h),
+        setup_h=None if plan.setup_h is None else _d(plan.setup_h),
+        restart_h=None if plan.restart_h is None else _d(plan.restart_h),
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class _Shape:
     """The run's times in hours (exact), before prices."""
 
@@ -83,43 +116,64 @@ class _Shape:
     mu: Decimal  # expected interruptions
 
 
-def _shape(train_hours: float, terms: CostTerms, plan: RunPlan) -> _Shape:
+def _shape(train_hours: float, terms: CostTerms, plan: _Exact) -> _Shape:
     mbps = terms.number("download_mbps")
-    if plan.setup_h is not None:
-        setup = _d(plan.setup_h)
-    else:
-        setup = _d(plan.download_gb) * 8000 / mbps / _H if mbps > 0 else Decimal(0)
+    setup = plan.setup_h
+    if setup is None:
+        setup = plan.download_gb * 8000 / mbps / _H if mbps > 0 else _ZERO
     train = _d(train_hours)
-    interval = _d(plan.checkpoint_interval_h)
+    interval = plan.interval_h
     saves = (train / interval).to_integral_value(rounding="ROUND_FLOOR")
-    work = setup + train + saves * _d(plan.checkpoint_gb) / _d(WRITE_GB_PER_S) / _H
-    restart = _d(plan.restart_h) if plan.restart_h is not None else setup
+    work = setup + train + saves * plan.checkpoint_gb / _WRITE / _H
+    restart = plan.restart_h if plan.restart_h is not None else setup
     loss = min(interval, train) / 2 + restart
     return _Shape(setup, work, loss, terms.number("interruptions_per_hour") * work)
 
 
-def _priced(price: Decimal, shape: _Shape, n: Decimal, terms: CostTerms, plan: RunPlan) -> dict[str, Decimal]:
-    """Exact components for `n` interruptions (the expected number, or a percentile's)."""
-    lost = n * shape.loss
-    wall = shape.work + lost
-    increment = max(terms.number("billing_increment_s"), Decimal(1))
-    billed_s = max(
-        terms.number("billing_minimum_s"), (wall * _H / increment).to_integral_value(ROUND_CEILING) * increment
-    )
-    extra_disk = max(Decimal(0), _d(plan.disk_gb) - terms.number("included_disk_gb"))
+def _priced(
+    price: Decimal, shape: _Shape, counts: tuple[Decimal, ...], terms: CostTerms, plan: _Exact
+) -> list[dict[str, Decimal]]:
+    """Exact components for each number of interruptions in `counts` (the expected number, or a
+    percentile's). What does not depend on that number is computed once, in the same order of operations
+    as for a single count, so every component is the same decimal whichever counts are asked together."""
+    increment = max(terms.number("billing_increment_s"), _ONE)
+    minimum = terms.number("billing_minimum_s")
+    extra_disk = max(_ZERO, plan.disk_gb - terms.number("included_disk_gb"))
+    disk_rate = extra_disk * terms.number("disk_usd_per_gb_month")
+    month = terms.number("hours_per_month")
     ingress_rate = terms.number("ingress_usd_per_gb")
-    return {
-        "gpu_time": price * shape.work,
-        "rounding": price * (billed_s / _H - wall),
-        "storage": extra_disk * terms.number("disk_usd_per_gb_month") * wall / terms.number("hours_per_month"),
-        "ingress": _d(plan.download_gb) * ingress_rate,
-        "egress": _d(plan.output_gb) * terms.number("egress_usd_per_gb"),
-        "interruption": price * lost + n * _d(plan.download_gb) * ingress_rate,
-    }
+    ingress = plan.download_gb * ingress_rate
+    egress = plan.output_gb * terms.number("egress_usd_per_gb")
+    gpu_time = price * shape.work
+    out = []
+    for n in counts:
+        lost = n * shape.loss
+        wall = shape.work + lost
+        billed_s = max(minimum, (wall * _H / increment).to_integral_value(ROUND_CEILING) * increment)
+        out.append(
+            {
+                "gpu_time": gpu_time,
+                "rounding": price * (billed_s / _H - wall),
+                "storage": disk_rate * wall / month,
+                "ingress": ingress,
+                "egress": egress,
+                "interruption": price * lost + n * plan.download_gb * ingress_rate,
+            }
+        )
+    return out
 
 
-def _weakest(sources: list[Source]) -> Source:
-    return max(sources, key=SOURCES.index)
+@lru_cache(maxsize=256)
+def _known(sources: tuple[Source, ...], setup_given: bool) -> dict[str, Source]:
+    """Each component's source, the least known of its terms' (`sources` in `_TERMS` order)."""
+    by_term = dict(zip(_TERMS, sources, strict=True))
+    known = {c: max((by_term[t] for t in names), key=SOURCES.index) for c, names in _COMPONENT_TERMS.items()}
+    if setup_given:
+        known["gpu_time"] = "api"  # the setup time was given: nothing about the offer is assumed
+    return known
+
+
+_TERMS = tuple(dict.fromkeys(t for names in _COMPONENT_TERMS.values() for t in names))
 
 
 def run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan: RunPlan) -> RunCost:
@@ -127,7 +181,7 @@ def run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan
     `train_hours`, under the offer's `terms`."""
     # Exact arithmetic wider than the default 28 digits: the largest job the schema admits (1e15 tokens,
     # 100 TB of checkpoints kept for years) must still round by the money rule, not raise.
-    with localcontext(prec=_PRECISION):
+    with localcontext(_CONTEXT):
         return _run_cost(price_per_hour, train_hours, terms, plan)
 
 
@@ -135,26 +189,25 @@ def run_total(price_per_hour: Decimal, train_hours: float, terms: CostTerms, pla
     """`run_cost(...).total` alone: the expected cost's components summed and rounded by the money rule,
     without the spot range, sources and hours a full answer carries (a ranking's band bounds need only the
     total: two of them per shown row, each a third of run_cost's work on spot)."""
-    with localcontext(prec=_PRECISION):
+    with localcontext(_CONTEXT):
         price = Decimal(price_per_hour)
-        shape = _shape(train_hours, terms, plan)
-        return money.to_money(sum(_priced(price, shape, shape.mu, terms, plan).values(), Decimal(0)))
+        exact = _exact(plan)
+        shape = _shape(train_hours, terms, exact)
+        return money.to_money(sum(_priced(price, shape, (shape.mu,), terms, exact)[0].values(), _ZERO))
 
 
 def _run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan: RunPlan) -> RunCost:
     price = Decimal(price_per_hour)
-    shape = _shape(train_hours, terms, plan)
-    exact = _priced(price, shape, shape.mu, terms, plan)
-    known = {c: _weakest([terms.sources[t] for t in names]) for c, names in _COMPONENT_TERMS.items()}
-    if plan.setup_h is not None:
-        known["gpu_time"] = "api"  # the setup time was given: nothing about the offer is assumed
+    exact_plan = _exact(plan)
+    shape = _shape(train_hours, terms, exact_plan)
+    known = dict(_known(tuple(terms.sources[t] for t in _TERMS), plan.setup_h is not None))
     wall = float(shape.work + shape.mu * shape.loss)
     hours = {"setup": round(float(shape.setup), 4), "work": round(float(shape.work), 4), "wall": round(wall, 4)}
     spot_info = None
     if shape.mu > 0:
         mu, work, loss = float(shape.mu), float(shape.work), float(shape.loss)
         low_n, high_n = 0, max(1, spot.poisson_quantile(RANGE_HIGH_QUANTILE, mu))
-        low, high = (sum(_priced(price, shape, Decimal(n), terms, plan).values(), Decimal(0)) for n in (low_n, high_n))
+        exact, low, high = _priced(price, shape, (shape.mu, Decimal(low_n), Decimal(high_n)), terms, exact_plan)
         rate = float(terms.number("interruptions_per_hour"))
         spot_info = {
             "interruptions_per_hour": rate,
@@ -162,14 +215,20 @@ def _run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, pla
             "hours_per_interruption": round(loss, 4),
             "p_no_interruption": round(math.exp(-mu), 4),
             "expected_wall_hours": round(wall, 4),
-            "range": {"low": money.to_money(low), "high": money.to_money(high), "interruptions": [low_n, high_n]},
+            "range": {
+                "low": money.to_money(sum(low.values(), _ZERO)),
+                "high": money.to_money(sum(high.values(), _ZERO)),
+                "interruptions": [low_n, high_n],
+            },
             "p_within_deadline": None
             if plan.deadline_h is None
             else round(spot.p_within(plan.deadline_h, work, rate, loss), 4),
         }
+    else:
+        (exact,) = _priced(price, shape, (shape.mu,), terms, exact_plan)
     return RunCost(
         components={c: money.to_money(exact[c]) for c in COMPONENTS},
-        total=money.to_money(sum(exact.values(), Decimal(0))),
+        total=money.to_money(sum(exact.values(), _ZERO)),
         hours=hours,
         known=known,
         terms=dict(terms.sources),

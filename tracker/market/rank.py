@@ -268,12 +268,11 @@ def rank(
         keep &= hours <= filters.max_hours
     kept = np.flatnonzero(keep)
     candidates = kept
+    tier = order_tiers(frame, idx, fits)
     if totals is not None and sort_by == "cost_per_run":
-        derived["cost_per_run"], candidates = _whole_run_key(
-            frame, idx, kept, fits, derived["cost_per_run"], totals, options
-        )
+        derived["cost_per_run"], candidates = _whole_run_key(kept, tier, derived["cost_per_run"], totals, options)
     key = derived[sort_by]
-    order = _order(frame, idx, candidates, fits, key, price_h, cards, options)
+    order = _order(frame, idx, candidates, tier, key, price_h, cards, options)
     top = order[: options.limit]
     if totals is not None and sort_by != "cost_per_run":
         derived["cost_per_run"] = np.full(len(idx), np.nan)
@@ -374,10 +373,8 @@ class _RunTotals:
 
 
 def _whole_run_key(
-    frame: OfferTable,
-    idx: np.ndarray,
     kept: np.ndarray,
-    fits: np.ndarray,
+    tier: np.ndarray,
     gpu_cost: np.ndarray,
     totals: _RunTotals,
     options: RankOptions,
@@ -389,10 +386,9 @@ def _whole_run_key(
     offers that leaves a few hundred to price (the term columns' gather and the totals were ~10 ms of a 30 ms
     ranking). Per card or per listing every group's best is shown, so there all are priced."""
     if options.best_per_card or options.one_per_listing or options.limit < 1 or len(kept) <= 4 * options.limit:
-        key = np.full(len(idx), np.inf)
+        key = np.full(len(tier), np.inf)
         key[kept] = totals.at(kept)
         return key, kept
-    tier = order_tiers(frame, idx, fits)
     first = _candidates(kept, tier, gpu_cost, options.limit)
     first_totals = totals.at(first)
     # The `limit`-th best (tier, total) among those: no offer past it in (tier, GPU cost) can beat it.
@@ -400,7 +396,7 @@ def _whole_run_key(
     worst_tier, worst = tier[first][pick], first_totals[pick]
     t = tier[kept]
     need = kept[(t < worst_tier) | ((t == worst_tier) & ~(gpu_cost[kept] > worst))]  # NaN: kept, as unknown
-    key = np.full(len(idx), np.inf)
+    key = np.full(len(tier), np.inf)
     key[need] = totals.at(need)
     return key, need
 
@@ -419,11 +415,15 @@ def _smallest(rows: np.ndarray, key: np.ndarray, m: int) -> np.ndarray:
 
 def _candidates(kept: np.ndarray, tier: np.ndarray, key: np.ndarray, limit: int) -> np.ndarray:
     """The kept offers that can be among the first `limit` (lower tiers first, then by key)."""
+    levels = tier[kept]
+    present = np.flatnonzero(np.bincount(levels, minlength=1))  # tiers are 0..3: counted, not sorted
+    if len(present) == 1 and limit > 0:  # the common case: every kept offer fits, none sold out
+        return _smallest(kept, key, limit)
     chosen: list[np.ndarray] = []
-    for level in np.unique(tier[kept]):
+    for level in present:
         if limit <= 0:
             break
-        rows = _smallest(kept[tier[kept] == level], key, limit)
+        rows = _smallest(kept[levels == level], key, limit)
         chosen.append(rows)
         limit -= len(rows)
     return np.concatenate(chosen) if chosen else kept[:0]
@@ -440,7 +440,7 @@ def _order(
     frame: OfferTable,
     idx: np.ndarray,
     kept: np.ndarray,
-    fits: np.ndarray,
+    tier: np.ndarray,
     key: np.ndarray,
     price_h: np.ndarray,
     cards: np.ndarray,
@@ -449,8 +449,8 @@ def _order(
     """Positions in `idx` of the ranked offers: fitting first, then those not known to be sold out (an offer the
     provider says is unavailable is no choice today: it ranks after every available or unknown one, and says so
     in its row), then the sort key, price and id (unique, so the order is total); NaN sorts last. With
-    `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing."""
-    tier = order_tiers(frame, idx, fits)
+    `best_per_card` the best offer of each card; with `one_per_listing` the best of each listing (`tier`:
+    `order_tiers`)."""
     if not options.best_per_card and not options.one_per_listing:  # only the first `limit` are returned
         kept = _candidates(kept, tier, key, options.limit)
     order = order_by(frame, idx, kept, tier, key, price_h)
