@@ -22,9 +22,10 @@ from api.schemas import ERROR_RESPONSES
 from tracker import __version__
 from tracker.clock import utcnow
 from tracker.config import Settings, get_settings
+from tracker.market import spill
 from tracker.market.live import LiveOffers
 from tracker.market.rank import warm_ranking
-from tracker.market.service import warm_cost_terms, warm_statistics
+from tracker.market.service import COST_TERMS, warm_cost_terms, warm_statistics
 from tracker.storage.engine import engine_for, probe
 
 log = logging.getLogger(__name__)
@@ -90,8 +91,21 @@ def create_app(
     # The API's own table is rebuilt off the request path when an ingest moves the data version, with the
     # offers' cost terms, what rankings gather from it and the statistics' pandas view (tracker.market.live);
     # a caller injecting one chooses for itself (tests: exact).
+    # Each table it loads from the database is also kept on disk (tracker.market.spill, with the cost terms):
+    # a restarted or second API process, or `gpu-tracker cheapest` on the same data directory, at the same
+    # data version reads it back instead of rebuilding it.
     warmers = [warm_cost_terms, warm_ranking, warm_statistics]
-    app.state.live = live if live is not None else LiveOffers(background=True, warmers=warmers)
+    app.state.live = (
+        live
+        if live is not None
+        else LiveOffers(
+            background=True,
+            warmers=warmers,
+            spill_dir=spill.directory(settings.data_dir),
+            spill_keys=(COST_TERMS,),
+            keep_loaded=True,
+        )
+    )
     errors.install(app)
     # Middleware added later wraps what came before: HEAD-as-GET outermost (the metrics see the route it
     # matched as a GET, labelled HEAD), then the metrics (which count the 413s), then the body limit.

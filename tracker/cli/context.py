@@ -98,11 +98,11 @@ def kept_live(settings: Settings) -> None:
     ingest loads it from the database (seconds at 200,000 offers) and writes it; later ones read it back.
     The caller ends with `LIVE.keep(engine)` once it has what is worth keeping (the offers' cost terms).
     The listing codes a table's rows are folded by are built with the table, so they are kept with it."""
-    from tracker.market import live
+    from tracker.market import live, spill
     from tracker.market.rank import warm_listings
     from tracker.market.service import COST_TERMS
 
-    live.LIVE.spill_dir = settings.data_dir / "cache"
+    live.LIVE.spill_dir = spill.directory(settings.data_dir)
     live.LIVE.spill_keys = (COST_TERMS,)
     if warm_listings not in live.LIVE.warmers:
         live.LIVE.warmers = [*live.LIVE.warmers, warm_listings]

@@ -53,6 +53,11 @@ def _identity(database: str) -> str:
     return hashlib.sha256(database.encode()).hexdigest()  # the URL may carry a password: never stored
 
 
+def directory(data_dir: Path) -> Path:
+    """Where kept tables live in a data directory: the CLI and the API read and write the same files."""
+    return data_dir / "cache"
+
+
 def path_for(directory: Path, database: str) -> Path:
     """One file per database URL."""
     return directory / f"live-{_identity(database)[:20]}.pickle"

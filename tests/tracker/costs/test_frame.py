@@ -40,7 +40,7 @@ def test_terms_at_is_the_rule_for_every_row():
 def test_terms_at_resolves_a_row_once_and_stays_bounded(monkeypatch):
     cols = _columns()
     calls: list[str] = []
-    real = frame.resolve
+    real = resolve
 
     def counting(provider, *args, **kwargs):
         calls.append(provider)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from decimal import Decimal
 
 import numpy as np
@@ -15,7 +16,7 @@ import tracker.market.live as live_module
 from tests.factories.offers import batch, do_ingest, offer
 from tracker.market import spill
 from tracker.market.live import LiveOffers
-from tracker.market.service import COST_TERMS, cost_terms
+from tracker.market.service import COST_TERMS, cost_terms, warm_cost_terms
 from tracker.market.table import OfferTable
 from tracker.storage.engine import session_scope
 
@@ -155,3 +156,74 @@ def test_codes_are_by_value_whether_the_objects_are_shared_or_not():
         assert [(type(x), repr(x)) for x in back] == [(type(x), repr(x)) for x in values]
     empty = np.empty(0, dtype=object)
     assert spill.decode(*spill.encode(empty)).tolist() == []
+
+
+def _keeping(engine, settings, sync_rows: int = 2) -> LiveOffers:  # type: ignore[no-untyped-def]
+    """A table as the API makes its own (api.app): rebuilt in the background, its cost terms warmed, kept on
+    disk whenever it is loaded from the database; `sync_rows` lowered so that a few offers count as many."""
+    return LiveOffers(
+        background=True,
+        warmers=[warm_cost_terms],
+        sync_rows=sync_rows,
+        wait_s=5.0,
+        spill_dir=spill.directory(settings.data_dir),
+        spill_keys=(COST_TERMS,),
+        keep_loaded=True,
+    )
+
+
+def _until(done, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _files(settings):  # type: ignore[no-untyped-def]
+    return list(spill.directory(settings.data_dir).glob("live-*.pickle"))
+
+
+def test_a_table_the_api_loads_is_kept_and_a_restarted_process_reads_it(engine, settings, clock, monkeypatch):
+    _ingest(engine, settings, clock, "2.00", "2.50", "1.25")
+    api = _keeping(engine, settings)
+    with session_scope(engine) as session:
+        version, loaded = api.frame(engine, session)  # a cold process: loaded, then written off the request path
+    assert _until(lambda: len(_files(settings)) == 1 and not api._unkept)
+    _no_load(monkeypatch)
+    restarted = _keeping(engine, settings)
+    with session_scope(engine) as session:
+        again, frame = restarted.frame(engine, session)
+    assert again == version
+    _same(loaded, frame)
+    assert restarted.peek(engine, again, COST_TERMS) is not None  # the cost terms came with it
+    assert not restarted._unkept  # read back from disk: not written again
+
+
+def test_the_background_rebuild_after_an_ingest_keeps_the_new_version(engine, settings, clock, monkeypatch):
+    _ingest(engine, settings, clock, "2.00", "2.50", "1.25")
+    api = _keeping(engine, settings)
+    with session_scope(engine) as session:
+        first, _ = api.frame(engine, session)
+    assert _until(lambda: not api._unkept)
+    clock.advance(minutes=5)
+    _ingest(engine, settings, clock, "1.00", "3.00", "4.00")
+    with session_scope(engine) as session:
+        api.frame(engine, session)  # finds its table old: rebuilt in the background, then kept
+    key = next(iter(api._frames))
+    assert _until(lambda: api._frames[key][0] > first and not api._unkept and not api._rebuilds)
+    _no_load(monkeypatch)
+    with session_scope(engine) as session:
+        version, frame = LiveOffers(spill_dir=spill.directory(settings.data_dir)).frame(engine, session)
+    assert version == api._frames[key][0]
+    assert sorted(frame["price_per_hour_f"].tolist()) == [1.0, 3.0, 4.0]
+
+
+def test_a_small_table_is_not_written(engine, settings, clock):
+    _ingest(engine, settings, clock, "2.00", "2.50")
+    api = _keeping(engine, settings, sync_rows=1000)  # rebuilt on a request in no time: not worth a file
+    with session_scope(engine) as session:
+        api.frame(engine, session)
+    time.sleep(0.2)
+    assert not _files(settings)
