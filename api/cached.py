@@ -106,11 +106,12 @@ COMPUTE_SLOTS = max(4, 2 * (os.cpu_count() or 2))
 
 
 async def computed(request: Request, work: Callable[[], bytes]) -> bytes:
-    """`work()` in the threadpool, once one of the process's `COMPUTE_SLOTS` is free."""
+    """`work()` in the threadpool, once one of the process's compute slots is free (`COMPUTE_SLOTS`, or the
+    settings' `api_compute_slots`)."""
     state, loop = request.app.state, asyncio.get_running_loop()
     slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = getattr(state, "compute_slots", None)
     if slots is None or slots[0] is not loop:  # one per event loop (a test client starts its own)
-        slots = state.compute_slots = (loop, asyncio.Semaphore(COMPUTE_SLOTS))
+        slots = state.compute_slots = (loop, asyncio.Semaphore(state.settings.api_compute_slots or COMPUTE_SLOTS))
     async with slots[1]:
         body: bytes = await run_in_threadpool(work)
     return body

@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     sheet_max_age_days: int = Field(45, ge=1)
 
     api_token: SecretStr | None = None  # bearer token for mutating endpoints and alert reads
+    # Answers an API process computes at once (api.cached.computed); None: max(4, 2 x its cores). Computing
+    # threads share one interpreter lock, so more at once mostly interleave them.
+    api_compute_slots: int | None = Field(None, ge=1, le=256)
 
     # Database timeouts: with the database unreachable, a request or a worker job fails within a
     # bound (an API answers 503) instead of hanging. During a partition a request costs at most

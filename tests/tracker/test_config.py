@@ -1,6 +1,10 @@
-"""Credentials come from the environment or from files, and say which variables are missing."""
+"""Credentials come from the environment or from files, and say which variables are missing; tuning values
+are read and checked."""
 
 from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
 
 from tracker.config import Settings
 
@@ -27,3 +31,11 @@ def test_embedded_default_database_file(tmp_path, monkeypatch):
     monkeypatch.delenv("TRACKER_DATABASE_URL", raising=False)
     settings = Settings(data_dir=tmp_path)
     assert settings.resolved_database_url() == f"sqlite:///{tmp_path / 'tracker.db'}"
+
+
+def test_api_compute_slots_from_the_environment(monkeypatch):
+    monkeypatch.setenv("TRACKER_API_COMPUTE_SLOTS", "2")
+    assert Settings().api_compute_slots == 2
+    monkeypatch.setenv("TRACKER_API_COMPUTE_SLOTS", "0")
+    with pytest.raises(ValidationError, match="api_compute_slots"):
+        Settings()
