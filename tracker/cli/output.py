@@ -122,6 +122,11 @@ def show_table(
 
     out = real_console(target or console)
     wrapping = set(wrap)
+    # A left-justified caption is printed below the table by `_caption`: rich wraps it to the table's width
+    # and pads every line of it with spaces to that width.
+    caption = table.caption if table.caption_justify == "left" else None
+    if caption is not None:
+        table.caption = None
     table.box, table.pad_edge, table.show_edge = box.SIMPLE_HEAD, False, False
     for column in table.columns:
         column.no_wrap = str(column.header) not in wrapping
@@ -136,6 +141,7 @@ def show_table(
         out.width = max(terminal, _needed_width(out, table))  # print caps a width at the console's own
         try:
             out.print(table)
+            _caption(out, caption, table.caption_style)
         finally:
             out.width = terminal
         return hidden
@@ -152,11 +158,24 @@ def show_table(
         for column in table.columns:
             column.no_wrap = False
     out.print(table)
+    _caption(out, caption, table.caption_style)
     if hidden:
         note = f"hidden at {out.width} columns: {', '.join(hidden)}"
         # The hint on a line of its own when both would not fit: rich would break the phrase mid-way.
         out.print(f"[dim]{note} ({more})[/]" if len(note) + len(more) + 3 <= out.width else f"[dim]{note}\n({more})[/]")
     return hidden
+
+
+def _caption(out: Console, caption: object, style: object) -> None:
+    """`caption` as lines at the console's width, broken at spaces, none of them ending in spaces."""
+    from rich.text import Text
+
+    if caption is None:
+        return
+    text = caption if isinstance(caption, Text) else Text(str(caption), style=str(style or "table.caption"))
+    for line in text.wrap(out, out.width):
+        line.rstrip()
+        out.print(line)
 
 
 def capped_note(shown: int, more: bool, flag: str = "--limit") -> str | None:

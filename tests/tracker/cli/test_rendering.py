@@ -99,3 +99,25 @@ def test_gpu_count_reads_as_people_write_it():
         "5/4",
     ]
     assert gpu_count(Decimal("0.3183")) == "0.3183"
+
+
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("extra", [(), ("--pricing", "spot"), ("--wide",)])
+def test_a_left_caption_wraps_at_the_terminal_without_trailing_spaces(cli, monkeypatch, extra):
+    # The serving table's legend: rich wrapped it to the table's width and padded each of its lines with
+    # spaces to that width; it is printed below the table at the terminal's width instead.
+    assert cli("scrape", "--demo", "--json").exit_code == 0
+    monkeypatch.setenv("COLUMNS", "80")
+    result = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", *extra)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("layout: replicas x tensor parallel"))
+    legend = []
+    for line in lines[start:]:
+        if line.startswith("hidden at") or not line.strip():
+            break
+        legend.append(line)
+    assert all(not line.endswith(" ") for line in legend), legend
+    assert " ".join(legend).startswith("layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens")
+    if "--wide" not in extra:
+        assert all(len(line) <= 80 for line in legend), legend
