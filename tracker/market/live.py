@@ -325,7 +325,10 @@ class LiveOffers:
         with self._lock:
             memo = {k[2]: v for k, v in self._derived.items() if k[:2] == (key, stamp[0])}
         extras = {p: memo[p] for p in self.spill_keys if p in memo}
-        spill.write(spill.path_for(self.spill_dir, key), key, stamp, cached[1], extras)
+        if not spill.write(spill.path_for(self.spill_dir, key), key, stamp, cached[1], extras) and self.keep_loaded:
+            # A read-only or full data directory: said once (spill.write logged why), not at every rebuild.
+            self.keep_loaded = False
+            log.warning("not keeping live tables on disk any more in this process; a restart rebuilds them")
 
     def served(self, engine: Engine, version: int) -> int:
         """The version a request arriving now at data version `version` is answered from, never waiting:

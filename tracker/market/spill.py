@@ -110,8 +110,9 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-def write(path: Path, database: str, stamp: Fingerprint, table: OfferTable, extras: dict[object, object]) -> None:
-    """Store `table` (and `extras`: memo entries worth keeping with it) for `database` at `stamp`."""
+def write(path: Path, database: str, stamp: Fingerprint, table: OfferTable, extras: dict[object, object]) -> bool:
+    """Store `table` (and `extras`: memo entries worth keeping with it) for `database` at `stamp`; False when
+    the disk would not take it (logged)."""
     payload = {
         "format": FORMAT,
         "database": _identity(database),
@@ -135,6 +136,8 @@ def write(path: Path, database: str, stamp: Fingerprint, table: OfferTable, extr
             raise
     except OSError as exc:  # a read-only or full disk costs the next call a rebuild, nothing more
         log.warning("could not keep the live table on disk at %s: %s", path, exc)
+        return False
+    return True
 
 
 def read(path: Path, database: str, stamp: Fingerprint) -> tuple[OfferTable, dict[object, object]] | None:

@@ -227,3 +227,23 @@ def test_a_small_table_is_not_written(engine, settings, clock):
         api.frame(engine, session)
     time.sleep(0.2)
     assert not _files(settings)
+
+
+def test_a_directory_that_refuses_the_file_is_said_once_and_answers_go_on(engine, settings, clock, caplog):
+    _ingest(engine, settings, clock, "2.00", "2.50", "1.25")
+    spill.directory(settings.data_dir).parent.mkdir(parents=True, exist_ok=True)
+    spill.directory(settings.data_dir).write_text("a file where the cache directory would be")  # mkdir fails
+    api = _keeping(engine, settings)
+    with caplog.at_level("WARNING", logger="tracker.market"), session_scope(engine) as session:
+        version, frame = api.frame(engine, session)
+        assert _until(lambda: not api.keep_loaded)  # the write failed: this process stops trying
+    assert len(frame) == 3
+    refused = [r for r in caplog.records if "not keeping live tables" in r.getMessage()]
+    assert len(refused) == 1
+    clock.advance(minutes=5)
+    _ingest(engine, settings, clock, "1.00", "3.00", "4.00")
+    with session_scope(engine) as session:
+        api.frame(engine, session)  # rebuilt in the background; no second attempt, no second warning
+    key = next(iter(api._frames))
+    assert _until(lambda: api._frames[key][0] > version and not api._rebuilds)
+    assert len([r for r in caplog.records if "not keeping live tables" in r.getMessage()]) == 1
