@@ -163,6 +163,9 @@ def _priced(
     return out
 
 
+_TERMS = tuple(dict.fromkeys(t for names in _COMPONENT_TERMS.values() for t in names))  # each term once
+
+
 @lru_cache(maxsize=256)
 def _known(sources: tuple[Source, ...], setup_given: bool) -> dict[str, Source]:
     """Each component's source, the least known of its terms' (`sources` in `_TERMS` order)."""
@@ -171,9 +174,6 @@ def _known(sources: tuple[Source, ...], setup_given: bool) -> dict[str, Source]:
     if setup_given:
         known["gpu_time"] = "api"  # the setup time was given: nothing about the offer is assumed
     return known
-
-
-_TERMS = tuple(dict.fromkeys(t for names in _COMPONENT_TERMS.values() for t in names))
 
 
 def run_cost(price_per_hour: Decimal, train_hours: float, terms: CostTerms, plan: RunPlan) -> RunCost:
