@@ -25,7 +25,7 @@ from tracker.config import Settings, get_settings
 from tracker.market import spill
 from tracker.market.live import LiveOffers
 from tracker.market.rank import warm_ranking
-from tracker.market.service import COST_TERMS, warm_cost_terms, warm_statistics
+from tracker.market.service import KEPT_WITH_TABLE, warm_cost_terms, warm_statistics
 from tracker.storage.engine import engine_for, probe
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def create_app(
             background=True,
             warmers=warmers,
             spill_dir=spill.directory(settings.data_dir),
-            spill_keys=(COST_TERMS,),
+            spill_keys=KEPT_WITH_TABLE,
             keep_loaded=True,
         )
     )

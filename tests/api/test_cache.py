@@ -24,6 +24,7 @@ from api.app import create_app
 from api.cached import STAND_IN_S, StandIns, data_version, encode, with_field
 from providers.contract import Pricing
 from tests.factories.offers import batch, do_ingest, offer
+from tests.factories.waiting import until
 from tracker.catalog.gpus import get_catalog
 from tracker.costs import plan_for
 from tracker.estimate import JobInput, make_job, prepare
@@ -558,10 +559,7 @@ def test_a_restarted_api_answers_from_the_table_its_predecessor_kept(engine, set
     with TestClient(first_app) as c:
         before = c.get("/v1/market").json()
         ranked = c.post("/v1/rank", json=JOB).json()
-    deadline = time.monotonic() + 10
-    while first_app.state.live._unkept and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not first_app.state.live._unkept, "the table was not kept"
+    assert until(lambda: not first_app.state.live._unkept), "the table was not kept"
 
     def refuse(session):  # type: ignore[no-untyped-def]
         raise AssertionError("the restarted API loaded its table from the database")

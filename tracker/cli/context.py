@@ -100,9 +100,9 @@ def kept_live(settings: Settings) -> None:
     The listing codes a table's rows are folded by are built with the table, so they are kept with it."""
     from tracker.market import live, spill
     from tracker.market.rank import warm_listings
-    from tracker.market.service import COST_TERMS
+    from tracker.market.service import KEPT_WITH_TABLE
 
     live.LIVE.spill_dir = spill.directory(settings.data_dir)
-    live.LIVE.spill_keys = (COST_TERMS,)
+    live.LIVE.spill_keys = KEPT_WITH_TABLE
     if warm_listings not in live.LIVE.warmers:
         live.LIVE.warmers = [*live.LIVE.warmers, warm_listings]

@@ -177,7 +177,10 @@ def rank_offers(
     return result | extras | {"assumptions": prepared.assumptions.name, "job": prepared.job.describe(), "as_of": now}
 
 
-COST_TERMS = ("cost-terms",)  # their memo key (also what the CLI keeps on disk with the table)
+COST_TERMS = ("cost-terms",)  # their memo key
+# The memo entries a table kept on disk carries (tracker.market.spill), for the CLI and the API alike: the
+# offers' cost terms, seconds to build at 200,000 offers.
+KEPT_WITH_TABLE = (COST_TERMS,)
 
 
 def cost_terms(engine: Engine, session: Session, table: LiveOffers, version: int, frame: OfferTable) -> TermColumns:
@@ -311,6 +314,7 @@ def rank_history(
 
 __all__ = [
     "COST_TERMS",
+    "KEPT_WITH_TABLE",
     "cheapest_machine",
     "cost_terms",
     "live_market",

@@ -14,9 +14,10 @@ import pytest
 
 import tracker.market.live as live_module
 from tests.factories.offers import batch, do_ingest, offer
+from tests.factories.waiting import until
 from tracker.market import spill
 from tracker.market.live import LiveOffers
-from tracker.market.service import COST_TERMS, cost_terms, warm_cost_terms
+from tracker.market.service import COST_TERMS, KEPT_WITH_TABLE, cost_terms, warm_cost_terms
 from tracker.market.table import OfferTable
 from tracker.storage.engine import session_scope
 
@@ -167,18 +168,9 @@ def _keeping(engine, settings, sync_rows: int = 2) -> LiveOffers:  # type: ignor
         sync_rows=sync_rows,
         wait_s=5.0,
         spill_dir=spill.directory(settings.data_dir),
-        spill_keys=(COST_TERMS,),
+        spill_keys=KEPT_WITH_TABLE,
         keep_loaded=True,
     )
-
-
-def _until(done, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
 
 
 def _files(settings):  # type: ignore[no-untyped-def]
@@ -190,7 +182,7 @@ def test_a_table_the_api_loads_is_kept_and_a_restarted_process_reads_it(engine, 
     api = _keeping(engine, settings)
     with session_scope(engine) as session:
         version, loaded = api.frame(engine, session)  # a cold process: loaded, then written off the request path
-    assert _until(lambda: len(_files(settings)) == 1 and not api._unkept)
+    assert until(lambda: len(_files(settings)) == 1 and not api._unkept)
     _no_load(monkeypatch)
     restarted = _keeping(engine, settings)
     with session_scope(engine) as session:
@@ -206,13 +198,13 @@ def test_the_background_rebuild_after_an_ingest_keeps_the_new_version(engine, se
     api = _keeping(engine, settings)
     with session_scope(engine) as session:
         first, _ = api.frame(engine, session)
-    assert _until(lambda: not api._unkept)
+    assert until(lambda: not api._unkept)
     clock.advance(minutes=5)
     _ingest(engine, settings, clock, "1.00", "3.00", "4.00")
     with session_scope(engine) as session:
         api.frame(engine, session)  # finds its table old: rebuilt in the background, then kept
     key = next(iter(api._frames))
-    assert _until(lambda: api._frames[key][0] > first and not api._unkept and not api._rebuilds)
+    assert until(lambda: api._frames[key][0] > first and not api._unkept and not api._rebuilds)
     _no_load(monkeypatch)
     with session_scope(engine) as session:
         version, frame = LiveOffers(spill_dir=spill.directory(settings.data_dir)).frame(engine, session)
@@ -236,7 +228,7 @@ def test_a_directory_that_refuses_the_file_is_said_once_and_answers_go_on(engine
     api = _keeping(engine, settings)
     with caplog.at_level("WARNING", logger="tracker.market"), session_scope(engine) as session:
         version, frame = api.frame(engine, session)
-        assert _until(lambda: not api.keep_loaded)  # the write failed: this process stops trying
+        assert until(lambda: not api.keep_loaded)  # the write failed: this process stops trying
     assert len(frame) == 3
     refused = [r for r in caplog.records if "not keeping live tables" in r.getMessage()]
     assert len(refused) == 1
@@ -245,5 +237,5 @@ def test_a_directory_that_refuses_the_file_is_said_once_and_answers_go_on(engine
     with session_scope(engine) as session:
         api.frame(engine, session)  # rebuilt in the background; no second attempt, no second warning
     key = next(iter(api._frames))
-    assert _until(lambda: api._frames[key][0] > version and not api._rebuilds)
+    assert until(lambda: api._frames[key][0] > version and not api._rebuilds)
     assert len([r for r in caplog.records if "not keeping live tables" in r.getMessage()]) == 1
