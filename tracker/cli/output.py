@@ -122,7 +122,7 @@ def show_table(
 
     out = real_console(target or console)
     wrapping = set(wrap)
-    # A left-justified caption is printed below the table by `_caption`: rich wraps it to the table's width
+    # A left-justified caption is printed below the table by `_lines`: rich wraps it to the table's width
     # and pads every line of it with spaces to that width.
     caption = table.caption if table.caption_justify == "left" else None
     if caption is not None:
@@ -141,7 +141,7 @@ def show_table(
         out.width = max(terminal, _needed_width(out, table))  # print caps a width at the console's own
         try:
             out.print(table)
-            _caption(out, caption, table.caption_style)
+            _lines(out, caption, table.caption_style)
         finally:
             out.width = terminal
         return hidden
@@ -158,21 +158,27 @@ def show_table(
         for column in table.columns:
             column.no_wrap = False
     out.print(table)
-    _caption(out, caption, table.caption_style)
+    _lines(out, caption, table.caption_style)
     if hidden:
         note = f"hidden at {out.width} columns: {', '.join(hidden)}"
-        # The hint on a line of its own when both would not fit: rich would break the phrase mid-way.
-        out.print(f"[dim]{note} ({more})[/]" if len(note) + len(more) + 3 <= out.width else f"[dim]{note}\n({more})[/]")
+        # The hint on a line of its own when both would not fit: rich would break the phrase mid-way. A list of
+        # hidden columns longer than the terminal wraps like a caption, with no line ending in a space.
+        if len(note) + len(more) + 3 <= out.width:
+            _lines(out, f"{note} ({more})", "dim")
+        else:
+            _lines(out, note, "dim")
+            _lines(out, f"({more})", "dim")
     return hidden
 
 
-def _caption(out: Console, caption: object, style: object) -> None:
-    """`caption` as lines at the console's width, broken at spaces, none of them ending in spaces."""
+def _lines(out: Console, content: object, style: object) -> None:
+    """`content` (a caption, a note) as lines at the console's width, broken at spaces, none of them ending
+    in spaces (rich pads a wrapped caption's lines to the table's width)."""
     from rich.text import Text
 
-    if caption is None:
+    if content is None:
         return
-    text = caption if isinstance(caption, Text) else Text(str(caption), style=str(style or "table.caption"))
+    text = content if isinstance(content, Text) else Text(str(content), style=str(style or "table.caption"))
     for line in text.wrap(out, out.width):
         line.rstrip()
         out.print(line)

@@ -105,7 +105,8 @@ def test_gpu_count_reads_as_people_write_it():
 @pytest.mark.parametrize("extra", [(), ("--pricing", "spot"), ("--wide",)])
 def test_a_left_caption_wraps_at_the_terminal_without_trailing_spaces(cli, monkeypatch, extra):
     # The serving table's legend: rich wrapped it to the table's width and padded each of its lines with
-    # spaces to that width; it is printed below the table at the terminal's width instead.
+    # spaces to that width; it is printed below the table at the terminal's width instead, and so is the
+    # hint naming the hidden columns.
     assert cli("scrape", "--demo", "--json").exit_code == 0
     monkeypatch.setenv("COLUMNS", "80")
     result = cli("cheapest", "--kind", "inference", "--model", "llama-3.1-8b", *extra)
@@ -121,3 +122,7 @@ def test_a_left_caption_wraps_at_the_terminal_without_trailing_spaces(cli, monke
     assert " ".join(legend).startswith("layout: replicas x tensor parallel; $/Mtok: the whole price over output tokens")
     if "--wide" not in extra:
         assert all(len(line) <= 80 for line in legend), legend
+        # The hidden-columns hint under it wraps the same way (with spot it is longer than the terminal).
+        hint = lines[start + len(legend) :]
+        assert hint and hint[0].startswith("hidden at 80 columns:"), hint
+        assert all(not line.endswith(" ") and len(line) <= 80 for line in hint), hint
