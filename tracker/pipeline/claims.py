@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ log = logging.getLogger(__name__)
 
 # (database, provider, slot) this process is scraping now (slot None: an unscheduled `scrape` run): a
 # `running` row this process wrote is alive exactly while it is listed here, whatever the locks say.
-_in_flight: set[tuple[str, str, datetime | None]] = set()
+# Counted, not a set: two jobs of one process on one key (two workers whose locks did not keep them apart)
+# each hold it, and the first to finish must not make the other's live row look dead to a third.
+_in_flight: Counter[tuple[str, str, datetime | None]] = Counter()
 _in_flight_guard = threading.Lock()
 
 
@@ -55,17 +58,21 @@ def claim_lease_s(settings: Settings) -> float:
 
 def mark_in_flight(engine: Engine, provider: str, slot: datetime | None) -> None:
     with _in_flight_guard:
-        _in_flight.add((str(engine.url), provider, slot))
+        _in_flight[(str(engine.url), provider, slot)] += 1
 
 
 def unmark_in_flight(engine: Engine, provider: str, slot: datetime | None) -> None:
     with _in_flight_guard:
-        _in_flight.discard((str(engine.url), provider, slot))
+        key = (str(engine.url), provider, slot)
+        if _in_flight[key] > 1:
+            _in_flight[key] -= 1
+        else:
+            _in_flight.pop(key, None)
 
 
 def is_in_flight(engine: Engine, provider: str, slot: datetime | None) -> bool:
     with _in_flight_guard:
-        return (str(engine.url), provider, slot) in _in_flight
+        return _in_flight[(str(engine.url), provider, slot)] > 0
 
 
 class ClaimState(StrEnum):

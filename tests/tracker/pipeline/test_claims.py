@@ -20,7 +20,15 @@ from sqlalchemy import Engine, select
 from providers.cassette import bundled_cassette
 from tests.factories.alerts import local
 from tracker.clock import utcnow
-from tracker.pipeline.claims import claim_lease_s, reclaim, unscheduled_claims
+from tracker.pipeline.claims import (
+    ClaimState,
+    claim_lease_s,
+    is_in_flight,
+    mark_in_flight,
+    reclaim,
+    unmark_in_flight,
+    unscheduled_claims,
+)
 from tracker.pipeline.scraping import BUSY, plan, run_scrape
 from tracker.pipeline.slots import slot_start
 from tracker.pipeline.worker import Worker
@@ -170,6 +178,32 @@ def test_a_live_scrape_in_this_process_is_never_reclaimed(engine, settings, cloc
     scrape_vastai(engine, settings, clock)
     first, *_ = ledger(engine)
     assert first[::2] == (run_id, "failed")
+
+
+def test_a_live_row_stays_alive_while_another_job_of_this_process_holds_its_slot(engine, settings, clock):
+    # Two jobs of one process on one slot (two workers whose locks did not keep them apart: the worker tests'
+    # "ledger alone" race): the first to finish must not make the other's running row look dead, or a third
+    # worker reclaims it and scrapes the slot again (CI once saw two runs in one slot that way).
+    now = clock()
+    slot = slot_start(now, FIVE_MIN)
+    mark_in_flight(engine, "vastai", slot)
+    mark_in_flight(engine, "vastai", slot)
+    try:
+        run_id = start_run(
+            engine, provider="vastai", slot=slot, attempt=0, source="live", parser_version="1", started_at=now
+        )
+        unmark_in_flight(engine, "vastai", slot)  # the first job is done; the second is still at work
+        assert is_in_flight(engine, "vastai", slot)
+        assert reclaim(engine, "vastai", slot, now, claim_lease_s(settings)).state == ClaimState.locked
+        assert [(i, status) for i, _, status, _ in ledger(engine)] == [(run_id, "running")]
+    finally:
+        unmark_in_flight(engine, "vastai", slot)
+    assert not is_in_flight(engine, "vastai", slot)
+    unmark_in_flight(engine, "vastai", slot)  # once more than marked: harmless, never below none
+    mark_in_flight(engine, "vastai", slot)
+    assert is_in_flight(engine, "vastai", slot)
+    unmark_in_flight(engine, "vastai", slot)
+    assert not is_in_flight(engine, "vastai", slot)
 
 
 def test_the_cli_reclaims_a_killed_scrape(cli, engine):
