@@ -274,7 +274,9 @@ def run(report: Report, backend: str, engine: Engine, work: Workload, repeat: in
 
 def _cost_terms_figure(report: Report, backend: str, engine: Engine, work: Workload, repeat: int) -> None:
     """The cost-term step of an unchanged batch alone (`tracker.ingest.costs.record_cost_terms`: read the open
-    rows, digest the batch's stated terms, compare; nothing to write), as the ingests above left it."""
+    rows, digest the batch's stated terms, compare; nothing to write), as the ingests above left it. Every
+    offer is compared here (none taken as stored by its observation digest, as after migration 0020 or when
+    every offer's description changed): the step's cost when the digests do not spare it."""
     with session_scope(engine) as session:
         ids = dict(session.execute(select(Offer.offer_key, Offer.id).where(Offer.provider == PROVIDER)).tuples().all())
         now = utcnow()
@@ -296,7 +298,7 @@ def _cost_terms_figure(report: Report, backend: str, engine: Engine, work: Workl
             ratio_label="",
             target="info",
             ok=None,
-            note="record_cost_terms: the open rows read, each offer's stated terms digested (memo carried from "
-            f"the provider's last batch) and compared; median of {repeat}",
+            note="record_cost_terms, every offer compared: the open rows read, each offer's stated terms digested "
+            f"(memo carried from the provider's last batch) and compared; median of {repeat}",
         )
     )

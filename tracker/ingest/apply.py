@@ -17,11 +17,11 @@ offers by an executemany UPDATE at ~0.2 ms an offer. Both paths write the same r
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from itertools import chain
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
@@ -49,7 +49,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from tracker.catalog.locations import get_locations, location_row
 from tracker.ingest.diff import ChangeKind, Changes, ListedOffer
 from tracker.ingest.fx import NATIVE_COLUMNS, Conversion, convert
-from tracker.ingest.validate import Prepared, ValidOffer
+from tracker.ingest.validate import KnownOffer, Prepared, ValidOffer
 from tracker.storage.bulk import INSERT_CHUNK, copy_rows, insert_rows, staging_table, table_of
 from tracker.storage.sql import json_members
 from tracker.storage.tables import (
@@ -92,6 +92,7 @@ OFFER_VALUE_COLUMNS = (
     "price_per_hour",
     "price_per_gpu_hour",
     *NATIVE_COLUMNS,
+    "observed_digest",
 )
 # A price row's columns, each the offer's column of the same name but for these (`_history_select`).
 PRICE_COLUMNS = (
@@ -111,29 +112,64 @@ PRICE_COLUMNS = (
 AVAILABILITY_COLUMNS = ("offer_id", "available", "valid_from", "valid_to", "run_id")
 
 
-def read_listed(session: Session, provider: str) -> dict[str, ListedOffer]:
-    """The provider's stored offers by key, with only the columns the diff compares."""
-    rows = session.execute(
+class Stored(Protocol):
+    """A stored offer as the writes need it: its id (a row of `read_known` or `read_listed`)."""
+
+    @property
+    def id(self) -> int: ...
+
+
+def read_known(session: Session, provider: str) -> dict[str, KnownOffer]:
+    """The provider's stored offers by key, as validation and the diff first need them: ids, digests and the
+    live prices. Only the offers the batch does not state unchanged are then read in full (`read_listed`):
+    at 200,000 offers this read takes a quarter of the full one, which parses every row's attributes."""
+    # Core rows, through the connection: the ORM's result loading cost as much as the read itself here.
+    rows = session.connection().execute(
         select(
             Offer.id,
             Offer.offer_key,
-            Offer.price_per_hour,
-            Offer.currency,
-            Offer.price_native_per_hour,
-            # A flag, not the timestamp: skips 20,000 conversions for the only thing the diff needs.
             Offer.delisted_at.is_not(None).label("delisted"),
-            Offer.available,
             Offer.gpu_id,
-            Offer.gpu_count,
-            Offer.region,
-            Offer.demo,
-            Offer.price_kind,
-            Offer.orderable,
-            # The quality attributes alone, read in SQL: decoding 20,000 attribute documents to compare
-            # four members cost an unchanged scrape a third of its time.
-            json_members(Offer.attributes, QUALITY_ATTRIBUTES).label("quality"),
+            Offer.observed_digest,
+            Offer.price_per_hour,
+            Offer.price_per_gpu_hour,
         ).where(Offer.provider == provider)
     )
+    return {row.offer_key: cast(KnownOffer, row) for row in rows}
+
+
+def read_listed(session: Session, provider: str, ids: Collection[int] | None = None) -> dict[str, ListedOffer]:
+    """The provider's stored offers by key (only those of `ids` if given), with the columns the diff compares."""
+    query = select(
+        Offer.id,
+        Offer.offer_key,
+        Offer.price_per_hour,
+        Offer.currency,
+        Offer.price_native_per_hour,
+        # A flag, not the timestamp: skips 20,000 conversions for the only thing the diff needs.
+        Offer.delisted_at.is_not(None).label("delisted"),
+        Offer.available,
+        Offer.gpu_id,
+        Offer.gpu_count,
+        Offer.region,
+        Offer.demo,
+        Offer.price_kind,
+        Offer.orderable,
+        # The quality attributes alone, read in SQL: decoding 20,000 attribute documents to compare
+        # four members cost an unchanged scrape a third of its time.
+        json_members(Offer.attributes, QUALITY_ATTRIBUTES).label("quality"),
+        Offer.observed_digest,
+    ).where(Offer.provider == provider)
+    if ids is None:
+        rows = list(session.execute(query))
+    elif not ids:
+        return {}
+    elif session.connection().dialect.name == "postgresql":  # one statement with an array, however many
+        rows = list(
+            session.execute(query.where(Offer.id == any_(bindparam("ids", list(ids), type_=ARRAY(BigInteger())))))
+        )
+    else:
+        rows = [row for chunk in _chunks(list(ids)) for row in session.execute(query.where(Offer.id.in_(chunk)))]
     return {row.offer_key: cast(ListedOffer, row) for row in rows}
 
 
@@ -141,12 +177,12 @@ def write_changes(
     session: Session,
     provider: str,
     changes: Changes,
-    listed: dict[str, ListedOffer],
+    listed: Mapping[str, Stored],
     *,
     observed_at: datetime,
     run_id: int | None,
     demo: bool,
-) -> dict[str, int]:
+) -> Mapping[str, int]:
     """Write `changes`; returns every listed and new offer's id by key."""
     if session.connection().dialect.name in SET_BASED_DIALECTS:
         return _write_set_based(session, provider, changes, listed, observed_at=observed_at, run_id=run_id, demo=demo)
@@ -177,7 +213,7 @@ def write_changes(
     _seen_now(session, provider, observed_at)
     insert_rows(session, OfferPrice, price_rows)
     insert_rows(session, OfferAvailability, availability_rows)
-    return {key: row.id for key, row in listed.items()} | ids
+    return _Ids(listed, ids)
 
 
 def _seen_now(session: Session, provider: str, observed_at: datetime) -> None:
@@ -194,12 +230,12 @@ def _write_set_based(
     session: Session,
     provider: str,
     changes: Changes,
-    listed: dict[str, ListedOffer],
+    listed: Mapping[str, Stored],
     *,
     observed_at: datetime,
     run_id: int | None,
     demo: bool,
-) -> dict[str, int]:
+) -> Mapping[str, int]:
     """`write_changes` on Postgres: the same rows, in the same order (so with the same ids), written by COPY
     and set-based statements (the module docstring)."""
     offers, prices, availability = table_of(Offer), table_of(OfferPrice), table_of(OfferAvailability)
@@ -262,7 +298,26 @@ def _write_set_based(
                     columns, _history_select(offers, columns, at, run, price).where(*fresh).order_by(offers.c.id)
                 )
             )
-    return {key: row.id for key, row in listed.items()} | ids
+    return _Ids(listed, ids)
+
+
+class _Ids(Mapping[str, int]):
+    """Every listed and new offer's id by key, read through the listed rows rather than copied out of them
+    (a dict of 200,000 ids per batch, for the few the cost terms look up)."""
+
+    def __init__(self, listed: Mapping[str, Stored], new: dict[str, int]) -> None:
+        self._listed, self._new = listed, new
+
+    def __getitem__(self, key: str) -> int:
+        found = self._new.get(key)
+        return found if found is not None else self._listed[key].id
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._new
+        yield from (key for key in self._listed if key not in self._new)
+
+    def __len__(self) -> int:
+        return len(self._new) + sum(key not in self._new for key in self._listed)
 
 
 def _history_select(
@@ -283,7 +338,7 @@ def _copy_new(
     session: Session,
     provider: str,
     new: list[ValidOffer],
-    listed: dict[str, ListedOffer],
+    listed: Mapping[str, Stored],
     observed_at: datetime,
     demo: bool,
 ) -> tuple[dict[str, int], list[int]]:
@@ -427,6 +482,7 @@ def _offer_tuple(v: ValidOffer, demo: bool, as_json: Callable[[Any], str] | None
         v.price_per_hour,
         v.price_per_gpu_hour,
         *_conversion(v).row_tuple(),
+        v.digest,
     )
 
 

@@ -32,7 +32,14 @@ from sqlalchemy.orm import Session
 from providers.contract import ScrapeResult
 from tracker.catalog.gpus import GpuCatalog
 from tracker.config import Settings
-from tracker.ingest.apply import bump_data_version, read_listed, record_locations, record_unknown, write_changes
+from tracker.ingest.apply import (
+    bump_data_version,
+    read_known,
+    read_listed,
+    record_locations,
+    record_unknown,
+    write_changes,
+)
 from tracker.ingest.costs import record_cost_terms
 from tracker.ingest.diff import diff
 from tracker.ingest.fx import MAX_RATE_AGE, RateBook
@@ -140,7 +147,10 @@ def ingest(
         observed_at,
         max_age=None if run.source in OFFLINE_SOURCES else MAX_RATE_AGE,
     )
-    prepared = validate_batch(result, catalog, settings, provider, rates)
+    # The stored offers' digests first: an observation identical to its offer's last one is taken as stored
+    # (tracker.ingest.digest) and passes the diff and the cost terms by; only the rest is read in full.
+    known = read_known(session, provider)
+    prepared = validate_batch(result, catalog, settings, provider, rates, known=known, demo=demo)
     report = _report(run, result, prepared)
     run.observed_at = observed_at
     run.offers_seen, run.offers_valid = report.offers_seen, report.offers_valid
@@ -149,14 +159,17 @@ def ingest(
     record_unknown(session, run, prepared, observed_at)
     if reason := quarantine_reason(session, provider, prepared, settings):
         return _quarantine(report, run, reason)
-    listed = read_listed(session, provider)
+    compared = [row.id for v in prepared.valid if v.same_as is None and (row := known.get(v.scraped.key))]
+    listed = read_listed(session, provider, compared)
     # The listed offers' prices are the last good run's: the diff samples the price level against them,
     # and nothing is written until that check has passed.
-    changes = diff(listed, prepared.valid, demo=demo)
+    changes = diff(listed, prepared.valid, demo=demo, known=known)
     if reason := price_level_reason(session, provider, changes.level, settings):
         return _quarantine(report, run, reason)
-    offer_ids = write_changes(session, provider, changes, listed, observed_at=observed_at, run_id=run.id, demo=demo)
-    record_cost_terms(session, provider, prepared.valid, offer_ids, observed_at, run.id)  # tracker.ingest.costs
+    offer_ids = write_changes(session, provider, changes, known, observed_at=observed_at, run_id=run.id, demo=demo)
+    record_cost_terms(  # tracker.ingest.costs
+        session, provider, prepared.valid, offer_ids, observed_at, run.id, gone=changes.gone
+    )
     record_locations(session, provider, prepared.valid)
     report.offers_new, report.offers_reopened = len(changes.new), changes.reopened
     report.price_rows, report.fx_rows = changes.price_rows, changes.fx_rows

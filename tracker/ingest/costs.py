@@ -9,12 +9,12 @@ the scraped offer, never from `offers.attributes` (which may lag: tracker.storag
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import ARRAY, BigInteger, any_, bindparam, select, update
 from sqlalchemy.orm import Session
 
 from providers.contract import ScrapedOffer
@@ -36,6 +36,8 @@ MONEY_TERMS = frozenset({"disk_usd_per_gb_month", "egress_usd_per_gb", "ingress_
 class _Valid(Protocol):
     @property
     def scraped(self) -> ScrapedOffer: ...
+    @property
+    def same_as(self) -> int | None: ...  # taken as stored (tracker.ingest.digest): its terms are the open row's
 
 
 def _number(raw: object, is_money: bool, parsed: Callable[[Any, bool], Decimal | None]) -> Decimal | None:
@@ -200,25 +202,30 @@ def record_cost_terms(
     ids: Mapping[str, int],
     observed_at: datetime,
     run_id: int | None,
+    gone: Collection[int] | None = None,
 ) -> int:
     """Write the provider's changed cost terms (`ids`: offer key -> stored offer id, as ingest has
-    them); returns the number of rows opened."""
+    them); returns the number of rows opened. An offer taken as stored keeps its open row. `gone`: the
+    batch's delisted offers, when ingest knows them: then only their open rows and those of the offers
+    compared in full are read, since every other open row belongs to an offer taken as stored."""
     memo = _BatchMemo(_CARRIED.get(provider, {}))
     stated: dict[int, tuple[tuple[Any, ...], str]] = {}
+    kept: set[int] = set()
     for v in valid:
+        if v.same_as is not None:
+            kept.add(v.same_as)
+            continue
         oid = ids.get(v.scraped.key)
         if oid is None or (values := _values(v.scraped.attributes)) is None:
             continue
         if (digest := memo.digest(values)) is not None:
             stated[oid] = (values, digest)
-    open_rows: dict[int, str] = dict(
-        session.execute(
-            select(OfferCostTerms.offer_id, OfferCostTerms.digest)
-            .join(Offer, Offer.id == OfferCostTerms.offer_id)
-            .where(Offer.provider == provider, OfferCostTerms.valid_to.is_(None))
-        ).all()
-    )
-    close = [oid for oid, old in open_rows.items() if oid not in stated or stated[oid][1] != old]
+    if gone is None:
+        open_rows = _open_rows(session, provider, None)
+    else:
+        compared = [ids[v.scraped.key] for v in valid if v.same_as is None and v.scraped.key in ids]
+        open_rows = _open_rows(session, provider, [*compared, *gone])
+    close = [oid for oid, old in open_rows.items() if oid not in kept and (oid not in stated or stated[oid][1] != old)]
     closing = set(close)
     opening = [oid for oid in stated if oid not in open_rows or oid in closing]
     new = (  # a generator: written as built (insert_tuples), not a tuple per offer held at once
@@ -234,6 +241,22 @@ def record_cost_terms(
     insert_tuples(session, OfferCostTerms, _ROW_COLUMNS, new)
     _CARRIED[provider] = memo.digests  # only what this batch stated: the memo never outgrows a batch
     return len(opening)
+
+
+def _open_rows(session: Session, provider: str, offer_ids: list[int] | None) -> dict[int, str]:
+    """Open rows' digests by offer: the provider's, or only those of `offer_ids` (the provider's offers)."""
+    query = select(OfferCostTerms.offer_id, OfferCostTerms.digest).where(OfferCostTerms.valid_to.is_(None))
+    if offer_ids is None:
+        everyone = query.join(Offer, Offer.id == OfferCostTerms.offer_id).where(Offer.provider == provider)
+        return {oid: digest for oid, digest in session.execute(everyone)}
+    if session.connection().dialect.name == "postgresql":  # one statement with an array, however many
+        ids = bindparam("ids", offer_ids, type_=ARRAY(BigInteger()))
+        return {oid: digest for oid, digest in session.execute(query.where(OfferCostTerms.offer_id == any_(ids)))}
+    found: dict[int, str] = {}
+    for i in range(0, len(offer_ids), _CHUNK):
+        chunk = query.where(OfferCostTerms.offer_id.in_(offer_ids[i : i + _CHUNK]))
+        found.update((oid, digest) for oid, digest in session.execute(chunk))
+    return found
 
 
 _ROW_COLUMNS = ("offer_id", "valid_from", "valid_to", "run_id", "digest", *COLUMNS)

@@ -17,6 +17,8 @@ The rules of change-only history, all decided here (`tracker.ingest.apply` only 
 * A stored, listed offer absent from the batch is gone: delisted, its open rows closed.
 * The stored description is rewritten when anything the read side filters on changed (availability,
   card, GPU count, region, demo flag, the quality attributes) or the price did; other attributes may lag.
+* An offer whose observation digest (`tracker.ingest.digest`) changed is rewritten too, so its row holds
+  the digest of what it was written from; one validation took as stored (`same_as`) is the same price.
 * Anything else (the same batch again) changes nothing but `last_seen`.
 
 The diff also fills the price-level sample (`tracker.ingest.quarantine.PriceLevel`) in the same pass.
@@ -32,7 +34,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from tracker.ingest.quarantine import PriceLevel
-from tracker.ingest.validate import ValidOffer
+from tracker.ingest.validate import KnownOffer, ValidOffer
 from tracker.storage.tables import QUALITY_ATTRIBUTES
 
 
@@ -72,6 +74,8 @@ class ListedOffer(Protocol):
     def orderable(self) -> bool: ...
     @property
     def quality(self) -> str | None: ...  # the quality attributes, one JSON array in QUALITY_ATTRIBUTES' order
+    @property
+    def observed_digest(self) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -98,23 +102,38 @@ class Changes:
         return sum(kind == ChangeKind.fx for _, _, kind in self.prices)
 
 
-def diff(listed: Mapping[str, ListedOffer], valid: Sequence[ValidOffer], *, demo: bool = False) -> Changes:
-    """The changes `valid` (one provider's validated batch) makes to `listed` (its stored offers by key)."""
+def diff(
+    listed: Mapping[str, ListedOffer],
+    valid: Sequence[ValidOffer],
+    *,
+    demo: bool = False,
+    known: Mapping[str, KnownOffer] | None = None,
+) -> Changes:
+    """The changes `valid` (one provider's validated batch) makes to its stored offers by key: `known` if
+    given (`tracker.ingest.apply.read_known`), with `listed` holding the full rows of those of them the batch
+    states and validation did not take as stored; else `listed` holds every stored offer in full."""
     changes = Changes()
+    stored_keys: Mapping[str, KnownOffer | ListedOffer] = listed if known is None else known
     # The stored quality arrays repeat across a marketplace's hosts: each distinct text is decoded once.
     stored: dict[str | None, tuple[Any, ...]] = {}
     for v in valid:
-        row = listed.get(v.scraped.key)
-        if row is None:
+        key = v.scraped.key
+        if v.same_as is not None:  # the same observation as the stored one: validation vouched for it
+            changes.level.same[(v.gpu.id, v.scraped.pricing)] += 1
+        elif (row := listed.get(key)) is None:
+            if key in stored_keys:
+                raise RuntimeError(f"offer {key!r} is stored but was not read in full for the diff")
             changes.level.fresh[(v.gpu.id, v.scraped.pricing)].append(float(v.price_per_gpu_hour))
             changes.new.append(v)
         elif _unchanged(row, v, demo, stored):
             # Most of a repeated scrape: one tuple comparison instead of the rules one by one.
             changes.level.same[(v.gpu.id, v.scraped.pricing)] += 1
+            if row.observed_digest != v.digest:  # nothing shown changed, but the row keeps what it came from
+                changes.rewritten.append((row.id, v))
         else:
             _compare(changes, row, v, demo, stored)
     incoming = {v.scraped.key for v in valid}
-    changes.gone = [row.id for key, row in listed.items() if key not in incoming and not row.delisted]
+    changes.gone = [row.id for key, row in stored_keys.items() if key not in incoming and not row.delisted]
     return changes
 
 
@@ -183,7 +202,7 @@ def _compare(
         changes.level.add_moved(card, v, row)
     else:
         changes.level.same[card] += 1
-    if reopened or price_changed or usd_changed or described_changed:
+    if reopened or price_changed or usd_changed or described_changed or row.observed_digest != v.digest:
         changes.rewritten.append((row.id, v))
     if reopened or price_changed or count_changed or card_changed or kind_changed:
         if not reopened:  # a returning offer's last rows were closed when it was delisted

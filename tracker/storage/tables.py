@@ -186,6 +186,10 @@ class Offer(Base):
     fx_rate: Mapped[Decimal | None] = mapped_column(Rate)  # USD per unit of `currency`; NULL: quoted in USD
     fx_date: Mapped[date | None] = mapped_column(Date)  # the day the rate is the reference rate of
     fx_source: Mapped[str | None] = mapped_column(String(32))
+    # The digest of the observation this row was last written from (tracker.ingest.digest): an observation
+    # with the same digest is unchanged without being checked and compared again. NULL: written before
+    # digests were kept, or by an import; the next ingest compares it in full and writes one.
+    observed_digest: Mapped[str | None] = mapped_column(String(32))
 
 
 class OfferPrice(Base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 import tracker.ingest.costs as ingest_costs
 from providers.adapters.vastai import parse
@@ -152,16 +152,25 @@ def test_a_repeated_batch_normalises_nothing_again_and_the_memo_never_outgrows_a
     assert len(calls) == n  # each distinct combination once
     calls.clear()
     clock.advance(minutes=10)
+    with session_scope(engine) as s:  # no stored digests (rows from before them): every offer compared in full
+        s.execute(update(Offer).values(observed_digest=None))
     do_ingest(engine, settings, clock, batch(*offers))
     assert calls == []  # an unchanged scrape of more combinations than an LRU held: every one a hit
     assert len(ingest_costs._CARRIED["vastai"]) == n
 
     clock.advance(minutes=10)
-    moved = _many_terms(10, start=n - 5)  # 5 combinations carried over, 5 new
+    do_ingest(engine, settings, clock, batch(*offers))
+    assert calls == []  # now taken as stored (tracker.ingest.digest): nothing is digested at all
+    assert ingest_costs._CARRIED["vastai"] == {}  # and nothing carried: only what a batch compared is
+
+    clock.advance(minutes=10)
+    moved = _many_terms(10, start=n - 5)  # 5 offers as they were, 5 new with new combinations
     do_ingest(engine, settings, clock, batch(*offers[:-5], *moved))
     assert len(calls) == 5
-    assert len(ingest_costs._CARRIED["vastai"]) == n + 5  # exactly this batch's combinations
+    assert len(ingest_costs._CARRIED["vastai"]) == 5  # exactly the combinations this batch compared
     assert history(engine, f"h{n + 4}")[0][1] == Decimal(100 + n + 4).quantize(Decimal("0.001"))
+    (kept,) = history(engine, f"h{n - 1}")  # taken as stored: its first row stays open
+    assert kept[1:] == (Decimal(100 + n - 1).quantize(Decimal("0.001")), kept[2], None)
 
 
 def test_a_batch_digests_exactly_as_the_rule_does():

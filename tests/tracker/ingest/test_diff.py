@@ -37,6 +37,7 @@ class Listed:
     price_kind: str = "asking"
     orderable: bool = True
     quality: str | None = None
+    observed_digest: str | None = None
 
 
 def valid(

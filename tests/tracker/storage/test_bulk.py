@@ -61,3 +61,38 @@ def test_tuples_in_columns_order_land_as_rows(engine):
     assert len(got) == n
     assert got[0] == ("GBP", Decimal("1.27")) and got[-1] == ("GBP", Decimal("1.27"))
     assert {c for c, _ in got} == {"GBP", "USD"}
+
+
+def test_sqlite_stores_tuples_exactly_as_a_core_insert_does(sqlite_engine, monkeypatch):
+    # Every kind of column an ingest writes (text, numeric, bool, JSON, aware datetime, date, NULLs), read
+    # back raw: the driver's executemany with each type's bind processor stores what Core's insert stores.
+    import tracker.storage.bulk as bulk
+    from tests.conftest import _empty
+    from tracker.storage.tables import Offer
+
+    def offers() -> Iterator[dict[str, Any]]:
+        for i, (attributes, memory) in enumerate((({"a": [1, 2.5, None], "b": "é"}, Decimal("80.00")), ({}, None))):
+            yield {
+                "provider": "p", "offer_key": f"k{i}", "gpu_id": "H100-SXM-80GB", "gpu_family": "H100",
+                "raw_gpu_name": "H100", "gpu_count": Decimal("0.125"), "gpu_memory_gb": memory, "form_factor": "sxm",
+                "pricing": "spot", "reserved_term": None, "region": "", "instance_type": None, "available": i == 0,
+                "vcpus": None, "ram_gb": Decimal("1024.5"), "attributes": attributes, "price_kind": "asking",
+                "orderable": True, "demo": False, "first_seen": AT, "last_seen": AT + timedelta(microseconds=7),
+                "delisted_at": None, "price_per_hour": Decimal("2.123456"), "price_per_gpu_hour": Decimal("16.98"),
+                "currency": "EUR", "price_native_per_hour": Decimal("1.9"), "price_native_per_gpu_hour": None,
+                "fx_rate": Decimal("1.117608000001"), "fx_date": DAY0, "fx_source": "ecb", "observed_digest": "d" * 32,
+            }  # fmt: skip
+
+    def raw() -> list[tuple[Any, ...]]:
+        with sqlite_engine.connect() as conn:
+            return [tuple(r) for r in conn.exec_driver_sql("SELECT * FROM offers ORDER BY id")]
+
+    _empty(sqlite_engine)
+    with session_scope(sqlite_engine) as s:
+        insert_rows(s, Offer, offers())
+    fast = raw()
+    _empty(sqlite_engine)
+    monkeypatch.setattr(bulk, "TUPLE_DIALECTS", frozenset({"postgresql"}))  # Core's executemany
+    with session_scope(sqlite_engine) as s:
+        insert_rows(s, Offer, offers())
+    assert fast == raw() and len(fast) == 2
