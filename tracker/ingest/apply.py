@@ -123,7 +123,8 @@ def read_known(session: Session, provider: str) -> dict[str, KnownOffer]:
     """The provider's stored offers by key, as validation and the diff first need them: ids, digests and the
     live prices. Only the offers the batch does not state unchanged are then read in full (`read_listed`):
     at 200,000 offers this read takes a quarter of the full one, which parses every row's attributes."""
-    # Core rows, through the connection: the ORM's result loading cost as much as the read itself here.
+    # Core rows, through the connection and fetched at once: the ORM's result loading, or a fetch per row,
+    # cost as much as the read itself here.
     rows = session.connection().execute(
         select(
             Offer.id,
@@ -134,7 +135,7 @@ def read_known(session: Session, provider: str) -> dict[str, KnownOffer]:
             Offer.price_per_hour,
             Offer.price_per_gpu_hour,
         ).where(Offer.provider == provider)
-    )
+    ).all()
     return {row.offer_key: cast(KnownOffer, row) for row in rows}
 
 
