@@ -1,7 +1,8 @@
 """Apply: the writes of one batch's `Changes` (tracker.ingest.diff), in the caller's transaction.
 
-Set-based and bulk throughout: a 20,000-offer scrape is one read of the listed offers, bulk inserts
-(COPY on Postgres, `tracker.storage.bulk`) and chunked UPDATEs, never one statement per offer.
+Set-based and bulk throughout: a 20,000-offer scrape is one narrow read of the listed offers
+(`read_known`) and one full read of those compared (`read_listed`), bulk inserts (COPY on Postgres, the
+driver's executemany on SQLite: `tracker.storage.bulk`) and chunked UPDATEs, never one statement per offer.
 
 On Postgres the writes go further (`_write_set_based`): new offers are COPYed straight into `offers` and
 their first price and availability rows are made from those rows by `INSERT … SELECT`; the rewritten
@@ -125,17 +126,21 @@ def read_known(session: Session, provider: str) -> dict[str, KnownOffer]:
     at 200,000 offers this read takes a quarter of the full one, which parses every row's attributes."""
     # Core rows, through the connection and fetched at once: the ORM's result loading, or a fetch per row,
     # cost as much as the read itself here.
-    rows = session.connection().execute(
-        select(
-            Offer.id,
-            Offer.offer_key,
-            Offer.delisted_at.is_not(None).label("delisted"),
-            Offer.gpu_id,
-            Offer.observed_digest,
-            Offer.price_per_hour,
-            Offer.price_per_gpu_hour,
-        ).where(Offer.provider == provider)
-    ).all()
+    rows = (
+        session.connection()
+        .execute(
+            select(
+                Offer.id,
+                Offer.offer_key,
+                Offer.delisted_at.is_not(None).label("delisted"),
+                Offer.gpu_id,
+                Offer.observed_digest,
+                Offer.price_per_hour,
+                Offer.price_per_gpu_hour,
+            ).where(Offer.provider == provider)
+        )
+        .all()
+    )
     return {row.offer_key: cast(KnownOffer, row) for row in rows}
 
 

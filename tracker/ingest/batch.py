@@ -1,7 +1,8 @@
 """Ingest: turn one provider batch into change-only history, in one transaction.
 
 Stages, one module each: validate and normalize every offer (`tracker.ingest.validate`: bad rows and
-unknown GPU names are set aside and counted), check the batch as a whole against the last good run (an
+unknown GPU names are set aside and counted; an offer stated exactly as its stored offer's last observation
+is taken as stored, `tracker.ingest.digest`), check the batch as a whole against the last good run (an
 empty, collapsed or degenerate batch, or one whose price level jumped, is quarantined and changes
 nothing: `tracker.ingest.quarantine`), then diff against the stored offers (`tracker.ingest.diff`, pure)
 and write the result (`tracker.ingest.apply`): new offers and price changes write price rows,
