@@ -22,7 +22,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal
 from itertools import chain
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import (
     ARRAY,
@@ -52,7 +52,7 @@ from tracker.ingest.diff import ChangeKind, Changes, ListedOffer
 from tracker.ingest.fx import NATIVE_COLUMNS, Conversion, convert
 from tracker.ingest.validate import KnownOffer, Prepared, ValidOffer
 from tracker.storage.bulk import INSERT_CHUNK, copy_rows, insert_rows, staging_table, table_of
-from tracker.storage.sql import json_members
+from tracker.storage.sql import IN_CHUNK, json_members, select_in
 from tracker.storage.tables import (
     QUALITY_ATTRIBUTES,
     DataVersion,
@@ -65,7 +65,7 @@ from tracker.storage.tables import (
     UTCDateTime,
 )
 
-CHUNK = 900  # stays under SQLite's bound-parameter limit for IN lists
+CHUNK = IN_CHUNK  # stays under SQLite's bound-parameter limit for IN lists (tracker.storage.sql)
 _T = TypeVar("_T")
 # The backends whose writes take `_write_set_based` (COPY, staging, set-based SQL); the others take the
 # portable statements. A name, so a test can run Postgres through the portable path and compare.
@@ -113,13 +113,6 @@ PRICE_COLUMNS = (
 AVAILABILITY_COLUMNS = ("offer_id", "available", "valid_from", "valid_to", "run_id")
 
 
-class Stored(Protocol):
-    """A stored offer as the writes need it: its id (a row of `read_known` or `read_listed`)."""
-
-    @property
-    def id(self) -> int: ...
-
-
 def read_known(session: Session, provider: str) -> dict[str, KnownOffer]:
     """The provider's stored offers by key, as validation and the diff first need them: ids, digests and the
     live prices. Only the offers the batch does not state unchanged are then read in full (`read_listed`):
@@ -150,6 +143,7 @@ def read_listed(session: Session, provider: str, ids: Collection[int] | None = N
         Offer.id,
         Offer.offer_key,
         Offer.price_per_hour,
+        Offer.price_per_gpu_hour,
         Offer.currency,
         Offer.price_native_per_hour,
         # A flag, not the timestamp: skips 20,000 conversions for the only thing the diff needs.
@@ -166,16 +160,7 @@ def read_listed(session: Session, provider: str, ids: Collection[int] | None = N
         json_members(Offer.attributes, QUALITY_ATTRIBUTES).label("quality"),
         Offer.observed_digest,
     ).where(Offer.provider == provider)
-    if ids is None:
-        rows = list(session.execute(query))
-    elif not ids:
-        return {}
-    elif session.connection().dialect.name == "postgresql":  # one statement with an array, however many
-        rows = list(
-            session.execute(query.where(Offer.id == any_(bindparam("ids", list(ids), type_=ARRAY(BigInteger())))))
-        )
-    else:
-        rows = [row for chunk in _chunks(list(ids)) for row in session.execute(query.where(Offer.id.in_(chunk)))]
+    rows = select_in(session, query, Offer.id, ids)
     return {row.offer_key: cast(ListedOffer, row) for row in rows}
 
 
@@ -183,7 +168,7 @@ def write_changes(
     session: Session,
     provider: str,
     changes: Changes,
-    listed: Mapping[str, Stored],
+    listed: Mapping[str, KnownOffer],
     *,
     observed_at: datetime,
     run_id: int | None,
@@ -236,7 +221,7 @@ def _write_set_based(
     session: Session,
     provider: str,
     changes: Changes,
-    listed: Mapping[str, Stored],
+    listed: Mapping[str, KnownOffer],
     *,
     observed_at: datetime,
     run_id: int | None,
@@ -311,7 +296,7 @@ class _Ids(Mapping[str, int]):
     """Every listed and new offer's id by key, read through the listed rows rather than copied out of them
     (a dict of 200,000 ids per batch, for the few the cost terms look up)."""
 
-    def __init__(self, listed: Mapping[str, Stored], new: dict[str, int]) -> None:
+    def __init__(self, listed: Mapping[str, KnownOffer], new: dict[str, int]) -> None:
         self._listed, self._new = listed, new
 
     def __getitem__(self, key: str) -> int:
@@ -344,7 +329,7 @@ def _copy_new(
     session: Session,
     provider: str,
     new: list[ValidOffer],
-    listed: Mapping[str, Stored],
+    listed: Mapping[str, KnownOffer],
     observed_at: datetime,
     demo: bool,
 ) -> tuple[dict[str, int], list[int]]:

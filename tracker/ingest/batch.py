@@ -169,7 +169,7 @@ def ingest(
         return _quarantine(report, run, reason)
     offer_ids = write_changes(session, provider, changes, known, observed_at=observed_at, run_id=run.id, demo=demo)
     record_cost_terms(  # tracker.ingest.costs
-        session, provider, prepared.valid, offer_ids, observed_at, run.id, gone=changes.gone
+        session, provider, prepared.valid, offer_ids, observed_at, run.id, reread=[*compared, *changes.gone]
     )
     record_locations(session, provider, prepared.valid)
     report.offers_new, report.offers_reopened = len(changes.new), changes.reopened

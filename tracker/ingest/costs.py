@@ -14,13 +14,14 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol, cast
 
-from sqlalchemy import ARRAY, BigInteger, any_, bindparam, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from providers.contract import ScrapedOffer
 from providers.cost_terms import COST_TERMS, TERM_KEYS
 from tracker.money import to_money
 from tracker.storage.bulk import insert_tuples
+from tracker.storage.sql import select_in
 from tracker.storage.tables import Offer, OfferCostTerms
 
 __all__ = ["COLUMNS", "record_cost_terms", "stated_terms"]
@@ -202,12 +203,13 @@ def record_cost_terms(
     ids: Mapping[str, int],
     observed_at: datetime,
     run_id: int | None,
-    gone: Collection[int] | None = None,
+    reread: Collection[int] | None = None,
 ) -> int:
     """Write the provider's changed cost terms (`ids`: offer key -> stored offer id, as ingest has
-    them); returns the number of rows opened. An offer taken as stored keeps its open row. `gone`: the
-    batch's delisted offers, when ingest knows them: then only their open rows and those of the offers
-    compared in full are read, since every other open row belongs to an offer taken as stored."""
+    them); returns the number of rows opened. An offer taken as stored keeps its open row. `reread`: the
+    stored offers whose open rows may change, when ingest knows them (those compared in full and those
+    gone): only theirs are read, since every other open row belongs to an offer taken as stored or has
+    none (a new offer). None: every open row of the provider."""
     memo = _BatchMemo(_CARRIED.get(provider, {}))
     stated: dict[int, tuple[tuple[Any, ...], str]] = {}
     kept: set[int] = set()
@@ -220,11 +222,7 @@ def record_cost_terms(
             continue
         if (digest := memo.digest(values)) is not None:
             stated[oid] = (values, digest)
-    if gone is None:
-        open_rows = _open_rows(session, provider, None)
-    else:
-        compared = [ids[v.scraped.key] for v in valid if v.same_as is None and v.scraped.key in ids]
-        open_rows = _open_rows(session, provider, [*compared, *gone])
+    open_rows = _open_rows(session, provider, reread)
     close = [oid for oid, old in open_rows.items() if oid not in kept and (oid not in stated or stated[oid][1] != old)]
     closing = set(close)
     opening = [oid for oid in stated if oid not in open_rows or oid in closing]
@@ -243,20 +241,16 @@ def record_cost_terms(
     return len(opening)
 
 
-def _open_rows(session: Session, provider: str, offer_ids: list[int] | None) -> dict[int, str]:
+def _open_rows(session: Session, provider: str, offer_ids: Collection[int] | None) -> dict[int, str]:
     """Open rows' digests by offer: the provider's, or only those of `offer_ids` (the provider's offers)."""
     query = select(OfferCostTerms.offer_id, OfferCostTerms.digest).where(OfferCostTerms.valid_to.is_(None))
     if offer_ids is None:
-        everyone = query.join(Offer, Offer.id == OfferCostTerms.offer_id).where(Offer.provider == provider)
-        return {oid: digest for oid, digest in session.execute(everyone)}
-    if session.connection().dialect.name == "postgresql":  # one statement with an array, however many
-        ids = bindparam("ids", offer_ids, type_=ARRAY(BigInteger()))
-        return {oid: digest for oid, digest in session.execute(query.where(OfferCostTerms.offer_id == any_(ids)))}
-    found: dict[int, str] = {}
-    for i in range(0, len(offer_ids), _CHUNK):
-        chunk = query.where(OfferCostTerms.offer_id.in_(offer_ids[i : i + _CHUNK]))
-        found.update((oid, digest) for oid, digest in session.execute(chunk))
-    return found
+        rows = list(
+            session.execute(query.join(Offer, Offer.id == OfferCostTerms.offer_id).where(Offer.provider == provider))
+        )
+    else:
+        rows = select_in(session, query, OfferCostTerms.offer_id, offer_ids)
+    return {oid: digest for oid, digest in rows}
 
 
 _ROW_COLUMNS = ("offer_id", "valid_from", "valid_to", "run_id", "digest", *COLUMNS)

@@ -45,23 +45,16 @@ class ChangeKind(StrEnum):
     fx = "fx"  # the same quote, another USD figure: only the exchange rate moved
 
 
-class ListedOffer(Protocol):
-    """A stored offer as the diff compares it (a row of `tracker.ingest.apply.read_listed`)."""
+class ListedOffer(KnownOffer, Protocol):
+    """A stored offer as the diff compares it (a row of `tracker.ingest.apply.read_listed`): what ingest
+    first reads of every listed offer (`KnownOffer`), and the columns compared."""
 
-    @property
-    def id(self) -> int: ...
-    @property
-    def price_per_hour(self) -> Decimal: ...
     @property
     def currency(self) -> str | None: ...
     @property
     def price_native_per_hour(self) -> Decimal | None: ...  # None: written before native amounts were kept
     @property
-    def delisted(self) -> bool: ...
-    @property
     def available(self) -> bool | None: ...
-    @property
-    def gpu_id(self) -> str: ...
     @property
     def gpu_count(self) -> Decimal: ...
     @property
@@ -74,8 +67,6 @@ class ListedOffer(Protocol):
     def orderable(self) -> bool: ...
     @property
     def quality(self) -> str | None: ...  # the quality attributes, one JSON array in QUALITY_ATTRIBUTES' order
-    @property
-    def observed_digest(self) -> str | None: ...
 
 
 @dataclass(slots=True)
@@ -113,7 +104,7 @@ def diff(
     given (`tracker.ingest.apply.read_known`), with `listed` holding the full rows of those of them the batch
     states and validation did not take as stored; else `listed` holds every stored offer in full."""
     changes = Changes()
-    stored_keys: Mapping[str, KnownOffer | ListedOffer] = listed if known is None else known
+    stored_keys: Mapping[str, KnownOffer] = listed if known is None else known
     # The stored quality arrays repeat across a marketplace's hosts: each distinct text is decoded once.
     stored: dict[str | None, tuple[Any, ...]] = {}
     for v in valid:

@@ -89,14 +89,13 @@ def validate_batch(
     seen_keys: set[str] = set()
     resolved: dict[tuple[str, Decimal | None], Resolved | GpuNameError] = {}
     context = batch_context(provider, demo, settings.max_price_per_gpu_hour)
-    rate_texts: dict[str, str | None] = {}
     plain: dict[tuple[str, str | None], bool] = {}  # (name, term) -> neither a slice nor a term to respell
     for offer in result.offers:
         if offer.key in seen_keys:
             out.invalid.append(f"{offer.key}: duplicate key in batch")
             continue
         seen_keys.add(offer.key)
-        digest = _digest(offer, context, book, rate_texts)
+        digest = _digest(offer, context, book)
         row = known.get(offer.key) if known is not None and digest is not None else None
         same = _as_stored(offer, row, digest, catalog, provider, resolved, plain) if row is not None else None
         if same is not None:
@@ -165,19 +164,14 @@ def validate_batch(
     return out
 
 
-def _digest(offer: ScrapedOffer, context: str, book: RateBook, memo: dict[str, str | None]) -> str | None:
+def _digest(offer: ScrapedOffer, context: str, book: RateBook) -> str | None:
     """The observation's digest, or None where its currency has no rate (the full path sets it aside)."""
-    currency = offer.currency if isinstance(offer.currency, str) else repr(offer.currency)
     try:
-        rate = memo[currency]
-    except KeyError:
-        try:
-            applied = book.rate_for(offer.currency)
-        except CurrencyError:
-            rate = memo[currency] = None
-        else:  # what conversion multiplies by; the rate's day and source are not compared by the diff
-            rate = memo[currency] = "" if applied is None else repr(applied.usd_per_unit)
-    return None if rate is None else offer_digest(offer, context, rate)
+        applied = book.rate_for(offer.currency)  # looked up once per currency (RateBook's memo)
+    except CurrencyError:
+        return None
+    # What conversion multiplies by; the rate's day and source are not compared by the diff.
+    return offer_digest(offer, context, "" if applied is None else repr(applied.usd_per_unit))
 
 
 def _resolve(
@@ -221,9 +215,7 @@ def _as_stored(
         ok = plain[key] = not catalog.is_slice_name(offer.gpu_name) and _canonical_term(offer.reserved_term)
     if not ok or SLICE_CARD in offer.attributes:
         return None
-    found = resolved.get((offer.gpu_name, offer.gpu_memory_gb if offer.gpu_count >= 1 else None))
-    if found is None:  # the first offer of its name and memory in this batch (the key is `_resolve`'s)
-        found = _resolve(offer, catalog, provider, resolved)
+    found = _resolve(offer, catalog, provider, resolved)
     if isinstance(found, GpuNameError) or found.card.id != row.gpu_id:
         return None
     return ValidOffer(offer, found.card, row.price_per_hour, row.price_per_gpu_hour, None, digest, row.id), found

@@ -38,6 +38,7 @@ class Listed:
     orderable: bool = True
     quality: str | None = None
     observed_digest: str | None = None
+    price_per_gpu_hour: Decimal = Decimal(0)  # not compared: the price-level check reads the hour and count
 
 
 def valid(

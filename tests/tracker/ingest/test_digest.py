@@ -33,7 +33,7 @@ TERMS = {"disk_usd_per_gb_month": "0.15", "download_mbps": "900"}
 def _more() -> list[ScrapeResult]:
     """After `_batches`: what only the digest path tells apart (attributes in and out of the digest, the
     cost terms, a column the diff does not compare)."""
-    base = [o for o in _batches()[-1].offers]
+    base = list(_batches()[-1].offers)
     extra = offer("t", "2.50", attributes={"machine_id": 7, COST_TERMS: dict(TERMS), "verification": "verified"})
     return [
         batch(*base, extra),
