@@ -157,6 +157,9 @@ def show_table(
     if _needed_width(out, table) > out.width:  # still too wide: every cell may wrap rather than be cut
         for column in table.columns:
             column.no_wrap = False
+            # The narrowest-note preference yields too: at its WRAP_MIN a free-text column pushed the table
+            # past the terminal, whose right edge then cut the note ("V100-PCIE-16GB (as" at 80 columns).
+            column.min_width = None
     out.print(table)
     _lines(out, caption, table.caption_style)
     if hidden:

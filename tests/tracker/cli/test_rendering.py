@@ -31,6 +31,8 @@ COMMANDS = [
     ("gpus",),
     ("doctor", "vastai", "--replay", str(bundled_cassette("vastai"))),
     ("scrape", "--demo", "seeweb", "vastai", "spheron", "--dry-run"),
+    # Every demo provider: the notes of assumed cards once pushed the table past 80 columns, whose edge cut them.
+    ("scrape", "--demo", "--dry-run"),
     ("alerts", "list"),
 ]
 
